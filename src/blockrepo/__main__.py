@@ -1,0 +1,5 @@
+"""Allows `python -m blockrepo`."""
+
+from blockrepo.cli import main
+
+main()

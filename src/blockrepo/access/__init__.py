@@ -1,0 +1,1 @@
+"""Access: users, roles, type and functional permissions, attribute-group permissions."""

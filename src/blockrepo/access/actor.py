@@ -1,0 +1,170 @@
+"""The acting user of a request and the one place that answers "may this actor do that?"."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from blockrepo.access.models import (
+    AttributeGroupPermission,
+    Role,
+    RoleFunctionalPermission,
+    RoleSubRole,
+    RoleTypePermission,
+    User,
+    UserRole,
+)
+
+SUPERVISOR_ROLE = "Supervisor"
+SYSTEM_LOGIN = "system"
+TYPE_ACTIONS = ("read", "create", "update", "delete")
+FUNCTIONAL_PERMISSIONS = (
+    "ADMIN_USERS",
+    "ADMIN_ROLES",
+    "ADMIN_ATTRIBUTES",
+    "EDIT_METAMODEL",
+    "MASSDATA",
+    "IMPORT",
+    "EXPORT",
+    "VIEW_HISTORY",
+)
+
+
+@dataclass(frozen=True)
+class GroupRule:
+    """Which roles may read and write one attribute group; empty sets mean the group is unrestricted."""
+
+    readers: frozenset[int] = frozenset()
+    writers: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who acts, with effective rights (own roles plus every inherited sub-role)."""
+
+    user_id: int
+    login: str
+    supervisor: bool
+    role_ids: frozenset[int] = frozenset()
+    role_names: frozenset[str] = frozenset()
+    type_permissions: Mapping[int, frozenset[str]] = field(default_factory=dict)
+    functional_permissions: frozenset[str] = frozenset()
+    group_rules: Mapping[int, GroupRule] = field(default_factory=dict)
+
+    def can(self, permission: str) -> bool:
+        """A functional permission such as EDIT_METAMODEL."""
+        return self.supervisor or permission in self.functional_permissions
+
+    def can_type(self, type_id: int, action: str) -> bool:
+        """read, create, update or delete on the elements of a building block type."""
+        return self.supervisor or action in self.type_permissions.get(type_id, frozenset())
+
+    def can_read_group(self, group_id: int) -> bool:
+        if self.supervisor:
+            return True
+        rule = self.group_rules.get(group_id)
+        if rule is None or not rule.readers:
+            return True
+        return bool(rule.readers & self.role_ids)
+
+    def can_write_group(self, group_id: int) -> bool:
+        if self.supervisor:
+            return True
+        if not self.can_read_group(group_id):
+            return False
+        rule = self.group_rules.get(group_id)
+        if rule is None or not rule.writers:
+            # No role has write: only a group that nobody restricted at all is writable.
+            return rule is None or not rule.readers
+        return bool(rule.writers & self.role_ids)
+
+
+def _effective_roles(direct: set[int], sub_roles: Mapping[int, set[int]]) -> set[int]:
+    seen: set[int] = set()
+    stack = list(direct)
+    while stack:
+        role_id = stack.pop()
+        if role_id in seen:
+            continue
+        seen.add(role_id)
+        stack.extend(sub_roles.get(role_id, ()))
+    return seen
+
+
+def load_actor(db: Session, user: User) -> Actor:
+    """Compute the effective rights of a user (a fixed number of queries)."""
+    direct = set(db.scalars(select(UserRole.role_id).where(UserRole.user_id == user.id)))
+    sub_roles: dict[int, set[int]] = {}
+    for role_id, sub_role_id in db.execute(select(RoleSubRole.role_id, RoleSubRole.sub_role_id)):
+        sub_roles.setdefault(role_id, set()).add(sub_role_id)
+    role_ids = _effective_roles(direct, sub_roles)
+    roles = list(db.scalars(select(Role).where(Role.id.in_(role_ids)))) if role_ids else []
+    role_names = frozenset(r.name for r in roles)
+    supervisor = SUPERVISOR_ROLE in role_names
+    type_permissions: dict[int, set[str]] = {}
+    functional: set[str] = set()
+    if role_ids:
+        for p in db.scalars(select(RoleTypePermission).where(RoleTypePermission.role_id.in_(role_ids))):
+            granted = type_permissions.setdefault(p.block_type_id, set())
+            for action, flag in (
+                ("read", p.can_read),
+                ("create", p.can_create),
+                ("update", p.can_update),
+                ("delete", p.can_delete),
+            ):
+                if flag:
+                    granted.add(action)
+        functional = set(
+            db.scalars(
+                select(RoleFunctionalPermission.permission).where(
+                    RoleFunctionalPermission.role_id.in_(role_ids)
+                )
+            )
+        )
+    readers: dict[int, set[int]] = {}
+    writers: dict[int, set[int]] = {}
+    for gp in db.scalars(select(AttributeGroupPermission)):
+        if gp.can_read:
+            readers.setdefault(gp.group_id, set()).add(gp.role_id)
+        if gp.can_write:
+            writers.setdefault(gp.group_id, set()).add(gp.role_id)
+    group_rules = {
+        group_id: GroupRule(frozenset(readers.get(group_id, ())), frozenset(writers.get(group_id, ())))
+        for group_id in set(readers) | set(writers)
+    }
+    return Actor(
+        user_id=user.id,
+        login=user.login,
+        supervisor=supervisor,
+        role_ids=frozenset(role_ids),
+        role_names=role_names,
+        type_permissions={k: frozenset(v) for k, v in type_permissions.items()},
+        functional_permissions=frozenset(functional),
+        group_rules=group_rules,
+    )
+
+
+class ActorCache:
+    """Effective rights per user, valid while `repository_state.access_revision` and the metamodel revision
+    stay the same (any change to users, roles, groups or permissions bumps the access revision)."""
+
+    def __init__(self, max_entries: int = 4096) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[int, int, int], Actor] = {}
+        self._max_entries = max_entries
+
+    def get(self, db: Session, user: User, access_revision: int, metamodel_revision: int) -> Actor:
+        key = (user.id, access_revision, metamodel_revision)
+        actor = self._entries.get(key)
+        if actor is not None:
+            return actor
+        actor = load_actor(db, user)
+        with self._lock:
+            if len(self._entries) >= self._max_entries:
+                self._entries.clear()
+            self._entries[key] = actor
+        return actor

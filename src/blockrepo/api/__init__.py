@@ -1,0 +1,1 @@
+"""The HTTP layer: problem+json, middleware, request context, versioned routes."""

@@ -1,0 +1,40 @@
+"""Reading JSON request bodies by hand, for endpoints whose bodies are free-form element objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from fastapi import Request
+
+from blockrepo.errors import BadRequest, UnsupportedMediaType
+
+
+def is_json_media_type(content_type: str | None) -> bool:
+    if not content_type:
+        return False
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    return media_type == "application/json" or (
+        media_type.startswith("application/") and media_type.endswith("+json")
+    )
+
+
+def parse_json(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"malformed JSON: {exc}", code="malformed_json") from exc
+
+
+async def read_json(request: Request) -> Any:
+    """The parsed body; 415 if it is not declared as JSON, 400 if it does not parse."""
+    if not is_json_media_type(request.headers.get("content-type")):
+        raise UnsupportedMediaType("the body must be application/json")
+    return parse_json(await request.body())
+
+
+async def read_json_object(request: Request) -> dict[str, Any]:
+    body = await read_json(request)
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object", code="validation_failed")
+    return body

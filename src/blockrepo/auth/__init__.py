@@ -1,0 +1,1 @@
+"""Authentication: passwords, HTTP Basic, sessions, CSRF and login throttling."""

@@ -1,0 +1,85 @@
+"""HTTP Basic (RFC 7617) parsing and a bounded cache of recently verified credentials.
+
+The cache is keyed by an HMAC of `login:password` under a per-process random key, so it never holds a
+password, and each entry remembers the user's credentials version: a password change or disabling bumps
+the version in the database, and the request layer then rejects the cached entry in every process.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a request is authenticated as, before rights are loaded."""
+
+    user_id: int
+    login: str
+    credentials_version: int
+    via: str  # "basic" or "session"
+
+
+def parse_basic(header: str) -> tuple[str, str] | None:
+    """`Basic base64(user:password)` → (user, password); None if the header is not well-formed Basic."""
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "basic" or not token:
+        return None
+    try:
+        decoded = base64.b64decode(token.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    login, sep, password = decoded.partition(":")
+    if not sep:
+        return None
+    return login, password
+
+
+class CredentialCache:
+    """LRU with a time-to-live; thread-safe."""
+
+    def __init__(self, max_entries: int, ttl_seconds: float) -> None:
+        self._key = secrets.token_bytes(32)
+        self._max = max_entries
+        self._ttl = ttl_seconds
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[bytes, tuple[float, Principal]] = OrderedDict()
+
+    def digest(self, login: str, password: str) -> bytes:
+        return hmac.new(self._key, f"{login}:{password}".encode(), hashlib.sha256).digest()
+
+    def get(self, digest: bytes) -> Principal | None:
+        if self._max == 0:
+            return None
+        with self._lock:
+            entry = self._entries.get(digest)
+            if entry is None:
+                return None
+            stored_at, principal = entry
+            if time.monotonic() - stored_at > self._ttl:
+                del self._entries[digest]
+                return None
+            self._entries.move_to_end(digest)
+            return principal
+
+    def put(self, digest: bytes, principal: Principal) -> None:
+        if self._max == 0:
+            return
+        with self._lock:
+            self._entries[digest] = (time.monotonic(), principal)
+            self._entries.move_to_end(digest)
+            while len(self._entries) > self._max:
+                self._entries.popitem(last=False)
+
+    def forget_user(self, user_id: int) -> None:
+        with self._lock:
+            for digest in [d for d, (_, p) in self._entries.items() if p.user_id == user_id]:
+                del self._entries[digest]

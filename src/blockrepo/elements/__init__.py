@@ -1,0 +1,1 @@
+"""Elements: building blocks, their typed attribute values and their relations."""

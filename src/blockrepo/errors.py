@@ -1,0 +1,159 @@
+"""The project's error types; each carries its HTTP status and stable code, and one handler renders them.
+
+Hierarchy:
+
+    BlockrepoError                 500 internal_error
+    ├── BadRequest                 400 bad_request
+    │   ├── ValidationFailed       400 validation_failed   (errors[] with JSON pointers)
+    │   ├── QuerySyntaxError       400 query_syntax
+    │   └── UnsupportedApiVersion  400 unsupported_api_version
+    ├── Unauthenticated            401 unauthenticated
+    ├── Forbidden                  403 forbidden
+    │   ├── CsrfTokenMissing       403 csrf_token_missing
+    │   └── CsrfTokenInvalid       403 csrf_token_invalid
+    ├── NotFound                   404 not_found
+    │   └── UnknownType            404 unknown_type
+    ├── Conflict                   409 conflict
+    │   ├── NameConflict           409 name_conflict
+    │   └── HasChildren            409 has_children
+    ├── PreconditionFailed         412 precondition_failed
+    ├── PayloadTooLarge            413 payload_too_large
+    ├── UnsupportedMediaType       415 unsupported_media_type
+    └── TooManyRequests            429 too_many_requests
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class ErrorItem:
+    """One problem in a request, located by a JSON pointer into the body (or a parameter name)."""
+
+    pointer: str
+    code: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"pointer": self.pointer, "code": self.code, "message": self.message}
+
+
+class BlockrepoError(Exception):
+    """Base of every error the project raises on purpose."""
+
+    status: ClassVar[int] = 500
+    code: ClassVar[str] = "internal_error"
+    title: ClassVar[str] = "Internal Server Error"
+
+    def __init__(
+        self,
+        detail: str | None = None,
+        *,
+        errors: list[ErrorItem] | None = None,
+        headers: dict[str, str] | None = None,
+        code: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(detail or self.title)
+        self.detail = detail or self.title
+        self.errors = errors or []
+        self.headers = headers or {}
+        self.instance_code = code or self.code
+        self.extra = extra or {}
+
+
+class BadRequest(BlockrepoError):
+    status = 400
+    code = "bad_request"
+    title = "Bad Request"
+
+
+class ValidationFailed(BadRequest):
+    code = "validation_failed"
+    title = "Validation Failed"
+
+
+class QuerySyntaxError(BadRequest):
+    code = "query_syntax"
+    title = "Query Syntax Error"
+
+
+class UnsupportedApiVersion(BadRequest):
+    code = "unsupported_api_version"
+    title = "Unsupported API Version"
+
+
+class Unauthenticated(BlockrepoError):
+    status = 401
+    code = "unauthenticated"
+    title = "Unauthorized"
+
+
+class Forbidden(BlockrepoError):
+    status = 403
+    code = "forbidden"
+    title = "Forbidden"
+
+
+class CsrfTokenMissing(Forbidden):
+    code = "csrf_token_missing"
+
+
+class CsrfTokenInvalid(Forbidden):
+    code = "csrf_token_invalid"
+
+
+class NotFound(BlockrepoError):
+    status = 404
+    code = "not_found"
+    title = "Not Found"
+
+
+class UnknownType(NotFound):
+    code = "unknown_type"
+
+
+class MethodNotAllowed(BlockrepoError):
+    status = 405
+    code = "method_not_allowed"
+    title = "Method Not Allowed"
+
+
+class Conflict(BlockrepoError):
+    status = 409
+    code = "conflict"
+    title = "Conflict"
+
+
+class NameConflict(Conflict):
+    code = "name_conflict"
+
+
+class HasChildren(Conflict):
+    code = "has_children"
+
+
+class PreconditionFailed(BlockrepoError):
+    status = 412
+    code = "precondition_failed"
+    title = "Precondition Failed"
+
+
+class PayloadTooLarge(BlockrepoError):
+    status = 413
+    code = "payload_too_large"
+    title = "Payload Too Large"
+
+
+class UnsupportedMediaType(BlockrepoError):
+    status = 415
+    code = "unsupported_media_type"
+    title = "Unsupported Media Type"
+
+
+class TooManyRequests(BlockrepoError):
+    status = 429
+    code = "too_many_requests"
+    title = "Too Many Requests"

@@ -1,0 +1,50 @@
+"""Tables of the history: one revision per write request, one change row per touched entity."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from blockrepo.storage.base import Base
+
+
+class Revision(Base):
+    """A committed write request. Ids are assigned from `repository_state.revision` under its row lock, so
+    they become visible in commit order without gaps."""
+
+    __tablename__ = "revision"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, index=True)
+    user_login: Mapped[str] = mapped_column(String(255), nullable=False)
+    request_id: Mapped[str] = mapped_column(String(128), nullable=False)
+
+
+class Change(Base):
+    """What one revision did to one entity.
+
+    `entity` is "element" (type_name/element_id/element_name set), "metamodel" or "administration"
+    (subject names the thing). `changes` is the list of
+    {"property", "old", "new"} or, for relation ends, {"property", "added", "removed"} with values in
+    their API JSON form. Only changed properties are stored; a "created" change lists every non-empty
+    property as new, a "deleted" change lists every non-empty property as old.
+    """
+
+    __tablename__ = "change"
+    __table_args__ = (
+        Index("ix_change_element_revision", "element_id", "revision"),
+        Index("ix_change_type_revision", "type_name", "revision"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    revision: Mapped[int] = mapped_column(ForeignKey("revision.id"), nullable=False, index=True)
+    entity: Mapped[str] = mapped_column(String(32), nullable=False, default="element")
+    operation: Mapped[str] = mapped_column(String(16), nullable=False)
+    type_name: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    element_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    element_name: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    subject: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    changes: Mapped[list[dict[str, Any]]] = mapped_column(JSON, nullable=False)

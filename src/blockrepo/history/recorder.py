@@ -1,0 +1,159 @@
+"""Collects the changes of one write request and writes them as one revision in the same transaction.
+
+Services call `ChangeLog.element(...)` (or `.metamodel(...)`, `.administration(...)`) as they change
+things; the request calls `ChangeLog.flush(db)` right before committing. Flushing takes the row lock on
+`repository_state`, so revision numbers are handed out one at a time and become visible in commit order:
+a client polling the feed with `sinceRevision` never misses or repeats one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import insert, update
+from sqlalchemy.orm import Session
+
+from blockrepo.history.models import Change, Revision
+from blockrepo.metamodel.models import RepositoryState
+
+JsonValue = Any
+
+
+@dataclass
+class _Entry:
+    entity: str
+    operation: str
+    type_name: str | None
+    element_id: int | None
+    element_name: str | None
+    subject: str | None
+    changes: list[dict[str, Any]]
+
+
+def _merge_property_changes(first: list[dict[str, Any]], later: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Fold two change lists of one entity: first `old` and last `new` win; relation lists combine."""
+    merged: dict[str, dict[str, Any]] = {c["property"]: dict(c) for c in first}
+    for change in later:
+        prop = change["property"]
+        known = merged.get(prop)
+        if known is None:
+            merged[prop] = dict(change)
+        elif "added" in change or "removed" in change:
+            added = [v for v in known.get("added", []) if v not in change.get("removed", [])]
+            removed = [v for v in known.get("removed", []) if v not in change.get("added", [])]
+            added += [v for v in change.get("added", []) if v not in known.get("removed", [])]
+            removed += [v for v in change.get("removed", []) if v not in known.get("added", [])]
+            known["added"], known["removed"] = added, removed
+        else:
+            known["new"] = change["new"]
+    result = []
+    for change in merged.values():
+        if "old" in change and change.get("old") == change.get("new"):
+            continue
+        if ("added" in change or "removed" in change) and not change.get("added") and not change.get("removed"):
+            continue
+        result.append(change)
+    return result
+
+
+@dataclass
+class ChangeLog:
+    """The pending history of one request."""
+
+    user_login: str
+    request_id: str
+    now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+    metamodel_changed: bool = False
+    access_changed: bool = False
+    _entries: list[_Entry] = field(default_factory=list)
+    _by_element: dict[int, _Entry] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not self._entries and not self.metamodel_changed and not self.access_changed
+
+    def element(
+        self,
+        operation: str,
+        *,
+        type_name: str,
+        element_id: int,
+        element_name: str,
+        changes: list[dict[str, Any]],
+    ) -> None:
+        """Record that an element was "created", "updated" or "deleted"; several records of one element in
+        one request fold into one changeset."""
+        known = self._by_element.get(element_id)
+        if known is None:
+            entry = _Entry("element", operation, type_name, element_id, element_name, None, list(changes))
+            self._entries.append(entry)
+            self._by_element[element_id] = entry
+            return
+        if known.operation == "created" and operation == "deleted":
+            self._entries.remove(known)
+            del self._by_element[element_id]
+            return
+        if operation == "deleted":
+            known.operation = "deleted"
+            # The deletion lists every old value; keep the oldest known ones.
+            known.changes = _merge_property_changes(changes, [])
+            for change in known.changes:
+                change["old"] = change.get("old", [])
+        else:
+            known.changes = _merge_property_changes(known.changes, changes)
+        known.element_name = element_name
+
+    def metamodel(self, operation: str, subject: str, changes: list[dict[str, Any]]) -> None:
+        self.metamodel_changed = True
+        self._entries.append(_Entry("metamodel", operation, None, None, None, subject, list(changes)))
+
+    def administration(self, operation: str, subject: str, changes: list[dict[str, Any]]) -> None:
+        self.access_changed = True
+        self._entries.append(_Entry("administration", operation, None, None, None, subject, list(changes)))
+
+    def flush(self, db: Session) -> int | None:
+        """Allocate the next revision and write every entry; returns the revision (None if nothing changed).
+
+        Call right before commit: the row lock taken here is held until the commit ends."""
+        entries = [e for e in self._entries if e.operation != "updated" or e.changes]
+        if not entries and not self.metamodel_changed and not self.access_changed:
+            return None
+        values: dict[str, Any] = {"revision": RepositoryState.revision + 1}
+        if self.metamodel_changed:
+            values["metamodel_revision"] = RepositoryState.metamodel_revision + 1
+        if self.access_changed:
+            values["access_revision"] = RepositoryState.access_revision + 1
+        revision = db.execute(
+            update(RepositoryState)
+            .where(RepositoryState.id == 1)
+            .values(**values)
+            .returning(RepositoryState.revision)
+        ).scalar_one()
+        db.execute(
+            insert(Revision).values(
+                id=revision, created_at=self.now, user_login=self.user_login, request_id=self.request_id
+            )
+        )
+        if entries:
+            db.execute(
+                insert(Change),
+                [
+                    {
+                        "revision": revision,
+                        "entity": e.entity,
+                        "operation": e.operation,
+                        "type_name": e.type_name,
+                        "element_id": e.element_id,
+                        "element_name": e.element_name,
+                        "subject": e.subject,
+                        "changes": e.changes,
+                    }
+                    for e in entries
+                ],
+            )
+        self._entries.clear()
+        self._by_element.clear()
+        self.metamodel_changed = self.access_changed = False
+        return int(revision)

@@ -1,0 +1,44 @@
+"""The one settings object: flags, then BLOCKREPO_* environment variables, then defaults."""
+
+from __future__ import annotations
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every tunable of the service. Passed explicitly to `create_app(settings)`; never read globally."""
+
+    model_config = SettingsConfigDict(env_prefix="BLOCKREPO_", extra="ignore")
+
+    database_url: str = Field("sqlite:///blockrepo.db", description="sqlite:///path or postgresql://…")
+    admin_password: SecretStr | None = Field(
+        None, description="password of `system` when it is first created (generated and printed if unset)"
+    )
+    demo: bool = Field(False, description="load the demo landscape into an empty repository")
+    csrf_enabled: bool = Field(True, description="CSRF cookie-to-header protection")
+    session_idle_timeout: int = Field(300, ge=1, description="seconds a session may stay idle")
+    session_max_age: int = Field(43200, ge=1, description="absolute session lifetime in seconds")
+    session_touch_interval: int = Field(
+        5, ge=0, description="seconds between writes of a session's last-seen time stamp"
+    )
+    cookie_secure: bool = Field(False, description="add Secure to cookies (set it behind TLS)")
+    login_max_failures: int = Field(10, ge=1, description="failed logins per account/address before 429")
+    login_window: int = Field(300, ge=1, description="seconds over which failed logins are counted")
+    rate_limit: float = Field(0, ge=0, description="requests per second per user (0: off)")
+    max_body_bytes: int = Field(10 * 1024 * 1024, ge=1024, description="request body limit (import: 20x)")
+    redis_url: str | None = Field(None, description="optional shared store for sessions and rate limits")
+    page_size: int = Field(100, ge=1, description="default page size of list endpoints")
+    max_page_size: int = Field(1000, ge=1, description="largest page size a client may ask for")
+    bulk_max_elements: int = Field(10000, ge=1, description="elements one bulk request may carry")
+    credential_cache_size: int = Field(1024, ge=0, description="recently verified Basic credentials kept")
+    credential_cache_ttl: int = Field(60, ge=0, description="seconds a verified Basic credential is trusted")
+    argon2_time_cost: int = Field(3, ge=1, description="Argon2id iterations")
+    argon2_memory_cost: int = Field(65536, ge=8, description="Argon2id memory in KiB")
+    argon2_parallelism: int = Field(4, ge=1, description="Argon2id lanes")
+    db_pool_size: int = Field(10, ge=1, description="connections per process (PostgreSQL)")
+    log_level: str = Field("info", description="log level")
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")

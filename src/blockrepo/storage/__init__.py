@@ -1,0 +1,1 @@
+"""Storage: engine, declarative base, unit of work and migrations."""

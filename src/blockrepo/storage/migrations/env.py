@@ -1,0 +1,23 @@
+"""Alembic environment: runs against the connection handed in by `blockrepo.storage.migrate`."""
+
+from __future__ import annotations
+
+from alembic import context
+
+# Every model module is imported here so that autogenerate sees the whole schema.
+from blockrepo.access import models as _access_models  # noqa: F401
+from blockrepo.auth import models as _auth_models  # noqa: F401
+from blockrepo.elements import models as _element_models  # noqa: F401
+from blockrepo.history import models as _history_models  # noqa: F401
+from blockrepo.metamodel import models as _metamodel_models  # noqa: F401
+from blockrepo.storage.base import Base
+
+connection = context.config.attributes["connection"]
+context.configure(
+    connection=connection,
+    target_metadata=Base.metadata,
+    render_as_batch=connection.dialect.name == "sqlite",
+    compare_type=True,
+)
+with context.begin_transaction():
+    context.run_migrations()

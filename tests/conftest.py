@@ -1,0 +1,119 @@
+"""Shared fixtures: every test gets its own freshly seeded repository, cloned from a template.
+
+SQLite always; PostgreSQL instead when BLOCKREPO_TEST_DATABASE_URL is set (each test then gets its own
+database, created from a template database, so test runs and xdist workers never share state).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+from starlette.testclient import TestClient
+
+from blockrepo.app import create_app
+from blockrepo.auth.passwords import Passwords
+from blockrepo.bootstrap import initialize
+from blockrepo.settings import Settings
+from blockrepo.storage.engine import build_engine, normalize_url
+
+ADMIN_PASSWORD = "system-test-password"
+PG_URL = os.environ.get("BLOCKREPO_TEST_DATABASE_URL")
+# Cheap hashing keeps the suite fast; production defaults are exercised by the e2e tests.
+CHEAP_HASHING = {"argon2_time_cost": 1, "argon2_memory_cost": 1024, "argon2_parallelism": 1}
+
+
+def make_settings(database_url: str, **overrides: object) -> Settings:
+    values: dict[str, object] = {
+        "database_url": database_url,
+        "admin_password": ADMIN_PASSWORD,
+        **CHEAP_HASHING,
+    }
+    values.update(overrides)
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+def _admin_url(url: str) -> str:
+    return normalize_url(make_url(normalize_url(url)).set(database="postgres").render_as_string(False))
+
+
+def _pg_execute(url: str, statement: str) -> None:
+    engine = create_engine(_admin_url(url), isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as connection:
+            connection.execute(text(statement))
+    finally:
+        engine.dispose()
+
+
+def _with_database(url: str, name: str) -> str:
+    return make_url(normalize_url(url)).set(database=name).render_as_string(hide_password=False)
+
+
+@pytest.fixture(scope="session")
+def template_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A migrated, seeded repository that each test clones."""
+    if PG_URL:
+        name = f"br_tpl_{uuid.uuid4().hex[:12]}"
+        _pg_execute(PG_URL, f'CREATE DATABASE "{name}"')
+        url = _with_database(PG_URL, name)
+    else:
+        url = f"sqlite:///{tmp_path_factory.mktemp('template') / 'template.db'}"
+    settings = make_settings(url)
+    engine = build_engine(url)
+    initialize(engine, settings, Passwords(settings))
+    if url.startswith("sqlite"):
+        with engine.connect() as connection:
+            connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    engine.dispose()
+    yield url
+    if PG_URL:
+        _pg_execute(PG_URL, f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)')
+
+
+@pytest.fixture
+def database_url(template_database: str, tmp_path: Path) -> Iterator[str]:
+    """A private copy of the template repository for one test."""
+    if PG_URL:
+        name = f"br_{uuid.uuid4().hex[:16]}"
+        _pg_execute(PG_URL, f'CREATE DATABASE "{name}" TEMPLATE "{make_url(template_database).database}"')
+        yield _with_database(PG_URL, name)
+        _pg_execute(PG_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    else:
+        target = tmp_path / "repo.db"
+        shutil.copyfile(make_url(template_database).database or "", target)
+        yield f"sqlite:///{target}"
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return make_settings(database_url)
+
+
+@pytest.fixture
+def app(settings: Settings) -> Iterator[FastAPI]:
+    application = create_app(settings)
+    yield application
+    application.state.services.dispose()
+
+
+@pytest.fixture
+def anon(app: FastAPI) -> Iterator[TestClient]:
+    """A client without credentials."""
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        yield client
+
+
+@pytest.fixture
+def client(app: FastAPI) -> Iterator[TestClient]:
+    """A client that sends the supervisor's Basic credentials."""
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        client.auth = ("system", ADMIN_PASSWORD)
+        yield client
