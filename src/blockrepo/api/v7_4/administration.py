@@ -19,28 +19,22 @@ from blockrepo.administration.schemas import (
 )
 from blockrepo.api.body import require_json_body
 from blockrepo.api.context import RequestContext, request_context
+from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import model_response
 
 router = APIRouter(prefix="/api/administration", tags=["administration"])
 
-PROBLEM: dict[str, Any] = {"content": {"application/problem+json": {}}}
 
-
-def _errors(permission: str, *, write: bool = False, item: bool = False) -> dict[int | str, dict[str, Any]]:
-    result: dict[int | str, dict[str, Any]] = {
-        401: {"description": "not authenticated", **PROBLEM},
-        403: {"description": f"the caller lacks {permission}", **PROBLEM},
-    }
+def _errors(*, write: bool = False, item: bool = False) -> dict[int | str, Any]:
+    statuses = [401, 403]
     if item:
-        result[404] = {"description": "no such id", **PROBLEM}
+        statuses.append(404)
     if write:
-        result[400] = {"description": "invalid body (errors[] points at each problem)", **PROBLEM}
-        result[409] = {"description": "name taken, or a protected invariant would break", **PROBLEM}
-        result[415] = {"description": "the body is not JSON", **PROBLEM}
-    return result
+        statuses += [400, 409, 415]
+    return problem_responses(*sorted(statuses))
 
 
-Id = Path(gt=0, description="a positive integer id")
+Id = Path(ge=1, le=2**31 - 1, description="a positive integer id")
 JSON_BODY = [Depends(require_json_body)]
 
 # --- users ---------------------------------------------------------------------------------------------
@@ -52,7 +46,7 @@ def current_user(ctx: RequestContext = Depends(request_context)) -> StarletteRes
     return model_response(users.current_user(ctx.db, ctx.actor, ctx.metamodel))
 
 
-@router.get("/users", response_model=list[UserOut], responses=_errors("ADMIN_USERS"), summary="Every user")
+@router.get("/users", response_model=list[UserOut], responses=_errors(), summary="Every user")
 def list_users(ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
     return model_response(users.list_users(ctx.db, ctx.actor))
 
@@ -61,7 +55,7 @@ def list_users(ctx: RequestContext = Depends(request_context)) -> StarletteRespo
     "/users",
     status_code=201,
     response_model=UserOut,
-    responses=_errors("ADMIN_USERS", write=True),
+    responses=_errors(write=True),
     dependencies=JSON_BODY,
     summary="Create a user",
 )
@@ -76,9 +70,7 @@ def create_user(body: UserCreate, ctx: RequestContext = Depends(request_context)
     )
 
 
-@router.get(
-    "/users/{id}", response_model=UserOut, responses=_errors("ADMIN_USERS", item=True), summary="One user"
-)
+@router.get("/users/{id}", response_model=UserOut, responses=_errors(item=True), summary="One user")
 def get_user(id: int = Id, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
     return model_response(users.get_user(ctx.db, ctx.actor, id))
 
@@ -86,7 +78,7 @@ def get_user(id: int = Id, ctx: RequestContext = Depends(request_context)) -> St
 @router.put(
     "/users/{id}",
     response_model=UserOut,
-    responses=_errors("ADMIN_USERS", write=True, item=True),
+    responses=_errors(write=True, item=True),
     dependencies=JSON_BODY,
     summary="Change a user",
 )
@@ -106,7 +98,7 @@ def update_user(
 @router.delete(
     "/users/{id}",
     status_code=204,
-    responses=_errors("ADMIN_USERS", write=True, item=True),
+    responses=_errors(write=True, item=True),
     summary="Delete a user",
 )
 def delete_user(id: int = Id, ctx: RequestContext = Depends(request_context)) -> Response:
@@ -121,7 +113,7 @@ def delete_user(id: int = Id, ctx: RequestContext = Depends(request_context)) ->
 # --- roles ---------------------------------------------------------------------------------------------
 
 
-@router.get("/roles", response_model=list[RoleOut], responses=_errors("ADMIN_ROLES"), summary="Every role")
+@router.get("/roles", response_model=list[RoleOut], responses=_errors(), summary="Every role")
 def list_roles(ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
     return model_response(roles.list_roles(ctx.db, ctx.actor, ctx.metamodel))
 
@@ -130,7 +122,7 @@ def list_roles(ctx: RequestContext = Depends(request_context)) -> StarletteRespo
     "/roles",
     status_code=201,
     response_model=RoleOut,
-    responses=_errors("ADMIN_ROLES", write=True),
+    responses=_errors(write=True),
     dependencies=JSON_BODY,
     summary="Create a role",
 )
@@ -145,9 +137,7 @@ def create_role(body: RoleCreate, ctx: RequestContext = Depends(request_context)
     )
 
 
-@router.get(
-    "/roles/{id}", response_model=RoleOut, responses=_errors("ADMIN_ROLES", item=True), summary="One role"
-)
+@router.get("/roles/{id}", response_model=RoleOut, responses=_errors(item=True), summary="One role")
 def get_role(id: int = Id, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
     return model_response(roles.get_role(ctx.db, ctx.actor, ctx.metamodel, id))
 
@@ -155,7 +145,7 @@ def get_role(id: int = Id, ctx: RequestContext = Depends(request_context)) -> St
 @router.put(
     "/roles/{id}",
     response_model=RoleOut,
-    responses=_errors("ADMIN_ROLES", write=True, item=True),
+    responses=_errors(write=True, item=True),
     dependencies=JSON_BODY,
     summary="Change a role",
 )
@@ -172,7 +162,7 @@ def update_role(
 @router.delete(
     "/roles/{id}",
     status_code=204,
-    responses=_errors("ADMIN_ROLES", write=True, item=True),
+    responses=_errors(write=True, item=True),
     summary="Delete a role",
 )
 def delete_role(id: int = Id, ctx: RequestContext = Depends(request_context)) -> Response:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Depends, Response
 from starlette.responses import Response as StarletteResponse
 
 from blockrepo.api.body import require_json_body
 from blockrepo.api.context import RequestContext, request_context
+from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import model_response
 from blockrepo.metamodel import service
 from blockrepo.metamodel.schemas import (
@@ -24,20 +23,8 @@ from blockrepo.metamodel.snapshot import Metamodel, read_repository_state
 
 router = APIRouter(prefix="/api/metamodel", tags=["metamodel"])
 
-PROBLEM: dict[str, Any] = {"content": {"application/problem+json": {}}}
-READ_ERRORS: dict[int | str, dict[str, Any]] = {
-    401: {"description": "not authenticated", **PROBLEM},
-    403: {"description": "the caller may not read this type", **PROBLEM},
-    404: {"description": "no such type or relation type", **PROBLEM},
-}
-WRITE_ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"description": "invalid body (errors[] points at each problem)", **PROBLEM},
-    401: {"description": "not authenticated", **PROBLEM},
-    403: {"description": "the caller lacks EDIT_METAMODEL", **PROBLEM},
-    404: {"description": "no such type or relation type", **PROBLEM},
-    409: {"description": "name clash, or the thing is still in use", **PROBLEM},
-    415: {"description": "the body is not JSON", **PROBLEM},
-}
+READ_ERRORS = problem_responses(401, 403, 404)
+WRITE_ERRORS = problem_responses(400, 401, 403, 404, 409, 415)
 
 
 def committed_metamodel(ctx: RequestContext) -> Metamodel:
