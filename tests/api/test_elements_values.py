@@ -184,7 +184,8 @@ def test_thousands_of_references_are_validated_without_a_server_error(client: Te
     names = [{"name": f"missing {i}"} for i in range(3000)]
     ids = list(range(100_000, 103_000))
     response = client.post(
-        "/api/element/InformationSystem", json={"name": ["Big"], "technicalComponents": names, "projects": ids}
+        "/api/element/InformationSystem",
+        json={"name": ["Big"], "technicalComponents": names, "projects": ids},
     )
     assert response.status_code == 400
     assert len(response.json()["errors"]) == 6000
