@@ -394,7 +394,10 @@ def test_navigation_in_the_reverse_direction(landscape: Landscape) -> None:
 
 
 def test_navigation_with_filters_at_each_step(landscape: Landscape) -> None:
-    text = 'BusinessProcess[@parent = "Sales" & !@name = "Invoicing"]/informationSystems[@Costs > 0 | @Tags = "cloud"]'
+    text = (
+        'BusinessProcess[@parent = "Sales" & !@name = "Invoicing"]'
+        '/informationSystems[@Costs > 0 | @Tags = "cloud"]'
+    )
     assert landscape.names(text) == ["CRM", "ERP"]
 
 

@@ -266,7 +266,8 @@ class _Compiler:
             return not_(present) if op == "=" else present
         if prop.value_type == "dateInterval" and node.prop.part is None:
             name = node.prop.name
-            raise self.error(f"compare '@{name}.start' or '@{name}.end', or '@{name}' with null", node.prop.pos)
+            message = f"compare '@{name}.start' or '@{name}.end', or '@{name}' with null"
+            raise self.error(message, node.prop.pos)
         if prop.value_type == "reference":
             if op not in ("=", "!="):
                 raise self.error(f"'@{node.prop.name}' refers to elements; compare it with = or !=", node.pos)
