@@ -178,3 +178,14 @@ def test_nul_characters_are_rejected_not_500(client: TestClient) -> None:
     )
     assert response.status_code == 400
     assert {e["code"] for e in response.json()["errors"]} == {"invalid_character"}
+
+
+def test_thousands_of_references_are_validated_without_a_server_error(client: TestClient) -> None:
+    names = [{"name": f"missing {i}"} for i in range(3000)]
+    ids = list(range(100_000, 103_000))
+    response = client.post(
+        "/api/element/InformationSystem",
+        json={"name": ["Big"], "technicalComponents": names, "projects": ids},
+    )
+    assert response.status_code == 400
+    assert len(response.json()["errors"]) == 6000

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import and_, delete, func, insert, literal, or_, select, update
 from sqlalchemy.orm import Session, aliased
@@ -17,6 +17,7 @@ from blockrepo.metamodel.snapshot import RelationEnd
 
 # Ids per IN list: far below the bind-parameter limits of SQLite (32766) and PostgreSQL (65535).
 CHUNK_SIZE = 500
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -57,9 +58,23 @@ class Selection:
     relation_attribute_ids: frozenset[int] = frozenset()
 
 
-def chunks(ids: Sequence[int], size: int = CHUNK_SIZE) -> Iterator[Sequence[int]]:
-    for start in range(0, len(ids), size):
-        yield ids[start : start + size]
+def chunks(items: Sequence[T], size: int = CHUNK_SIZE) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def or_batches(clauses: Sequence[tuple[Any, int]], limit: int = 4 * CHUNK_SIZE) -> Iterator[list[Any]]:
+    """Group (clause, bind parameter count) pairs into OR-able batches of at most `limit` parameters."""
+    batch: list[Any] = []
+    size = 0
+    for clause, count in clauses:
+        if batch and size + count > limit:
+            yield batch
+            batch, size = [], 0
+        batch.append(clause)
+        size += count + 1
+    if batch:
+        yield batch
 
 
 def _typed(row: Any) -> TypedValue:
@@ -260,18 +275,18 @@ def find_by_ids(db: Session, ids: Iterable[int]) -> dict[int, tuple[int, str]]:
 
 
 def find_by_names(db: Session, names: Mapping[int, Iterable[str]]) -> dict[tuple[int, str], int]:
-    """(type id, name) -> id for every existing element among the names asked per type, in one query."""
+    """(type id, name) -> id for every existing element among the names asked per type (one query unless
+    there are more names than fit one statement)."""
     clauses = [
-        and_(Element.type_id == type_id, Element.name.in_(sorted(set(type_names))))
+        (and_(Element.type_id == type_id, Element.name.in_(chunk)), len(chunk))
         for type_id, type_names in names.items()
-        if type_names
+        for chunk in chunks(sorted(set(type_names)))
     ]
-    if not clauses:
-        return {}
-    return {
-        (r.type_id, r.name): r.id
-        for r in db.execute(select(Element.id, Element.type_id, Element.name).where(or_(*clauses)))
-    }
+    found: dict[tuple[int, str], int] = {}
+    for batch in or_batches(clauses):
+        for r in db.execute(select(Element.id, Element.type_id, Element.name).where(or_(*batch))):
+            found[(r.type_id, r.name)] = r.id
+    return found
 
 
 def existing_logins(db: Session, logins: Iterable[str]) -> set[str]:
@@ -318,38 +333,29 @@ class PartnerCheck:
     other_ids: tuple[int, ...]
 
 
-def taken_partners(db: Session, checks: Sequence[PartnerCheck]) -> dict[tuple[int, int], int]:
-    """(relation type id, other id) -> the partner that other element already has on its single-valued end,
-    for partners other than the holder itself (one query for every check)."""
+def taken_partners(db: Session, checks: Sequence[PartnerCheck]) -> dict[tuple[int, bool, int], int]:
+    """(relation type id, holder is source, other id) -> the partner that the other element already has on
+    its single-valued end, when that partner is not the holder itself (one query for all checks)."""
     clauses = []
     for check in checks:
-        if not check.other_ids:
-            continue
-        if check.holder_is_source:
-            # The others are targets; their (single) end lists sources.
-            clause = and_(
-                Relation.relation_type_id == check.relation_type_id, Relation.target_id.in_(check.other_ids)
+        column = Relation.target_id if check.holder_is_source else Relation.source_id
+        for chunk in chunks(sorted(set(check.other_ids))):
+            clauses.append(
+                (and_(Relation.relation_type_id == check.relation_type_id, column.in_(chunk)), len(chunk))
             )
-            if check.holder_id is not None:
-                clause = and_(clause, Relation.source_id != check.holder_id)
-        else:
-            clause = and_(
-                Relation.relation_type_id == check.relation_type_id, Relation.source_id.in_(check.other_ids)
-            )
-            if check.holder_id is not None:
-                clause = and_(clause, Relation.target_id != check.holder_id)
-        clauses.append(clause)
-    if not clauses:
-        return {}
-    holder_side = {c.relation_type_id: c.holder_is_source for c in checks}
-    taken: dict[tuple[int, int], int] = {}
-    for r in db.execute(
-        select(Relation.relation_type_id, Relation.source_id, Relation.target_id).where(or_(*clauses))
-    ):
-        if holder_side[r.relation_type_id]:
-            taken[(r.relation_type_id, r.target_id)] = r.source_id
-        else:
-            taken[(r.relation_type_id, r.source_id)] = r.target_id
+    taken: dict[tuple[int, bool, int], int] = {}
+    for batch in or_batches(clauses):
+        for r in db.execute(
+            select(Relation.relation_type_id, Relation.source_id, Relation.target_id).where(or_(*batch))
+        ):
+            for check in checks:
+                if check.relation_type_id != r.relation_type_id:
+                    continue
+                holder, other = (
+                    (r.source_id, r.target_id) if check.holder_is_source else (r.target_id, r.source_id)
+                )
+                if other in check.other_ids and holder != check.holder_id:
+                    taken[(check.relation_type_id, check.holder_is_source, other)] = holder
     return taken
 
 
@@ -486,12 +492,30 @@ def insert_relations(db: Session, relations: Sequence[NewRelation]) -> None:
                 "position": position,
             }
         )
-    ids = list(
-        db.execute(insert(Relation).returning(Relation.id, sort_by_parameter_order=True), rows).scalars()
-    )
+    db.execute(insert(Relation), rows)
+    with_values = [r for r in relations if any(r.values.values())]
+    if not with_values:
+        return
+    # A plain executemany is one round trip on every driver (RETURNING in parameter order is not, on
+    # SQLite); the new ids come back in one query over the unique (type, source, target) triples.
+    relation_ids: dict[tuple[int, int, int], int] = {}
+    for chunk in chunks(with_values):
+        for row in db.execute(
+            select(Relation.id, Relation.relation_type_id, Relation.source_id, Relation.target_id).where(
+                Relation.relation_type_id.in_({r.relation_type_id for r in chunk}),
+                Relation.source_id.in_({r.source_id for r in chunk}),
+                Relation.target_id.in_({r.target_id for r in chunk}),
+            )
+        ):
+            relation_ids[(row.relation_type_id, row.source_id, row.target_id)] = row.id
     value_rows = [
-        {"relation_id": relation_id, "attribute_id": attribute_id, "position": position, **value.columns()}
-        for relation_id, relation in zip(ids, relations, strict=True)
+        {
+            "relation_id": relation_ids[(relation.relation_type_id, relation.source_id, relation.target_id)],
+            "attribute_id": attribute_id,
+            "position": position,
+            **value.columns(),
+        }
+        for relation in with_values
         for attribute_id, values in relation.values.items()
         for position, value in enumerate(values)
     ]
@@ -500,19 +524,23 @@ def insert_relations(db: Session, relations: Sequence[NewRelation]) -> None:
 
 
 def _next_source_positions(db: Session, keys: set[tuple[int, int]]) -> dict[tuple[int, int], int]:
-    if not keys:
-        return {}
+    by_type: dict[int, list[int]] = {}
+    for relation_type_id, source_id in keys:
+        by_type.setdefault(relation_type_id, []).append(source_id)
     clauses = [
-        and_(Relation.relation_type_id == rt_id, Relation.source_id == source_id) for rt_id, source_id in keys
+        (and_(Relation.relation_type_id == rt_id, Relation.source_id.in_(chunk)), len(chunk))
+        for rt_id, sources in by_type.items()
+        for chunk in chunks(sorted(sources))
     ]
-    return {
-        (r.relation_type_id, r.source_id): int(r.last) + 1
+    positions: dict[tuple[int, int], int] = {}
+    for batch in or_batches(clauses):
         for r in db.execute(
             select(Relation.relation_type_id, Relation.source_id, func.max(Relation.position).label("last"))
-            .where(or_(*clauses))
+            .where(or_(*batch))
             .group_by(Relation.relation_type_id, Relation.source_id)
-        )
-    }
+        ):
+            positions[(r.relation_type_id, r.source_id)] = int(r.last) + 1
+    return positions
 
 
 def delete_relations(db: Session, relation_ids: Iterable[int]) -> None:
@@ -531,21 +559,17 @@ def set_relation_positions(db: Session, positions: Mapping[int, int]) -> None:
 
 def replace_relation_values(db: Session, values: Mapping[int, Mapping[int, Sequence[TypedValue]]]) -> None:
     """relation id -> attribute id -> the attribute's new value list."""
-    pairs = [
-        (relation_id, attribute_id) for relation_id, by_attr in values.items() for attribute_id in by_attr
+    by_attribute: dict[int, list[int]] = {}
+    for relation_id, by_attr in values.items():
+        for attribute_id in by_attr:
+            by_attribute.setdefault(attribute_id, []).append(relation_id)
+    clauses = [
+        (and_(RelationValue.attribute_id == attribute_id, RelationValue.relation_id.in_(chunk)), len(chunk))
+        for attribute_id, relation_ids in by_attribute.items()
+        for chunk in chunks(sorted(relation_ids))
     ]
-    if not pairs:
-        return
-    db.execute(
-        delete(RelationValue).where(
-            or_(
-                *(
-                    and_(RelationValue.relation_id == relation_id, RelationValue.attribute_id == attribute_id)
-                    for relation_id, attribute_id in pairs
-                )
-            )
-        )
-    )
+    for batch in or_batches(clauses):
+        db.execute(delete(RelationValue).where(or_(*batch)))
     rows = [
         {"relation_id": relation_id, "attribute_id": attribute_id, "position": position, **value.columns()}
         for relation_id, by_attr in values.items()

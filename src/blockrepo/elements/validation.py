@@ -403,7 +403,9 @@ def check_partners(db: Session, drafts: Sequence[ElementDraft]) -> None:
     for draft, end, _ in checks:
         for entry in draft.ends[end.name]:
             other = entry.reference.resolved_id
-            partner = taken.get((end.relation_type.id, other)) if other is not None else None
+            partner = (
+                taken.get((end.relation_type.id, end.holder_is_source, other)) if other is not None else None
+            )
             if partner is not None:
                 draft.error(
                     entry.reference.pointer,
