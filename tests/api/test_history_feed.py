@@ -1,4 +1,4 @@
-"""The change feed GET /api/history: order, gap-free pagination, bounds, metamodel and administration entries."""
+"""The change feed GET /api/history: order, gap-free paging, bounds, metamodel and administration entries."""
 
 from __future__ import annotations
 

@@ -72,7 +72,7 @@ def parse_moment(raw: str, pointer: str) -> int | dt.datetime:
 
 
 def end_of_moment(moment: dt.datetime) -> dt.datetime:
-    """An upper bound given at millisecond precision (as history shows times) covers that whole millisecond."""
+    """An upper bound given at millisecond precision (as history shows times) covers that millisecond."""
     if moment.microsecond % 1000 == 0:
         return moment + dt.timedelta(microseconds=999)
     return moment
