@@ -42,9 +42,7 @@ def initialize(engine: Engine, settings: Settings, passwords: Passwords) -> Init
             with Session(bind=connection) as db:
                 if db.get(RepositoryState, 1) is not None:
                     return InitResult(created=False, generated_password=None)
-                password = (
-                    settings.admin_password.get_secret_value() if settings.admin_password else None
-                )
+                password = settings.admin_password.get_secret_value() if settings.admin_password else None
                 generated = None if password else generate_password()
                 seed(db, passwords.hash(password or generated or ""))
                 db.commit()
@@ -148,7 +146,9 @@ def seed(db: Session, system_password_hash: str) -> None:
         "default metamodel",
         [{"property": "types", "old": [], "new": [name for name, _, _ in DEFAULT_TYPES]}],
     )
-    log.administration("created", f"user {SYSTEM_LOGIN}", [{"property": "roles", "old": [], "new": [SUPERVISOR_ROLE]}])
+    log.administration(
+        "created", f"user {SYSTEM_LOGIN}", [{"property": "roles", "old": [], "new": [SUPERVISOR_ROLE]}]
+    )
     log.flush(db)
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session

@@ -38,3 +38,10 @@ async def read_json_object(request: Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object", code="validation_failed")
     return body
+
+
+def require_json_body(request: Request) -> None:
+    """Route dependency for Pydantic-typed bodies: a body not declared as JSON gets 415 (FastAPI would
+    otherwise report it as a validation error). Dependencies run before the body is validated."""
+    if not is_json_media_type(request.headers.get("content-type")):
+        raise UnsupportedMediaType("the body must be application/json")

@@ -61,7 +61,9 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
             request_id=request_id_of(request),
         )
     errors = [
-        ErrorItem(pointer=_pointer(tuple(item.get("loc", ()))), code=str(item.get("type")), message=item["msg"])
+        ErrorItem(
+            pointer=_pointer(tuple(item.get("loc", ()))), code=str(item.get("type")), message=item["msg"]
+        )
         for item in items
     ]
     return problem_response(

@@ -99,7 +99,9 @@ class RequestContextMiddleware:
                 raise
             await self._too_large(scope, receive, send_with_headers, request_id, limit)
 
-    async def _too_large(self, scope: Scope, receive: Receive, send: Send, request_id: str, limit: Any) -> None:
+    async def _too_large(
+        self, scope: Scope, receive: Receive, send: Send, request_id: str, limit: Any
+    ) -> None:
         response = problem_response(
             status=413,
             title="Payload Too Large",

@@ -53,9 +53,7 @@ class ValueColumns:
     dateInterval -> date_value (start) and date_end; boolean -> bool_value; enum -> literal_id.
     """
 
-    attribute_id: Mapped[int] = mapped_column(
-        ForeignKey("attribute.id", ondelete="CASCADE"), nullable=False
-    )
+    attribute_id: Mapped[int] = mapped_column(ForeignKey("attribute.id", ondelete="CASCADE"), nullable=False)
     position: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     text_value: Mapped[str | None] = mapped_column(Text, nullable=True)
     number_value: Mapped[float | None] = mapped_column(Float, nullable=True)

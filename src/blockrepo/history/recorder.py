@@ -52,7 +52,11 @@ def _merge_property_changes(first: list[dict[str, Any]], later: list[dict[str, A
     for change in merged.values():
         if "old" in change and change.get("old") == change.get("new"):
             continue
-        if ("added" in change or "removed" in change) and not change.get("added") and not change.get("removed"):
+        if (
+            ("added" in change or "removed" in change)
+            and not change.get("added")
+            and not change.get("removed")
+        ):
             continue
         result.append(change)
     return result

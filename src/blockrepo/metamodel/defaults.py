@@ -73,14 +73,21 @@ def _end(type_name: str) -> str:
 
 def _between(source: str, targets: tuple[str, ...], attributable: bool = False) -> list[RelationSpec]:
     return [
-        RelationSpec(f"{source}_{target}", source, _end(target), target, _end(source), attributable=attributable)
+        RelationSpec(
+            f"{source}_{target}", source, _end(target), target, _end(source), attributable=attributable
+        )
         for target in targets
     ]
 
 
 def _self(type_name: str, source_end: str, target_end: str, source_multiple: bool = True) -> RelationSpec:
     return RelationSpec(
-        f"{type_name}_{target_end}", type_name, source_end, type_name, target_end, source_multiple=source_multiple
+        f"{type_name}_{target_end}",
+        type_name,
+        source_end,
+        type_name,
+        target_end,
+        source_multiple=source_multiple,
     )
 
 

@@ -8,9 +8,9 @@ next request without a restart.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session

@@ -1,7 +1,172 @@
-"""Routes of the administration API (version 7.4)."""
+"""Routes of the administration API (version 7.4): users, roles, attributes and attribute groups."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Any
 
-router = APIRouter()
+from fastapi import APIRouter, Depends, Path, Response
+from starlette.responses import Response as StarletteResponse
+
+from blockrepo.administration import roles, users
+from blockrepo.administration.schemas import (
+    CurrentUserOut,
+    RoleCreate,
+    RoleOut,
+    RoleUpdate,
+    UserCreate,
+    UserOut,
+    UserUpdate,
+)
+from blockrepo.api.body import require_json_body
+from blockrepo.api.context import RequestContext, request_context
+from blockrepo.api.problem_docs import problem_responses
+from blockrepo.api.responses import model_response
+
+router = APIRouter(prefix="/api/administration", tags=["administration"])
+
+
+def _errors(*, write: bool = False, item: bool = False) -> dict[int | str, Any]:
+    statuses = [401, 403]
+    if item:
+        statuses.append(404)
+    if write:
+        statuses += [400, 409, 415]
+    return problem_responses(*sorted(statuses))
+
+
+Id = Path(ge=1, le=2**31 - 1, description="a positive integer id")
+JSON_BODY = [Depends(require_json_body)]
+
+# --- users ---------------------------------------------------------------------------------------------
+
+
+@router.get("/users/current", response_model=CurrentUserOut, summary="The caller and effective permissions")
+def current_user(ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+    """Needs no permission: every user may see their own account and what they may do."""
+    return model_response(users.current_user(ctx.db, ctx.actor, ctx.metamodel))
+
+
+@router.get("/users", response_model=list[UserOut], responses=_errors(), summary="Every user")
+def list_users(ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+    return model_response(users.list_users(ctx.db, ctx.actor))
+
+
+@router.post(
+    "/users",
+    status_code=201,
+    response_model=UserOut,
+    responses=_errors(write=True),
+    dependencies=JSON_BODY,
+    summary="Create a user",
+)
+def create_user(body: UserCreate, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+    """Needs ADMIN_USERS. The password is write-only and stored as an Argon2id hash."""
+    user_id = users.create_user(ctx.db, ctx.actor, ctx.changes, body, ctx.services.passwords.hash)
+    ctx.commit()
+    return model_response(
+        users.read_user(ctx.db, user_id),
+        status_code=201,
+        headers={"Location": f"/api/administration/users/{user_id}"},
+    )
+
+
+@router.get("/users/{id}", response_model=UserOut, responses=_errors(item=True), summary="One user")
+def get_user(id: int = Id, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+    return model_response(users.get_user(ctx.db, ctx.actor, id))
+
+
+@router.put(
+    "/users/{id}",
+    response_model=UserOut,
+    responses=_errors(write=True, item=True),
+    dependencies=JSON_BODY,
+    summary="Change a user",
+)
+def update_user(
+    body: UserUpdate, id: int = Id, ctx: RequestContext = Depends(request_context)
+) -> StarletteResponse:
+    """Needs ADMIN_USERS. Absent keys stay. A new password, a new login or disabling invalidates the
+    user's sessions and cached credentials at once, in every process. The last enabled supervisor cannot
+    be disabled or demoted (409 `last_supervisor`)."""
+    outcome = users.update_user(ctx.db, ctx.actor, ctx.changes, id, body, ctx.services.passwords.hash)
+    ctx.commit()
+    if outcome.credentials_changed:
+        ctx.services.credentials.forget_user(id)
+    return model_response(users.read_user(ctx.db, id))
+
+
+@router.delete(
+    "/users/{id}",
+    status_code=204,
+    responses=_errors(write=True, item=True),
+    summary="Delete a user",
+)
+def delete_user(id: int = Id, ctx: RequestContext = Depends(request_context)) -> Response:
+    """Needs ADMIN_USERS. Nobody can delete themself (409 `self_deletion`), and the last enabled supervisor
+    cannot be deleted (409 `last_supervisor`)."""
+    users.delete_user(ctx.db, ctx.actor, ctx.changes, id)
+    ctx.commit()
+    ctx.services.credentials.forget_user(id)
+    return Response(status_code=204)
+
+
+# --- roles ---------------------------------------------------------------------------------------------
+
+
+@router.get("/roles", response_model=list[RoleOut], responses=_errors(), summary="Every role")
+def list_roles(ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+    return model_response(roles.list_roles(ctx.db, ctx.actor, ctx.metamodel))
+
+
+@router.post(
+    "/roles",
+    status_code=201,
+    response_model=RoleOut,
+    responses=_errors(write=True),
+    dependencies=JSON_BODY,
+    summary="Create a role",
+)
+def create_role(body: RoleCreate, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+    """Needs ADMIN_ROLES. A role inherits every right of its sub-roles (transitively)."""
+    role_id = roles.create_role(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, body)
+    ctx.commit()
+    return model_response(
+        roles.read_role(ctx.db, ctx.metamodel, role_id),
+        status_code=201,
+        headers={"Location": f"/api/administration/roles/{role_id}"},
+    )
+
+
+@router.get("/roles/{id}", response_model=RoleOut, responses=_errors(item=True), summary="One role")
+def get_role(id: int = Id, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+    return model_response(roles.get_role(ctx.db, ctx.actor, ctx.metamodel, id))
+
+
+@router.put(
+    "/roles/{id}",
+    response_model=RoleOut,
+    responses=_errors(write=True, item=True),
+    dependencies=JSON_BODY,
+    summary="Change a role",
+)
+def update_role(
+    body: RoleUpdate, id: int = Id, ctx: RequestContext = Depends(request_context)
+) -> StarletteResponse:
+    """Needs ADMIN_ROLES. Absent keys stay; a sent list or map replaces the whole value. The built-in
+    `Supervisor` cannot be changed (409 `immutable_role`); sub-role cycles are refused (400)."""
+    roles.update_role(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, id, body)
+    ctx.commit()
+    return model_response(roles.read_role(ctx.db, ctx.metamodel, id))
+
+
+@router.delete(
+    "/roles/{id}",
+    status_code=204,
+    responses=_errors(write=True, item=True),
+    summary="Delete a role",
+)
+def delete_role(id: int = Id, ctx: RequestContext = Depends(request_context)) -> Response:
+    """Needs ADMIN_ROLES. The built-in `Supervisor` cannot be deleted (409 `immutable_role`)."""
+    roles.delete_role(ctx.db, ctx.actor, ctx.changes, id)
+    ctx.commit()
+    return Response(status_code=204)

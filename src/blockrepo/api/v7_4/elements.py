@@ -1,7 +1,275 @@
-"""Routes of the elements API (version 7.4)."""
+"""Routes of the elements API (version 7.4): one building block at a time. Thin: the rules live in
+blockrepo.elements.service."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated, Any
 
-router = APIRouter()
+from fastapi import APIRouter, Depends, Header, Path, Query, Request
+from starlette.responses import Response
+
+from blockrepo.api.body import read_json_object
+from blockrepo.api.context import RequestContext, request_context
+from blockrepo.api.etag import element_etag, if_match_check
+from blockrepo.api.problem_docs import problem_responses
+from blockrepo.api.responses import JsonResponse
+from blockrepo.elements import service
+
+router = APIRouter(tags=["Elements"])
+
+TypeName = Annotated[
+    str,
+    Path(alias="type", description="persistent name of a building block type, e.g. `BusinessProcess`"),
+]
+ElementId = Annotated[int, Path(alias="id", ge=1, le=2**31 - 1, description="the element's id")]
+IfMatch = Annotated[
+    str | None,
+    Header(
+        alias="If-Match",
+        description='only act if the element is at this revision: `W/"3"`, `"3"`, `3` or `*`; else 412',
+    ),
+]
+
+ELEMENT_EXAMPLE: dict[str, Any] = {
+    "id": [4205],
+    "type": ["BusinessProcess"],
+    "revision": [3],
+    "name": ["Order handling"],
+    "description": ["From order to invoice"],
+    "parent": [{"id": 4200, "name": "Sales"}],
+    "children": [],
+    "Criticality": ["high"],
+    "informationSystems": [{"id": 17, "name": "ERP", "attributes": {"Share": [60]}}],
+    "lastModificationTime": ["2026-11-22T09:30:00.123Z"],
+    "lastModificationUser": ["system"],
+}
+ELEMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "title": "Element",
+    "description": "Property name -> array of values. Read-only: id, type, revision, children, "
+    "lastModificationTime, lastModificationUser. Relation ends and parent hold `{id, name}` objects "
+    "(plus `attributes` on attributable relations). An empty property is `[]`.",
+    "additionalProperties": {"type": "array"},
+}
+WRITE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "title": "ElementWrite",
+    "description": "Each key present replaces that property's whole value list; keys not present are kept; "
+    "`[]` clears. Values: text/richtext -> string; number -> number within min/max; date -> "
+    '"YYYY-MM-DD"; dateInterval -> {"start": date|null, "end": date|null}; boolean; enum -> literal name; '
+    'responsibility -> user login. Relation ends and parent take ids, {"id": n} or {"name": "…"} '
+    '(plus "attributes": {"Attr": [values]} on attributable relations). Read-only keys are ignored, but `id` '
+    "must match the path.",
+    "additionalProperties": {"type": "array"},
+}
+WRITE_EXAMPLES: dict[str, Any] = {
+    "attributes": {
+        "summary": "Set name, description and an attribute",
+        "value": {
+            "name": ["Order handling"],
+            "description": ["From order to invoice"],
+            "Criticality": ["high"],
+        },
+    },
+    "relations": {
+        "summary": "Replace a relation end and the parent, by id and by name",
+        "value": {
+            "parent": [{"name": "Sales"}],
+            "informationSystems": [17, {"name": "CRM", "attributes": {"Share": [40]}}],
+        },
+    },
+    "clear": {"summary": "Clear a property", "value": {"Criticality": []}},
+}
+VALIDATION_EXAMPLE = {
+    "type": "about:blank",
+    "title": "Validation Failed",
+    "status": 400,
+    "detail": "2 problem(s): /Costs/0: expected a number, got a string; /parent/0: there is no element 99",
+    "code": "validation_failed",
+    "requestId": "5f0c3a",
+    "errors": [
+        {"pointer": "/Costs/0", "code": "wrong_type", "message": "expected a number, got a string"},
+        {"pointer": "/parent/0", "code": "unknown_target", "message": "there is no element 99"},
+    ],
+}
+ETAG_HEADER = {
+    "ETag": {
+        "description": 'the element\'s revision as a weak tag, e.g. `W/"3"`',
+        "schema": {"type": "string"},
+    }
+}
+
+
+def _element_response(status: int, description: str, *, location: bool = False) -> dict[int | str, Any]:
+    headers = dict(ETAG_HEADER)
+    if location:
+        headers["Location"] = {"description": "path of the new element", "schema": {"type": "string"}}
+    return {
+        status: {
+            "description": description,
+            "headers": headers,
+            "content": {"application/json": {"schema": ELEMENT_SCHEMA, "example": ELEMENT_EXAMPLE}},
+        }
+    }
+
+
+def _write_body(required: bool = True) -> dict[str, Any]:
+    return {
+        "requestBody": {
+            "required": required,
+            "content": {"application/json": {"schema": WRITE_SCHEMA, "examples": WRITE_EXAMPLES}},
+        }
+    }
+
+
+def _writer(ctx: RequestContext) -> service.Writer:
+    return service.Writer(ctx.db, ctx.metamodel, ctx.actor, ctx.changes)
+
+
+def _element_json(
+    element: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None
+) -> JsonResponse:
+    return JsonResponse(
+        element, status_code=status, headers={"ETag": element_etag(element["revision"][0]), **(headers or {})}
+    )
+
+
+async def json_body(request: Request) -> dict[str, Any]:
+    """The request body as a JSON object (415 if not JSON, 400 if malformed)."""
+    return await read_json_object(request)
+
+
+@router.get(
+    "/api/element/{type}/{id}",
+    summary="Read one element",
+    description="The element as the caller may see it: properties in attribute groups the caller cannot "
+    "read and relation ends to types the caller cannot read are left out. Answers `304` when "
+    "`If-None-Match` names the current revision.",
+    response_class=JsonResponse,
+    responses={
+        **_element_response(200, "The element"),
+        304: {"description": "Not modified (If-None-Match matched)"},
+        **problem_responses(400, 401, 403, 404),
+    },
+)
+def get_element(
+    type_name: TypeName,
+    element_id: ElementId,
+    ctx: Annotated[RequestContext, Depends(request_context)],
+    if_none_match: Annotated[str | None, Header(alias="If-None-Match")] = None,
+) -> Response:
+    element = service.get_element(ctx.db, ctx.metamodel, ctx.actor, type_name, element_id)
+    revision = element["revision"][0]
+    not_modified = if_match_check(if_none_match)
+    if not_modified is not None and not_modified(revision):
+        return Response(status_code=304, headers={"ETag": element_etag(revision)})
+    return _element_json(element)
+
+
+def _update(
+    type_name: str, element_id: int, body: dict[str, Any], ctx: RequestContext, if_match: str | None
+) -> JsonResponse:
+    element = service.update_element(
+        _writer(ctx), type_name, element_id, body, if_match=if_match_check(if_match)
+    )
+    ctx.commit()
+    return _element_json(element)
+
+
+UPDATE_DESCRIPTION = (
+    "Partial update: each key present replaces that property's whole value list, keys not present are kept, "
+    "`[]` clears. Both ends of a changed relation change together (the other element gets a new revision "
+    "too). A relation end whose other side holds one value (e.g. an information flow's `sourceSystem`) is "
+    "not taken over: listing a flow that already has another source system is a `cardinality` error. A body "
+    "that changes nothing writes nothing and keeps the revision. Every problem of the body is reported in "
+    "one 400. With `If-Match`, a stale revision gets 412 and nothing changes."
+)
+UPDATE_RESPONSES: dict[int | str, Any] = {
+    **_element_response(200, "The updated element with its new ETag"),
+    **problem_responses(400, 401, 403, 404, 409, 412, 413, 415, examples={400: VALIDATION_EXAMPLE}),
+}
+
+
+@router.put(
+    "/api/element/{type}/{id}",
+    summary="Update an element (partial)",
+    description=UPDATE_DESCRIPTION,
+    response_class=JsonResponse,
+    responses=UPDATE_RESPONSES,
+    openapi_extra=_write_body(),
+)
+def put_element(
+    type_name: TypeName,
+    element_id: ElementId,
+    ctx: Annotated[RequestContext, Depends(request_context)],
+    body: Annotated[dict[str, Any], Depends(json_body)],
+    if_match: IfMatch = None,
+) -> JsonResponse:
+    return _update(type_name, element_id, body, ctx, if_match)
+
+
+@router.patch(
+    "/api/element/{type}/{id}",
+    summary="Update an element (partial, same as PUT)",
+    description=UPDATE_DESCRIPTION,
+    response_class=JsonResponse,
+    responses=UPDATE_RESPONSES,
+    openapi_extra=_write_body(),
+)
+def patch_element(
+    type_name: TypeName,
+    element_id: ElementId,
+    ctx: Annotated[RequestContext, Depends(request_context)],
+    body: Annotated[dict[str, Any], Depends(json_body)],
+    if_match: IfMatch = None,
+) -> JsonResponse:
+    return _update(type_name, element_id, body, ctx, if_match)
+
+
+@router.post(
+    "/api/element/{type}",
+    summary="Create an element",
+    description="Creates an element from a body as for PUT; `name` is required and unique in the type "
+    "(else 409 `name_conflict`), mandatory attributes need a value. A new child goes last among its "
+    "siblings. Answers 201 with the element, its `Location` and `ETag`.",
+    status_code=201,
+    response_class=JsonResponse,
+    responses={
+        **_element_response(201, "The new element", location=True),
+        **problem_responses(400, 401, 403, 404, 409, 413, 415, examples={400: VALIDATION_EXAMPLE}),
+    },
+    openapi_extra=_write_body(),
+)
+def post_element(
+    type_name: TypeName,
+    ctx: Annotated[RequestContext, Depends(request_context)],
+    body: Annotated[dict[str, Any], Depends(json_body)],
+) -> JsonResponse:
+    element = service.create_element(_writer(ctx), type_name, body)
+    ctx.commit()
+    location = f"/api/element/{element['type'][0]}/{element['id'][0]}"
+    return _element_json(element, 201, {"Location": location})
+
+
+@router.delete(
+    "/api/element/{type}/{id}",
+    summary="Delete an element",
+    description="Deletes the element and its relations (the elements at the other ends get a new revision "
+    "and a history entry). An element with children gets 409 `has_children` unless `recursive=true`, which "
+    "deletes the whole subtree. With `If-Match`, a stale revision gets 412.",
+    status_code=204,
+    response_class=Response,
+    responses={204: {"description": "Deleted"}, **problem_responses(400, 401, 403, 404, 409, 412)},
+)
+def delete_element(
+    type_name: TypeName,
+    element_id: ElementId,
+    ctx: Annotated[RequestContext, Depends(request_context)],
+    if_match: IfMatch = None,
+    recursive: Annotated[bool, Query(description="also delete every descendant")] = False,
+) -> Response:
+    service.delete_element(
+        _writer(ctx), type_name, element_id, recursive=recursive, if_match=if_match_check(if_match)
+    )
+    ctx.commit()
+    return Response(status_code=204)

@@ -1,7 +1,179 @@
-"""Routes of the metamodel API (version 7.4)."""
+"""Routes of the metamodel API (version 7.4): read the metamodel, edit types and relation types."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends, Response
+from starlette.responses import Response as StarletteResponse
 
-router = APIRouter()
+from blockrepo.api.body import require_json_body
+from blockrepo.api.context import RequestContext, request_context
+from blockrepo.api.problem_docs import problem_responses
+from blockrepo.api.responses import model_response
+from blockrepo.metamodel import service
+from blockrepo.metamodel.schemas import (
+    BlockTypeCreate,
+    BlockTypeOut,
+    BlockTypeUpdate,
+    MetamodelOut,
+    RelationTypeCreate,
+    RelationTypeOut,
+    RelationTypeUpdate,
+)
+from blockrepo.metamodel.snapshot import Metamodel, read_repository_state
+
+router = APIRouter(prefix="/api/metamodel", tags=["metamodel"])
+
+READ_ERRORS = problem_responses(401, 403, 404)
+WRITE_ERRORS = problem_responses(400, 401, 403, 404, 409, 415)
+
+
+def committed_metamodel(ctx: RequestContext) -> Metamodel:
+    """The metamodel as the request's own commit left it (loaded once, then shared via the cache)."""
+    state = read_repository_state(ctx.db)
+    return ctx.services.metamodels.get(ctx.db, state.metamodel_revision)
+
+
+@router.get("", response_model=MetamodelOut, responses=READ_ERRORS, summary="The whole metamodel")
+def get_metamodel(ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+    """Types, relation types, attributes and attribute groups as the caller may see them: editors of the
+    metamodel or of attributes see everything; others see the types they may read, attributes of groups
+    they may read and relation ends between readable types."""
+    return model_response(service.MetamodelView(ctx.metamodel, ctx.actor).whole())
+
+
+@router.get(
+    "/types", response_model=list[BlockTypeOut], responses=READ_ERRORS, summary="Every building block type"
+)
+def list_types(ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+    return model_response(service.MetamodelView(ctx.metamodel, ctx.actor).types())
+
+
+@router.post(
+    "/types",
+    status_code=201,
+    response_model=BlockTypeOut,
+    responses=WRITE_ERRORS,
+    dependencies=[Depends(require_json_body)],
+    summary="Create a building block type",
+)
+def create_type(body: BlockTypeCreate, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+    """Needs EDIT_METAMODEL. The name must be identifier-like, unique (case-insensitively) and no reserved
+    word; it never changes afterwards. The new type has the built-ins of every type and no attributes."""
+    name = service.create_type(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, body)
+    ctx.commit()
+    view = service.MetamodelView(committed_metamodel(ctx), ctx.actor)
+    return model_response(
+        view.block_type(view.type_named(name)),
+        status_code=201,
+        headers={"Location": f"/api/metamodel/types/{name}"},
+    )
+
+
+@router.get("/types/{type}", response_model=BlockTypeOut, responses=READ_ERRORS, summary="One type")
+def get_type(type: str, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+    """The type's properties (built-ins and attributes, with value type, cardinality, group and whether
+    the caller may write them) and its relation ends."""
+    view = service.MetamodelView(ctx.metamodel, ctx.actor)
+    return model_response(view.block_type(view.type_named(type)))
+
+
+@router.put(
+    "/types/{type}",
+    response_model=BlockTypeOut,
+    responses=WRITE_ERRORS,
+    dependencies=[Depends(require_json_body)],
+    summary="Change a type's display name, abbreviation, description or hidden flag",
+)
+def update_type(
+    type: str, body: BlockTypeUpdate, ctx: RequestContext = Depends(request_context)
+) -> StarletteResponse:
+    """Needs EDIT_METAMODEL. Absent keys stay; read-only keys of the GET body are ignored; `name` must be
+    unchanged. `hierarchical: false` is refused (409) while elements of the type have parents."""
+    service.update_type(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, type, body)
+    ctx.commit()
+    view = service.MetamodelView(committed_metamodel(ctx), ctx.actor)
+    return model_response(view.block_type(view.type_named(type)))
+
+
+@router.delete("/types/{type}", status_code=204, responses=WRITE_ERRORS, summary="Delete an unused type")
+def delete_type(type: str, ctx: RequestContext = Depends(request_context)) -> Response:
+    """Needs EDIT_METAMODEL. Refused with 409 (`in_use`) while the type has elements; its relation types
+    (which then hold no relations) are deleted with it."""
+    service.delete_type(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, type)
+    ctx.commit()
+    return Response(status_code=204)
+
+
+@router.get(
+    "/relationtypes",
+    response_model=list[RelationTypeOut],
+    responses=READ_ERRORS,
+    summary="Every relation type",
+)
+def list_relation_types(ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+    return model_response(service.MetamodelView(ctx.metamodel, ctx.actor).relation_types())
+
+
+@router.post(
+    "/relationtypes",
+    status_code=201,
+    response_model=RelationTypeOut,
+    responses=WRITE_ERRORS,
+    dependencies=[Depends(require_json_body)],
+    summary="Create a relation type",
+)
+def create_relation_type(
+    body: RelationTypeCreate, ctx: RequestContext = Depends(request_context)
+) -> StarletteResponse:
+    """Needs EDIT_METAMODEL. `sourceEnd` becomes a property of the source type listing targets,
+    `targetEnd` one of the target type listing sources; neither may clash with a property or end the
+    type already has. The name defaults to `{source}_{target}`."""
+    name = service.create_relation_type(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, body)
+    ctx.commit()
+    view = service.MetamodelView(committed_metamodel(ctx), ctx.actor)
+    return model_response(
+        view.relation_type(view.relation_type_named(name)),
+        status_code=201,
+        headers={"Location": f"/api/metamodel/relationtypes/{name}"},
+    )
+
+
+@router.get(
+    "/relationtypes/{name}",
+    response_model=RelationTypeOut,
+    responses=READ_ERRORS,
+    summary="One relation type",
+)
+def get_relation_type(name: str, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+    view = service.MetamodelView(ctx.metamodel, ctx.actor)
+    return model_response(view.relation_type(view.relation_type_named(name)))
+
+
+@router.put(
+    "/relationtypes/{name}",
+    response_model=RelationTypeOut,
+    responses=WRITE_ERRORS,
+    dependencies=[Depends(require_json_body)],
+    summary="Change a relation type's description, cardinalities or attributable flag",
+)
+def update_relation_type(
+    name: str, body: RelationTypeUpdate, ctx: RequestContext = Depends(request_context)
+) -> StarletteResponse:
+    """Needs EDIT_METAMODEL. Names and joined types never change (they may be sent unchanged). Making an
+    end single-valued is refused (409) while some element holds several values in it; `attributable:
+    false` is refused while attributes are activated for the relation type."""
+    service.update_relation_type(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, name, body)
+    ctx.commit()
+    view = service.MetamodelView(committed_metamodel(ctx), ctx.actor)
+    return model_response(view.relation_type(view.relation_type_named(name)))
+
+
+@router.delete(
+    "/relationtypes/{name}", status_code=204, responses=WRITE_ERRORS, summary="Delete a relation type"
+)
+def delete_relation_type(name: str, ctx: RequestContext = Depends(request_context)) -> Response:
+    """Needs EDIT_METAMODEL. Removes every relation of the type; each element that loses relations gets a
+    new revision and an "updated" changeset in history."""
+    service.delete_relation_type(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, name, now=ctx.changes.now)
+    ctx.commit()
+    return Response(status_code=204)

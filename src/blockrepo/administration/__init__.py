@@ -1,0 +1,1 @@
+"""Administration of users, roles, attributes and attribute groups."""

@@ -1,0 +1,21 @@
+"""The `blockrepo` command line: one typer app, one module per command group."""
+
+from __future__ import annotations
+
+import typer
+
+from blockrepo.cli import repository, serve, users
+
+app = typer.Typer(
+    name="blockrepo",
+    help="blockrepo: an open enterprise-architecture repository with a LUY/iteraplan 7.4 REST API.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+serve.register(app)
+repository.register(app)
+app.add_typer(users.app, name="user")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,80 @@
+"""`blockrepo serve`: initialise the repository if needed, then run the HTTP service with uvicorn."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+import uvicorn
+
+from blockrepo.cli.options import build_settings, console
+from blockrepo.cli.repository import initialize_repository
+from blockrepo.settings import Settings
+
+_ENV_HELP = {
+    name: f"{field.description} (env BLOCKREPO_{name.upper()})"
+    for name, field in Settings.model_fields.items()
+}
+# Every setting, including those without a flag, so that `serve --help` lists them all.
+_SETTINGS_EPILOG = "Settings (flag, then environment variable, then default):\n\n" + "\n\n".join(
+    f"BLOCKREPO_{name.upper()} (default {field.default!r}): {field.description}"
+    for name, field in Settings.model_fields.items()
+)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(epilog=_SETTINGS_EPILOG)
+    def serve(
+        host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+        port: Annotated[int, typer.Option(help="port to listen on")] = 8080,
+        workers: Annotated[int, typer.Option(help="worker processes")] = 1,
+        database: Annotated[str | None, typer.Option("--database", help=_ENV_HELP["database_url"])] = None,
+        demo: Annotated[bool | None, typer.Option("--demo", help=_ENV_HELP["demo"])] = None,
+        csrf_enabled: Annotated[
+            bool | None, typer.Option("--csrf/--no-csrf", help=_ENV_HELP["csrf_enabled"])
+        ] = None,
+        session_idle_timeout: Annotated[
+            int | None, typer.Option(help=_ENV_HELP["session_idle_timeout"])
+        ] = None,
+        session_max_age: Annotated[int | None, typer.Option(help=_ENV_HELP["session_max_age"])] = None,
+        cookie_secure: Annotated[
+            bool | None, typer.Option("--cookie-secure/--no-cookie-secure", help=_ENV_HELP["cookie_secure"])
+        ] = None,
+        login_max_failures: Annotated[int | None, typer.Option(help=_ENV_HELP["login_max_failures"])] = None,
+        login_window: Annotated[int | None, typer.Option(help=_ENV_HELP["login_window"])] = None,
+        rate_limit: Annotated[float | None, typer.Option(help=_ENV_HELP["rate_limit"])] = None,
+        max_body_bytes: Annotated[int | None, typer.Option(help=_ENV_HELP["max_body_bytes"])] = None,
+        redis_url: Annotated[str | None, typer.Option(help=_ENV_HELP["redis_url"])] = None,
+        log_level: Annotated[str | None, typer.Option(help=_ENV_HELP["log_level"])] = None,
+    ) -> None:
+        """Serve the REST API. Every setting also comes from its BLOCKREPO_* variable; flags win.
+
+        BLOCKREPO_ADMIN_PASSWORD sets the password of `system` when it is first created."""
+        settings = build_settings(
+            database_url=database,
+            demo=demo,
+            csrf_enabled=csrf_enabled,
+            session_idle_timeout=session_idle_timeout,
+            session_max_age=session_max_age,
+            cookie_secure=cookie_secure,
+            login_max_failures=login_max_failures,
+            login_window=login_window,
+            rate_limit=rate_limit,
+            max_body_bytes=max_body_bytes,
+            redis_url=redis_url,
+            log_level=log_level,
+        )
+        initialize_repository(settings)
+        console.print(
+            f"blockrepo serving {settings.database_url} on http://{host}:{port} ({workers} worker(s))"
+        )
+        uvicorn.run(
+            "blockrepo.app:app_from_environment",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level=settings.log_level,
+            access_log=False,
+            server_header=False,
+        )

@@ -1,0 +1,95 @@
+"""`blockrepo user add|passwd`: manage accounts from the command line (for the first admin, or recovery)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from sqlalchemy import select
+
+from blockrepo.access.actor import SUPERVISOR_ROLE
+from blockrepo.access.models import Role, User, UserRole
+from blockrepo.auth.passwords import Passwords
+from blockrepo.cli.options import build_settings, console
+from blockrepo.cli.repository import initialize_repository
+from blockrepo.history.recorder import ChangeLog
+from blockrepo.storage.engine import build_engine, build_session_factory
+
+app = typer.Typer(help="Manage user accounts.", no_args_is_help=True)
+
+DatabaseOption = Annotated[
+    str | None, typer.Option("--database", help="the database (env BLOCKREPO_DATABASE_URL)")
+]
+
+
+def _ask_password(password: str | None) -> str:
+    if password:
+        return password
+    entered: str = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+    return entered
+
+
+@app.command("add")
+def add_user(
+    login: str,
+    password: Annotated[str | None, typer.Option(help="the password (asked for when omitted)")] = None,
+    role: Annotated[list[str] | None, typer.Option(help="a role name; repeat for several")] = None,
+    supervisor: Annotated[bool, typer.Option(help=f"give the {SUPERVISOR_ROLE} role")] = False,
+    database: DatabaseOption = None,
+) -> None:
+    """Create a user."""
+    settings = build_settings(database_url=database)
+    initialize_repository(settings)
+    roles = list(role or []) + ([SUPERVISOR_ROLE] if supervisor else [])
+    secret = _ask_password(password)
+    engine = build_engine(settings.database_url)
+    try:
+        with build_session_factory(engine)() as db:
+            if db.scalar(select(User.id).where(User.login == login)) is not None:
+                console.print(f"[red]user {login!r} exists[/red]")
+                raise typer.Exit(1)
+            role_rows = list(db.scalars(select(Role).where(Role.name.in_(roles)))) if roles else []
+            missing = set(roles) - {r.name for r in role_rows}
+            if missing:
+                console.print(f"[red]unknown role(s): {', '.join(sorted(missing))}[/red]")
+                raise typer.Exit(1)
+            user = User(login=login, password_hash=Passwords(settings).hash(secret), enabled=True)
+            db.add(user)
+            db.flush()
+            for r in role_rows:
+                db.add(UserRole(user_id=user.id, role_id=r.id))
+            log = ChangeLog(user_login="cli", request_id="cli")
+            log.administration("created", f"user {login}", [{"property": "roles", "old": [], "new": roles}])
+            log.flush(db)
+            db.commit()
+    finally:
+        engine.dispose()
+    console.print(f"created user {login!r}")
+
+
+@app.command("passwd")
+def change_password(
+    login: str,
+    password: Annotated[str | None, typer.Option(help="the new password (asked for when omitted)")] = None,
+    database: DatabaseOption = None,
+) -> None:
+    """Set a user's password; existing sessions and cached credentials of the user stop working."""
+    settings = build_settings(database_url=database)
+    initialize_repository(settings)
+    secret = _ask_password(password)
+    engine = build_engine(settings.database_url)
+    try:
+        with build_session_factory(engine)() as db:
+            user = db.scalar(select(User).where(User.login == login))
+            if user is None:
+                console.print(f"[red]no user {login!r}[/red]")
+                raise typer.Exit(1)
+            user.password_hash = Passwords(settings).hash(secret)
+            user.credentials_version += 1
+            log = ChangeLog(user_login="cli", request_id="cli")
+            log.administration("updated", f"user {login}", [{"property": "password", "old": [], "new": []}])
+            log.flush(db)
+            db.commit()
+    finally:
+        engine.dispose()
+    console.print(f"password of {login!r} changed")

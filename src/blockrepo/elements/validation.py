@@ -1,0 +1,415 @@
+"""Turns an element body into a normalized draft with every problem listed, separate from persistence.
+
+Three steps, each usable for one element or a whole bulk batch:
+1. `parse_body`: pure; checks keys, value types, literals, cardinality of the element's own ends,
+   permissions per property; collects references (relation targets, parent, user logins).
+2. `resolve_references`: looks up every reference of many drafts in a fixed number of queries.
+3. `check_partners` (and, in the service, name, hierarchy and lock checks): rules that need the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from blockrepo.access.actor import Actor
+from blockrepo.elements import repository
+from blockrepo.elements.values import (
+    RICHTEXT_MAX_LENGTH,
+    TypedValue,
+    ValueProblem,
+    check_name,
+    check_text,
+    decode_value,
+    json_type,
+)
+from blockrepo.errors import ErrorItem
+from blockrepo.metamodel.snapshot import READ_ONLY_KEYS, AttributeDef, BlockTypeDef, Metamodel, RelationEnd
+
+LARGEST_ID = 2**31 - 1
+
+
+def pointer(*parts: str | int) -> str:
+    """A JSON pointer (RFC 6901) from its unescaped parts."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
+
+
+@dataclass
+class Reference:
+    """An element named by id or by name in an expected type, resolved by `resolve_references`."""
+
+    pointer: str
+    type_id: int
+    id: int | None = None
+    name: str | None = None
+    resolved_id: int | None = None
+    resolved_name: str | None = None
+
+
+@dataclass
+class EndEntry:
+    """One value of a relation end: the other element and, if given, new relation attribute values
+    (each attribute present replaces its list; None: keep what an existing relation has)."""
+
+    reference: Reference
+    attributes: dict[int, list[TypedValue]] | None = None
+
+
+@dataclass
+class ElementDraft:
+    """A write of one element, normalized: only keys present in the body are set."""
+
+    type_def: BlockTypeDef
+    element_id: int | None  # None: the element is created
+    name: str | None = None
+    description: str | None = None
+    parent_given: bool = False
+    parent: Reference | None = None
+    values: dict[int, list[TypedValue]] = field(default_factory=dict)
+    ends: dict[str, list[EndEntry]] = field(default_factory=dict)
+    errors: list[ErrorItem] = field(default_factory=list)
+    forbidden: list[ErrorItem] = field(default_factory=list)
+    logins: list[tuple[str, str]] = field(default_factory=list)  # (pointer, login) to verify
+
+    @property
+    def creating(self) -> bool:
+        return self.element_id is None
+
+    def references(self) -> list[Reference]:
+        refs = [self.parent] if self.parent is not None else []
+        refs += [entry.reference for entries in self.ends.values() for entry in entries]
+        return refs
+
+    def error(self, where: str, code: str, message: str) -> None:
+        self.errors.append(ErrorItem(where, code, message))
+
+
+def parse_body(
+    metamodel: Metamodel,
+    actor: Actor,
+    type_def: BlockTypeDef,
+    body: dict[str, Any],
+    *,
+    element_id: int | None,
+) -> ElementDraft:
+    """Check a body against the metamodel and the actor's rights without touching the database."""
+    draft = ElementDraft(type_def=type_def, element_id=element_id)
+    for key, raw in body.items():
+        where = pointer(key)
+        if key == "id":
+            _check_id(draft, raw)
+            continue
+        if key in READ_ONLY_KEYS:
+            continue
+        if not isinstance(raw, list):
+            draft.error(where, "not_an_array", f"{key} takes an array of values, got {json_type(raw)}")
+            continue
+        if key == "name":
+            _parse_name(draft, raw)
+        elif key == "description":
+            _parse_description(draft, raw)
+        elif key == "parent" and type_def.hierarchical:
+            _parse_parent(draft, raw)
+        elif (prop := type_def.property_named(key)) is not None:
+            _parse_values(draft, actor, prop, raw)
+        elif (end := type_def.ends.get(key)) is not None:
+            _parse_end(draft, metamodel, actor, end, raw)
+        else:
+            draft.error(where, "unknown_property", f"{type_def.name} has no property {key!r}")
+    _check_mandatory(draft, body)
+    return draft
+
+
+def _check_id(draft: ElementDraft, raw: Any) -> None:
+    if draft.element_id is None:
+        return  # read-only on create: ignored
+    value = raw[0] if isinstance(raw, list) and len(raw) == 1 else raw
+    if isinstance(value, bool) or value != draft.element_id:
+        draft.error("/id", "id_mismatch", f"id must be [{draft.element_id}] (the id in the path) or left out")
+
+
+def _too_many(draft: ElementDraft, key: str, raw: list[Any]) -> bool:
+    if len(raw) > 1:
+        draft.error(pointer(key, 1), "too_many_values", f"{key} holds at most one value, got {len(raw)}")
+        return True
+    return False
+
+
+def _parse_name(draft: ElementDraft, raw: list[Any]) -> None:
+    if not raw:
+        draft.error("/name", "mandatory", "name is mandatory")
+        return
+    if _too_many(draft, "name", raw):
+        return
+    try:
+        draft.name = check_name(raw[0])
+    except ValueProblem as problem:
+        draft.error("/name/0", problem.code, problem.message)
+
+
+def _parse_description(draft: ElementDraft, raw: list[Any]) -> None:
+    if _too_many(draft, "description", raw):
+        return
+    try:
+        draft.description = check_text(raw[0], RICHTEXT_MAX_LENGTH) if raw else ""
+    except ValueProblem as problem:
+        draft.error("/description/0", problem.code, problem.message)
+
+
+def _parse_parent(draft: ElementDraft, raw: list[Any]) -> None:
+    if _too_many(draft, "parent", raw):
+        return
+    draft.parent_given = True
+    if raw:
+        draft.parent = _parse_reference(draft, raw[0], "/parent/0", draft.type_def.id, allow_attributes=False)
+
+
+def _parse_values(draft: ElementDraft, actor: Actor, prop: AttributeDef, raw: list[Any]) -> None:
+    where = pointer(prop.name)
+    if not prop.builtin and not actor.can_write_group(prop.group_id):
+        draft.forbidden.append(ErrorItem(where, "forbidden", f"you may not write {prop.name}"))
+        return
+    if not prop.multiple and _too_many(draft, prop.name, raw):
+        return
+    values = _decode_all(draft, prop, raw, (prop.name,))
+    if values is not None:
+        draft.values[prop.id] = values
+
+
+def _decode_all(
+    draft: ElementDraft, prop: AttributeDef, raw: list[Any], path: tuple[str | int, ...]
+) -> list[TypedValue] | None:
+    values: list[TypedValue] = []
+    ok = True
+    for index, item in enumerate(raw):
+        try:
+            value = decode_value(prop, item)
+        except ValueProblem as problem:
+            draft.error(pointer(*path, index), problem.code, problem.message)
+            ok = False
+            continue
+        if value in values:
+            draft.error(pointer(*path, index), "duplicate", f"{prop.name} lists this value twice")
+            ok = False
+            continue
+        if prop.value_type == "responsibility" and value.text is not None:
+            draft.logins.append((pointer(*path, index), value.text))
+        values.append(value)
+    return values if ok else None
+
+
+def _parse_end(
+    draft: ElementDraft, metamodel: Metamodel, actor: Actor, end: RelationEnd, raw: list[Any]
+) -> None:
+    where = pointer(end.name)
+    if not actor.can_type(end.other_type_id, "read"):
+        draft.forbidden.append(ErrorItem(where, "forbidden", f"you may not read {end.other_type} elements"))
+        return
+    if not end.multiple and _too_many(draft, end.name, raw):
+        return
+    attributable = end.relation_type.attributable or bool(end.relation_type.attributes)
+    entries: list[EndEntry] = []
+    for index, item in enumerate(raw):
+        item_pointer = pointer(end.name, index)
+        reference = _parse_reference(draft, item, item_pointer, end.other_type_id, allow_attributes=True)
+        if reference is None:
+            continue
+        entry = EndEntry(reference)
+        if isinstance(item, dict) and "attributes" in item:
+            if not attributable:
+                draft.error(
+                    item_pointer + "/attributes",
+                    "not_attributable",
+                    f"relations of {end.relation_type.name} carry no attributes",
+                )
+                continue
+            entry.attributes = _parse_relation_attributes(
+                draft, actor, end, item["attributes"], (end.name, index, "attributes")
+            )
+        entries.append(entry)
+    draft.ends[end.name] = entries
+
+
+def _parse_relation_attributes(
+    draft: ElementDraft, actor: Actor, end: RelationEnd, raw: Any, path: tuple[str | int, ...]
+) -> dict[int, list[TypedValue]]:
+    result: dict[int, list[TypedValue]] = {}
+    if not isinstance(raw, dict):
+        draft.error(pointer(*path), "wrong_type", f"attributes must be an object, got {json_type(raw)}")
+        return result
+    by_name = {a.name: a for a in end.relation_type.attributes}
+    for name, values in raw.items():
+        where = pointer(*path, name)
+        attribute = by_name.get(name)
+        if attribute is None:
+            draft.error(
+                where, "unknown_property", f"relations of {end.relation_type.name} have no attribute {name!r}"
+            )
+            continue
+        if not actor.can_write_group(attribute.group_id):
+            draft.forbidden.append(ErrorItem(where, "forbidden", f"you may not write {name}"))
+            continue
+        if not isinstance(values, list):
+            draft.error(where, "not_an_array", f"{name} takes an array of values, got {json_type(values)}")
+            continue
+        if not attribute.multiple and len(values) > 1:
+            draft.error(pointer(*path, name, 1), "too_many_values", f"{name} holds at most one value")
+            continue
+        decoded = _decode_all(draft, attribute, values, (*path, name))
+        if decoded is not None:
+            result[attribute.id] = decoded
+    return result
+
+
+def _parse_reference(
+    draft: ElementDraft, raw: Any, where: str, type_id: int, *, allow_attributes: bool
+) -> Reference | None:
+    """An id, `{"id": n}` or `{"name": "…"}`; with both id and name (as GET returns them) the id counts."""
+    if isinstance(raw, dict):
+        allowed = {"id", "name", "attributes"} if allow_attributes else {"id", "name"}
+        unknown = sorted(set(raw) - allowed)
+        if unknown:
+            draft.error(where, "wrong_type", f"unexpected key(s) {', '.join(unknown)} in a reference")
+            return None
+        if "id" in raw:
+            return _id_reference(draft, raw["id"], where, type_id)
+        if "name" in raw:
+            try:
+                name = check_text(raw["name"], 255, "a name")
+            except ValueProblem as problem:
+                draft.error(where + "/name", problem.code, problem.message)
+                return None
+            return Reference(where, type_id, name=name)
+    elif not isinstance(raw, bool) and isinstance(raw, int):
+        return _id_reference(draft, raw, where, type_id)
+    draft.error(where, "wrong_type", f'expected an id, {{"id": n}} or {{"name": "…"}}, got {json_type(raw)}')
+    return None
+
+
+def _id_reference(draft: ElementDraft, raw: Any, where: str, type_id: int) -> Reference | None:
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        draft.error(where, "wrong_type", f"an id is a positive integer, got {json_type(raw)}")
+        return None
+    if not 1 <= raw <= LARGEST_ID:
+        draft.error(where, "unknown_target", f"there is no element {raw}")
+        return None
+    return Reference(where, type_id, id=raw)
+
+
+def _check_mandatory(draft: ElementDraft, body: dict[str, Any]) -> None:
+    """On create every mandatory property needs a value; on update those the body clears."""
+    if draft.creating and "name" not in body:
+        draft.error("/name", "mandatory", "name is mandatory")
+    for prop in draft.type_def.properties:
+        if not prop.mandatory:
+            continue
+        values = draft.values.get(prop.id)
+        if (draft.creating and prop.name not in body) or (values is not None and not values):
+            draft.error(pointer(prop.name), "mandatory", f"{prop.name} is mandatory")
+
+
+def resolve_references(db: Session, metamodel: Metamodel, drafts: Sequence[ElementDraft]) -> None:
+    """Resolve every reference and login of `drafts` with one query each for ids, names and logins;
+    unresolvable ones become errors of their draft."""
+    references = [(draft, ref) for draft in drafts for ref in draft.references()]
+    by_id = repository.find_by_ids(db, (ref.id for _, ref in references if ref.id is not None))
+    names: dict[int, set[str]] = {}
+    for _, ref in references:
+        if ref.id is None and ref.name is not None:
+            names.setdefault(ref.type_id, set()).add(ref.name)
+    by_name = repository.find_by_names(db, names)
+    for draft, ref in references:
+        expected = metamodel.type_by_id(ref.type_id).name
+        if ref.id is not None:
+            found = by_id.get(ref.id)
+            if found is None:
+                draft.error(ref.pointer, "unknown_target", f"there is no element {ref.id}")
+            elif found[0] != ref.type_id:
+                actual = metamodel.type_by_id(found[0]).name
+                draft.error(ref.pointer, "wrong_type", f"element {ref.id} is a {actual}, not a {expected}")
+            else:
+                ref.resolved_id, ref.resolved_name = ref.id, found[1]
+        else:
+            element_id = by_name.get((ref.type_id, ref.name or ""))
+            if element_id is None:
+                draft.error(ref.pointer, "unknown_target", f"there is no {expected} named {ref.name!r}")
+            else:
+                ref.resolved_id, ref.resolved_name = element_id, ref.name
+    logins = repository.existing_logins(db, (login for draft in drafts for _, login in draft.logins))
+    for draft in drafts:
+        for where, login in draft.logins:
+            if login not in logins:
+                draft.error(where, "unknown_user", f"there is no user {login!r}")
+        _check_resolved_ends(draft)
+
+
+def _check_resolved_ends(draft: ElementDraft) -> None:
+    for end_name, entries in draft.ends.items():
+        end = draft.type_def.ends[end_name]
+        seen: set[int] = set()
+        for entry in entries:
+            other = entry.reference.resolved_id
+            if other is None:
+                continue
+            if other in seen:
+                draft.error(entry.reference.pointer, "duplicate", f"{end_name} lists element {other} twice")
+            seen.add(other)
+            if (
+                other == draft.element_id
+                and end.relation_type.source_type_id == end.relation_type.target_type_id
+            ):
+                draft.error(
+                    entry.reference.pointer, "self_reference", "an element cannot be related to itself"
+                )
+    if draft.parent is not None and draft.parent.resolved_id is not None:  # noqa: SIM102
+        if draft.parent.resolved_id == draft.element_id:
+            draft.error(draft.parent.pointer, "cycle", "an element cannot be its own parent")
+
+
+def check_partners(db: Session, drafts: Sequence[ElementDraft]) -> None:
+    """Relations whose opposite end holds one value: a new partner must not already have another one.
+
+    Example: listing flow F in an information system's `outgoingFlows` while F's `sourceSystem` is another
+    system is rejected (the client must clear F's `sourceSystem` first) rather than silently moving F."""
+    checks: list[tuple[ElementDraft, RelationEnd, repository.PartnerCheck]] = []
+    for draft in drafts:
+        for end_name, entries in draft.ends.items():
+            end = draft.type_def.ends[end_name]
+            opposite_multiple = (
+                end.relation_type.target_multiple
+                if end.holder_is_source
+                else end.relation_type.source_multiple
+            )
+            if opposite_multiple:
+                continue
+            others = tuple(e.reference.resolved_id for e in entries if e.reference.resolved_id is not None)
+            checks.append(
+                (
+                    draft,
+                    end,
+                    repository.PartnerCheck(
+                        end.relation_type.id, end.holder_is_source, draft.element_id, others
+                    ),
+                )
+            )
+    if not checks:
+        return
+    taken = repository.taken_partners(db, [check for _, _, check in checks])
+    if not taken:
+        return
+    for draft, end, _ in checks:
+        for entry in draft.ends[end.name]:
+            other = entry.reference.resolved_id
+            partner = (
+                taken.get((end.relation_type.id, end.holder_is_source, other)) if other is not None else None
+            )
+            if partner is not None:
+                draft.error(
+                    entry.reference.pointer,
+                    "cardinality",
+                    f"{end.other_type} {entry.reference.resolved_name!r} already has {end.opposite_name} "
+                    f"{partner}; it holds one value, so clear it there first",
+                )

@@ -1,0 +1,202 @@
+"""Typed value codecs: API JSON <-> the typed columns of one value row, per attribute value type."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from blockrepo.metamodel.snapshot import AttributeDef
+
+NAME_MAX_LENGTH = 255
+TEXT_MAX_LENGTH = 4000
+RICHTEXT_MAX_LENGTH = 1_000_000
+LOGIN_MAX_LENGTH = 255
+# Numbers are stored as IEEE doubles; integers beyond 2**53 would silently lose digits.
+LARGEST_EXACT_INTEGER = 2**53 - 1
+_DATE_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+class ValueProblem(Exception):
+    """One value that does not fit its property: a stable code and a message for `errors[]`."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class TypedValue:
+    """One value in its storage form: exactly the columns its value type uses are set."""
+
+    text: str | None = None
+    number: float | None = None
+    date: dt.date | None = None
+    date_end: dt.date | None = None
+    boolean: bool | None = None
+    literal_id: int | None = None
+
+    def columns(self) -> dict[str, Any]:
+        """The value as keyword arguments of an ElementValue / RelationValue row."""
+        return {
+            "text_value": self.text,
+            "number_value": self.number,
+            "date_value": self.date,
+            "date_end": self.date_end,
+            "bool_value": self.boolean,
+            "literal_id": self.literal_id,
+        }
+
+
+def check_text(raw: Any, max_length: int, what: str = "a string") -> str:
+    """A JSON string without NUL characters (PostgreSQL text cannot hold them) of at most `max_length`."""
+    if not isinstance(raw, str):
+        raise ValueProblem("wrong_type", f"expected {what}, got {json_type(raw)}")
+    if "\x00" in raw:
+        raise ValueProblem("invalid_character", "text must not contain NUL characters")
+    if len(raw) > max_length:
+        raise ValueProblem("too_long", f"at most {max_length} characters allowed, got {len(raw)}")
+    return raw
+
+
+def check_name(raw: Any) -> str:
+    name = check_text(raw, NAME_MAX_LENGTH)
+    if not name.strip():
+        raise ValueProblem("empty_value", "a name must not be empty or blank")
+    return name
+
+
+def parse_date(raw: Any) -> dt.date:
+    if not isinstance(raw, str):
+        raise ValueProblem("wrong_type", f'expected a date "YYYY-MM-DD", got {json_type(raw)}')
+    if not _DATE_PATTERN.match(raw):
+        raise ValueProblem("bad_date", f'expected a date "YYYY-MM-DD", got {raw!r}')
+    try:
+        return dt.date.fromisoformat(raw)
+    except ValueError as exc:
+        raise ValueProblem("bad_date", f"{raw!r} is not a calendar date") from exc
+
+
+def json_type(raw: Any) -> str:
+    if raw is None:
+        return "null"
+    if isinstance(raw, bool):
+        return "a boolean"
+    if isinstance(raw, (int, float)):
+        return "a number"
+    if isinstance(raw, str):
+        return "a string"
+    if isinstance(raw, list):
+        return "an array"
+    if isinstance(raw, dict):
+        return "an object"
+    return type(raw).__name__
+
+
+def _decode_number(attribute: AttributeDef, raw: Any) -> TypedValue:
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise ValueProblem("wrong_type", f"expected a number, got {json_type(raw)}")
+    if isinstance(raw, int) and abs(raw) > LARGEST_EXACT_INTEGER:
+        raise ValueProblem(
+            "out_of_range", f"integers beyond ±{LARGEST_EXACT_INTEGER} cannot be stored exactly"
+        )
+    number = float(raw)
+    if not math.isfinite(number):
+        raise ValueProblem("out_of_range", "the number must be finite")
+    if attribute.min_value is not None and number < attribute.min_value:
+        raise ValueProblem("out_of_range", f"{raw} is below the minimum {encode_number(attribute.min_value)}")
+    if attribute.max_value is not None and number > attribute.max_value:
+        raise ValueProblem("out_of_range", f"{raw} is above the maximum {encode_number(attribute.max_value)}")
+    return TypedValue(number=number)
+
+
+def _decode_interval(raw: Any) -> TypedValue:
+    if not isinstance(raw, dict):
+        raise ValueProblem(
+            "wrong_type", f'expected {{"start": date|null, "end": date|null}}, got {json_type(raw)}'
+        )
+    unknown = sorted(set(raw) - {"start", "end"})
+    if unknown:
+        raise ValueProblem("wrong_type", f"a date interval has only start and end, not {', '.join(unknown)}")
+    start = None if raw.get("start") is None else parse_date(raw["start"])
+    end = None if raw.get("end") is None else parse_date(raw["end"])
+    if start is None and end is None:
+        raise ValueProblem("empty_value", "a date interval needs a start or an end; send [] to clear it")
+    if start is not None and end is not None and start > end:
+        raise ValueProblem(
+            "bad_interval", f"the start {start.isoformat()} is after the end {end.isoformat()}"
+        )
+    return TypedValue(date=start, date_end=end)
+
+
+def decode_value(attribute: AttributeDef, raw: Any) -> TypedValue:
+    """One API JSON value of `attribute` in storage form, or ValueProblem.
+
+    A responsibility is returned as its login; whether that user exists is checked by the caller in one
+    batched query for the whole request."""
+    value_type = attribute.value_type
+    if value_type == "text":
+        text = check_text(raw, TEXT_MAX_LENGTH)
+        if not text:
+            raise ValueProblem("empty_value", "an empty string is not a value; send [] to clear")
+        return TypedValue(text=text)
+    if value_type == "richtext":
+        text = check_text(raw, RICHTEXT_MAX_LENGTH)
+        if not text:
+            raise ValueProblem("empty_value", "an empty string is not a value; send [] to clear")
+        return TypedValue(text=text)
+    if value_type == "number":
+        return _decode_number(attribute, raw)
+    if value_type == "date":
+        return TypedValue(date=parse_date(raw))
+    if value_type == "dateInterval":
+        return _decode_interval(raw)
+    if value_type == "boolean":
+        if not isinstance(raw, bool):
+            raise ValueProblem("wrong_type", f"expected true or false, got {json_type(raw)}")
+        return TypedValue(boolean=raw)
+    if value_type == "enum":
+        name = check_text(raw, NAME_MAX_LENGTH, "a literal name")
+        literal = attribute.literal_named(name)
+        if literal is None:
+            allowed = ", ".join(lit.name for lit in attribute.literals) or "none"
+            raise ValueProblem(
+                "unknown_literal", f"{name!r} is not a literal of {attribute.name} ({allowed})"
+            )
+        return TypedValue(literal_id=literal.id)
+    if value_type == "responsibility":
+        login = check_text(raw, LOGIN_MAX_LENGTH, "a user login")
+        if not login:
+            raise ValueProblem("unknown_user", "an empty login names no user")
+        return TypedValue(text=login)
+    raise ValueProblem("wrong_type", f"the value type {value_type!r} is not supported")
+
+
+def encode_number(number: float) -> int | float:
+    """Integral numbers as JSON integers (1500, not 1500.0)."""
+    return int(number) if number.is_integer() else number
+
+
+def encode_value(attribute: AttributeDef, value: TypedValue) -> Any:
+    """One stored value in its API JSON form."""
+    value_type = attribute.value_type
+    if value_type in ("text", "richtext", "responsibility"):
+        return value.text
+    if value_type == "number":
+        return None if value.number is None else encode_number(value.number)
+    if value_type == "date":
+        return None if value.date is None else value.date.isoformat()
+    if value_type == "dateInterval":
+        return {
+            "start": None if value.date is None else value.date.isoformat(),
+            "end": None if value.date_end is None else value.date_end.isoformat(),
+        }
+    if value_type == "boolean":
+        return value.boolean
+    if value_type == "enum":
+        literal = None if value.literal_id is None else attribute.literal_by_id(value.literal_id)
+        return None if literal is None else literal.name
+    return value.text

@@ -1,0 +1,85 @@
+"""Rules for the names the metamodel hands out: what a type, relation end or attribute may be called."""
+
+from __future__ import annotations
+
+import re
+
+from blockrepo.metamodel.snapshot import CORE_KEYS, READ_ONLY_KEYS, BlockTypeDef, Metamodel
+
+# Persistent names of types, relation types and relation ends: they appear in URLs, iteraQL and JSON keys.
+IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
+# Attribute names may read like labels ("Annual costs", "Go-live") but carry no character that iteraQL,
+# `fields=a,b`, xlsx relation cells (`;`) or JSON pointers (`/`) would have to escape.
+ATTRIBUTE_NAME = re.compile(r"^[^\W_][\w .\-]{0,126}[\w.]$|^[^\W_]$")
+# Keys every element carries, plus the key relation entries use for their attributes.
+BUILTIN_KEYS = frozenset((*READ_ONLY_KEYS, *CORE_KEYS, "attributes"))
+# Words of iteraQL and path segments next to `/api/massdata/{type}`: a type or property of that name would
+# make a query or URL ambiguous.
+RESERVED_WORDS = frozenset(
+    {
+        "null",
+        "true",
+        "false",
+        "count",
+        "and",
+        "or",
+        "not",
+        "query",
+        "export",
+        "import",
+        "metamodel",
+        "current",
+    }
+)
+
+
+def is_reserved(name: str) -> bool:
+    lowered = name.lower()
+    return (
+        lowered in RESERVED_WORDS
+        or name in BUILTIN_KEYS
+        or lowered in {k.lower() for k in BUILTIN_KEYS}
+        or lowered.startswith("lastmodification")
+    )
+
+
+def identifier_problem(name: str) -> str | None:
+    """Why `name` cannot be a type, relation type or relation end name (None: it can)."""
+    if not IDENTIFIER.match(name):
+        return "must start with a letter and hold only letters, digits and '_' (at most 128 characters)"
+    if is_reserved(name):
+        return f"'{name}' is a reserved word or built-in property"
+    return None
+
+
+def attribute_name_problem(name: str) -> str | None:
+    """Why `name` cannot be an attribute name (None: it can)."""
+    if not ATTRIBUTE_NAME.match(name):
+        return (
+            "must start with a letter or digit and hold only letters, digits, spaces, '.', '-' and '_' "
+            "(at most 128 characters, no leading or trailing space)"
+        )
+    if is_reserved(name):
+        return f"'{name}' is a reserved word or built-in property"
+    return None
+
+
+def property_names(block_type: BlockTypeDef) -> set[str]:
+    """Every key an element of the type carries besides the common built-ins."""
+    return {p.name for p in block_type.properties} | set(block_type.ends)
+
+
+def clash_on_type(
+    metamodel: Metamodel, type_name: str, name: str, *, ignore_attribute_id: int | None = None
+) -> str | None:
+    """Why `name` cannot become a new property of `type_name` (None: it can)."""
+    block_type = metamodel.type_named(type_name)
+    if block_type is None:
+        return None
+    for prop in block_type.properties:
+        if prop.id != ignore_attribute_id and prop.name.lower() == name.lower():
+            return f"type {type_name} already has a property '{prop.name}'"
+    for end in block_type.ends:
+        if end.lower() == name.lower():
+            return f"type {type_name} already has a relation end '{end}'"
+    return None
