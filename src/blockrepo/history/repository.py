@@ -215,8 +215,11 @@ def names_at(db: Session, element_ids: Iterable[int], revision: int) -> dict[int
         statement = select(Change.element_id, Change.element_name, Change.type_name, Change.id).where(
             Change.element_id.in_(chunk), Change.entity == "element", Change.revision == latest
         )
-        for element_id, name, type_name, _ in sorted(db.execute(statement), key=lambda r: r[3]):
-            found[element_id] = (name or "", type_name)
+        # Several rows of one element in one revision cannot happen (the recorder folds them); if they
+        # did, the last written wins.
+        for element_id, name, type_name, _ in sorted(db.execute(statement), key=lambda r: int(r[3])):
+            if element_id is not None:
+                found[element_id] = (name or "", type_name)
     return found
 
 
@@ -229,7 +232,7 @@ def element_ids_alive_at(db: Session, type_name: str, revision: int) -> list[int
         .having(func.sum(case((Change.operation == "deleted", 1), else_=0)) == 0)
         .order_by(Change.element_id)
     )
-    return [int(element_id) for element_id in db.scalars(statement)]
+    return [int(element_id) for element_id in db.scalars(statement) if element_id is not None]
 
 
 def _chunks(values: Sequence[int]) -> Iterable[Sequence[int]]:

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query
 
 from blockrepo.api.context import RequestContext, request_context
+from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.history import service
 from blockrepo.history.schemas import (
@@ -23,10 +24,8 @@ from blockrepo.history.schemas import (
 
 router = APIRouter(tags=["history"])
 
-_ERRORS = {
-    400: {"description": "bad limit, cursor, from, to or sinceRevision (problem+json)"},
-    403: {"description": "no VIEW_HISTORY permission or no read permission on the type"},
-}
+_ERRORS = problem_responses(400, 401, 403)
+_TYPE_ERRORS = problem_responses(400, 401, 403, 404)
 
 Limit = Annotated[str | None, Query(description=LIMIT_DESCRIPTION, examples=["100"])]
 Cursor = Annotated[str | None, Query(description=CURSOR_DESCRIPTION)]
@@ -74,7 +73,7 @@ def history_feed(
     summary="History of every element of a type",
     description=TYPE_HISTORY_DESCRIPTION,
     response_model=HistoryPage,
-    responses={**_ERRORS, 404: {"description": "unknown type"}},
+    responses=_TYPE_ERRORS,
 )
 def type_history(
     ctx: Annotated[RequestContext, Depends(request_context)],
