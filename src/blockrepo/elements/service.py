@@ -7,10 +7,12 @@ records field-level history for all of them in the request's ChangeLog.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
@@ -25,6 +27,7 @@ from blockrepo.elements.validation import (
 from blockrepo.elements.values import TypedValue
 from blockrepo.elements.view import ElementView, read_elements
 from blockrepo.errors import (
+    Conflict,
     Forbidden,
     HasChildren,
     NameConflict,
@@ -120,6 +123,22 @@ def _validate(writer: Writer, draft: ElementDraft) -> None:
             )
 
 
+@contextmanager
+def concurrent_change_guard(name: str | None = None) -> Iterator[None]:
+    """Validation ran before the writes; a concurrent request can still win a race the checks could not
+    see (the same name created in parallel, a target deleted meanwhile). Those surface as constraint
+    violations and become 409s instead of 500s."""
+    try:
+        yield
+    except IntegrityError as exc:
+        message = str(exc.orig)
+        if name is not None and (
+            "uq_element_type_id" in message or "element.type_id, element.name" in message
+        ):
+            raise NameConflict(f"an element named {name!r} was just created by another request") from exc
+        raise Conflict("the change conflicts with a concurrent change; retry") from exc
+
+
 def create_element(writer: Writer, type_name: str, body: dict[str, Any]) -> dict[str, Any]:
     """Create an element from a body (name required); returns its JSON as the actor sees it."""
     type_def = resolve_type(writer.metamodel, writer.actor, type_name, "create")
@@ -127,31 +146,32 @@ def create_element(writer: Writer, type_name: str, body: dict[str, Any]) -> dict
     _validate(writer, draft)
     now, user = writer.changes.now, writer.actor.login
     parent_id = draft.parent.resolved_id if draft.parent is not None else None
-    element_id = repository.insert_element(
-        writer.db,
-        type_id=type_def.id,
-        name=draft.name or "",
-        description=draft.description or "",
-        parent_id=parent_id,
-        now=now,
-        user=user,
-    )
-    repository.replace_values(writer.db, element_id, draft.values, existing=False)
-    new_relations: list[NewRelation] = []
-    touched: set[int] = set() if parent_id is None else {parent_id}
-    for end_name, entries in draft.ends.items():
-        end = type_def.ends[end_name]
-        for index, entry in enumerate(entries):
-            other = entry.reference.resolved_id
-            assert other is not None  # resolved, or _validate raised
-            touched.add(other)
-            new_relations.append(
-                _relation(
-                    end.relation_type.id, end.holder_is_source, element_id, other, index, entry.attributes
+    with concurrent_change_guard(draft.name):
+        element_id = repository.insert_element(
+            writer.db,
+            type_id=type_def.id,
+            name=draft.name or "",
+            description=draft.description or "",
+            parent_id=parent_id,
+            now=now,
+            user=user,
+        )
+        repository.replace_values(writer.db, element_id, draft.values, existing=False)
+        new_relations: list[NewRelation] = []
+        touched: set[int] = set() if parent_id is None else {parent_id}
+        for end_name, entries in draft.ends.items():
+            end = type_def.ends[end_name]
+            for index, entry in enumerate(entries):
+                other = entry.reference.resolved_id
+                assert other is not None  # resolved, or _validate raised
+                touched.add(other)
+                new_relations.append(
+                    _relation(
+                        end.relation_type.id, end.holder_is_source, element_id, other, index, entry.attributes
+                    )
                 )
-            )
-    repository.insert_relations(writer.db, new_relations)
-    repository.bump_elements(writer.db, touched, now=now, user=user)
+        repository.insert_relations(writer.db, new_relations)
+        repository.bump_elements(writer.db, touched, now=now, user=user)
     full = ElementView.build(writer.metamodel, None, type_def)
     after = _load_one(writer.db, type_def, element_id, full)
     after_json = full.render(after)
@@ -295,15 +315,21 @@ def update_element(
     plan = _plan_update(draft, before)
     if not plan.empty:
         now, user = writer.changes.now, writer.actor.login
-        repository.update_element(
-            writer.db, element_id, fields=plan.element_fields, move_to_parent=plan.move, now=now, user=user
-        )
-        repository.replace_values(writer.db, element_id, plan.values)
-        repository.delete_relations(writer.db, plan.remove_relations)
-        repository.set_relation_positions(writer.db, plan.positions)
-        repository.replace_relation_values(writer.db, plan.relation_values)
-        repository.insert_relations(writer.db, plan.add_relations)
-        repository.bump_elements(writer.db, plan.touched - {element_id}, now=now, user=user)
+        with concurrent_change_guard(draft.name):
+            repository.update_element(
+                writer.db,
+                element_id,
+                fields=plan.element_fields,
+                move_to_parent=plan.move,
+                now=now,
+                user=user,
+            )
+            repository.replace_values(writer.db, element_id, plan.values)
+            repository.delete_relations(writer.db, plan.remove_relations)
+            repository.set_relation_positions(writer.db, plan.positions)
+            repository.replace_relation_values(writer.db, plan.relation_values)
+            repository.insert_relations(writer.db, plan.add_relations)
+            repository.bump_elements(writer.db, plan.touched - {element_id}, now=now, user=user)
     after = _load_one(writer.db, type_def, element_id, full) if not plan.empty else before
     if not plan.empty:
         before_json, after_json = full.render(before), full.render(after)
@@ -364,8 +390,9 @@ def delete_element(
     root_parent = loaded[element_id].parent_id
     if root_parent is not None:
         touched.add(root_parent)
-    repository.delete_elements(writer.db, ids)
-    repository.bump_elements(writer.db, touched, now=writer.changes.now, user=writer.actor.login)
+    with concurrent_change_guard():
+        repository.delete_elements(writer.db, ids)
+        repository.bump_elements(writer.db, touched, now=writer.changes.now, user=writer.actor.login)
 
 
 def diff_elements(
