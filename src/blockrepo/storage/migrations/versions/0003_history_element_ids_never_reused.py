@@ -5,16 +5,16 @@ PostgreSQL hands ids out from a sequence; SQLite without AUTOINCREMENT gives a n
 plus one, so deleting the newest element would let the next one take its id. Rebuilding the table with
 AUTOINCREMENT makes SQLite remember the largest id ever used.
 
-Revision ID: 0002
-Revises: 0001
+Revision ID: 0003
+Revises: 0002
 """
 
 from __future__ import annotations
 
 from alembic import op
 
-revision = "0002"
-down_revision = "0001"
+revision = "0003"
+down_revision = "0002"
 branch_labels = None
 depends_on = None
 
