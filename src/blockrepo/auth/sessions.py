@@ -277,7 +277,7 @@ class SessionManager:
         user = self._user_status(principal.user_id)
         if user is None or not user.enabled or user.credentials_version != principal.credentials_version:
             return None
-        now = self.clock()
+        now = self._now()
         if now - self._last_purge >= PURGE_INTERVAL_SECONDS:
             self._last_purge = now
             self.store.purge_expired(now)
@@ -306,7 +306,7 @@ class SessionManager:
         stored = self.store.get(key)
         if stored is None:
             return None
-        now = self.clock()
+        now = self._now()
         user = stored.user or self._user_status(stored.user_id)
         if (
             now >= self._expires_at(stored, stored.last_seen_at)
@@ -332,6 +332,11 @@ class SessionManager:
 
     def end_key(self, key: str) -> None:
         self.store.delete(key)
+
+    def _now(self) -> float:
+        # Whole microseconds, which the database keeps exactly: a time stamp read back compares equal to
+        # the one written, so a deadline holds to the microsecond on every store.
+        return math.floor(self.clock() * 1_000_000) / 1_000_000
 
     def _expires_at(self, session: StoredSession, last_seen_at: float) -> float:
         return min(last_seen_at + self._idle, session.created_at + self._max_age)
