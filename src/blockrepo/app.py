@@ -13,6 +13,7 @@ from blockrepo.api.docs import publish_description
 from blockrepo.api.errors import install_error_handlers
 from blockrepo.api.middleware import RequestContextMiddleware
 from blockrepo.api.versions import API_VERSIONS
+from blockrepo.auth.csrf import CsrfMiddleware
 from blockrepo.auth.middleware import AuthMiddleware
 from blockrepo.settings import Settings
 
@@ -42,8 +43,9 @@ def create_app(settings: Settings) -> FastAPI:
         app.include_router(router)
         publish_description(app, version, router.routes)
 
-    # Added innermost first: the request-context layer wraps authentication.
-    app.add_middleware(AuthMiddleware, authenticator=services.authenticator)
+    # Added innermost first: request context, then authentication (sessions), then CSRF, then the routes.
+    app.add_middleware(CsrfMiddleware, enabled=settings.csrf_enabled)
+    app.add_middleware(AuthMiddleware, backends=services.auth, settings=settings)
     app.add_middleware(
         RequestContextMiddleware,
         max_body_bytes=settings.max_body_bytes,

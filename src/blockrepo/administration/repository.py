@@ -11,12 +11,22 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import SUPERVISOR_ROLE
 from blockrepo.access.models import (
+    AttributeGroupPermission,
     Role,
     RoleFunctionalPermission,
     RoleSubRole,
     RoleTypePermission,
     User,
     UserRole,
+)
+from blockrepo.elements.models import ElementValue, RelationValue
+from blockrepo.metamodel.models import (
+    Attribute,
+    AttributeGroup,
+    AttributeLiteral,
+    AttributeRelationActivation,
+    AttributeTypeActivation,
+    RelationType,
 )
 
 ACTION_COLUMNS = (
@@ -239,3 +249,189 @@ def set_functional_permissions(db: Session, role_id: int, permissions: Iterable[
 
 def delete_role(db: Session, role_id: int) -> None:
     db.execute(delete(Role).where(Role.id == role_id))
+
+
+# --- attributes ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LiteralRow:
+    id: int | None  # None: a new literal
+    name: str
+    description: str
+    color: str | None
+
+
+def insert_attribute(db: Session, values: dict[str, Any]) -> int:
+    position = db.scalar(select(func.coalesce(func.max(Attribute.position), -1)))
+    return int(
+        db.execute(
+            insert(Attribute).values(**values, position=int(position or 0) + 1).returning(Attribute.id)
+        ).scalar_one()
+    )
+
+
+def update_attribute(db: Session, attribute_id: int, values: dict[str, Any]) -> None:
+    db.execute(update(Attribute).where(Attribute.id == attribute_id).values(**values))
+
+
+def delete_attribute(db: Session, attribute_id: int) -> None:
+    """Values, literals and activations cascade."""
+    db.execute(delete(Attribute).where(Attribute.id == attribute_id))
+
+
+def write_literals(
+    db: Session, attribute_id: int, literals: list[LiteralRow], removed_ids: Iterable[int]
+) -> None:
+    """Make the attribute's literals exactly `literals`, in that order (existing ones keep their ids, so
+    stored values keep pointing at them)."""
+    removed = list(removed_ids)
+    if removed:
+        db.execute(delete(AttributeLiteral).where(AttributeLiteral.id.in_(removed)))
+    kept = [lit for lit in literals if lit.id is not None]
+    if kept:
+        # Two passes, so that swapping two names never trips the (attribute, name) uniqueness.
+        db.execute(
+            update(AttributeLiteral),
+            [{"id": lit.id, "name": f"\x01{lit.id}"} for lit in kept],
+        )
+        db.execute(
+            update(AttributeLiteral),
+            [
+                {
+                    "id": lit.id,
+                    "name": lit.name,
+                    "description": lit.description,
+                    "color": lit.color,
+                    "position": i,
+                }
+                for i, lit in enumerate(literals)
+                if lit.id is not None
+            ],
+        )
+    new_rows = [
+        {
+            "attribute_id": attribute_id,
+            "name": lit.name,
+            "description": lit.description,
+            "color": lit.color,
+            "position": i,
+        }
+        for i, lit in enumerate(literals)
+        if lit.id is None
+    ]
+    if new_rows:
+        db.execute(insert(AttributeLiteral), new_rows)
+
+
+def set_type_activations(db: Session, attribute_id: int, type_ids: Iterable[int]) -> None:
+    db.execute(delete(AttributeTypeActivation).where(AttributeTypeActivation.attribute_id == attribute_id))
+    rows = [{"attribute_id": attribute_id, "block_type_id": t} for t in sorted(set(type_ids))]
+    if rows:
+        db.execute(insert(AttributeTypeActivation), rows)
+
+
+def set_relation_activations(db: Session, attribute_id: int, relation_type_ids: Iterable[int]) -> None:
+    db.execute(
+        delete(AttributeRelationActivation).where(AttributeRelationActivation.attribute_id == attribute_id)
+    )
+    rows = [{"attribute_id": attribute_id, "relation_type_id": r} for r in sorted(set(relation_type_ids))]
+    if rows:
+        db.execute(insert(AttributeRelationActivation), rows)
+
+
+def make_attributable(db: Session, relation_type_ids: Iterable[int]) -> None:
+    ids = list(relation_type_ids)
+    if ids:
+        db.execute(update(RelationType).where(RelationType.id.in_(ids)).values(attributable=True))
+
+
+def attribute_has_values(db: Session, attribute_id: int) -> bool:
+    element_value = select(ElementValue.id).where(ElementValue.attribute_id == attribute_id).limit(1)
+    relation_value = select(RelationValue.id).where(RelationValue.attribute_id == attribute_id).limit(1)
+    return db.scalar(element_value) is not None or db.scalar(relation_value) is not None
+
+
+def attribute_holds_several(db: Session, attribute_id: int) -> bool:
+    """Whether some element or relation holds more than one value of the attribute."""
+    on_elements = (
+        select(ElementValue.element_id)
+        .where(ElementValue.attribute_id == attribute_id)
+        .group_by(ElementValue.element_id)
+        .having(func.count() > 1)
+        .limit(1)
+    )
+    on_relations = (
+        select(RelationValue.relation_id)
+        .where(RelationValue.attribute_id == attribute_id)
+        .group_by(RelationValue.relation_id)
+        .having(func.count() > 1)
+        .limit(1)
+    )
+    return db.scalar(on_elements) is not None or db.scalar(on_relations) is not None
+
+
+# --- attribute groups ----------------------------------------------------------------------------------
+
+
+def group_permissions(db: Session, group_id: int | None = None) -> dict[int, list[tuple[str, bool, bool]]]:
+    """(role name, read, write) per group, by role name."""
+    query = (
+        select(
+            AttributeGroupPermission.group_id,
+            Role.name,
+            AttributeGroupPermission.can_read,
+            AttributeGroupPermission.can_write,
+        )
+        .join(Role, Role.id == AttributeGroupPermission.role_id)
+        .order_by(Role.name)
+    )
+    if group_id is not None:
+        query = query.where(AttributeGroupPermission.group_id == group_id)
+    result: dict[int, list[tuple[str, bool, bool]]] = {}
+    for owner, role_name, can_read, can_write in db.execute(query):
+        result.setdefault(owner, []).append((role_name, can_read, can_write))
+    return result
+
+
+def group_name_taken(db: Session, name: str, *, except_id: int | None = None) -> bool:
+    query = select(AttributeGroup.id).where(func.lower(AttributeGroup.name) == name.lower())
+    if except_id is not None:
+        query = query.where(AttributeGroup.id != except_id)
+    return db.scalar(query.limit(1)) is not None
+
+
+def insert_group(db: Session, name: str, description: str, position: int | None) -> int:
+    if position is None:
+        position = int(db.scalar(select(func.coalesce(func.max(AttributeGroup.position), -1))) or 0) + 1
+    return int(
+        db.execute(
+            insert(AttributeGroup)
+            .values(name=name, description=description, position=position)
+            .returning(AttributeGroup.id)
+        ).scalar_one()
+    )
+
+
+def update_group(db: Session, group_id: int, values: dict[str, Any]) -> None:
+    db.execute(update(AttributeGroup).where(AttributeGroup.id == group_id).values(**values))
+
+
+def move_attributes(db: Session, attribute_ids: Iterable[int], group_id: int) -> None:
+    ids = list(attribute_ids)
+    if ids:
+        db.execute(update(Attribute).where(Attribute.id.in_(ids)).values(group_id=group_id))
+
+
+def set_group_permissions(db: Session, group_id: int, permissions: dict[int, tuple[bool, bool]]) -> None:
+    db.execute(delete(AttributeGroupPermission).where(AttributeGroupPermission.group_id == group_id))
+    rows = [
+        {"group_id": group_id, "role_id": role_id, "can_read": read, "can_write": write}
+        for role_id, (read, write) in sorted(permissions.items())
+    ]
+    if rows:
+        db.execute(insert(AttributeGroupPermission), rows)
+
+
+def delete_group(db: Session, group_id: int) -> None:
+    db.execute(delete(AttributeGroup).where(AttributeGroup.id == group_id))

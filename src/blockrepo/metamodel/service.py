@@ -43,12 +43,19 @@ from blockrepo.metamodel.snapshot import (
     AttributeDef,
     BlockTypeDef,
     Metamodel,
+    MetamodelCache,
     RelationEnd,
     RelationTypeDef,
+    read_repository_state,
 )
 
 EDIT_METAMODEL = "EDIT_METAMODEL"
 ADMIN_ATTRIBUTES = "ADMIN_ATTRIBUTES"
+
+
+def committed_metamodel(db: Session, cache: MetamodelCache) -> Metamodel:
+    """The metamodel as the request's own commit left it (loaded once, then shared via the cache)."""
+    return cache.get(db, read_repository_state(db).metamodel_revision)
 
 
 # --- what a caller sees -------------------------------------------------------------------------------

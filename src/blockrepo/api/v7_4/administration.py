@@ -7,8 +7,13 @@ from typing import Any
 from fastapi import APIRouter, Depends, Path, Response
 from starlette.responses import Response as StarletteResponse
 
-from blockrepo.administration import roles, users
+from blockrepo.administration import attributes, groups, roles, users
 from blockrepo.administration.schemas import (
+    AttributeCreate,
+    AttributeGroupCreate,
+    AttributeGroupOut,
+    AttributeGroupUpdate,
+    AttributeUpdate,
     CurrentUserOut,
     RoleCreate,
     RoleOut,
@@ -21,6 +26,9 @@ from blockrepo.api.body import require_json_body
 from blockrepo.api.context import RequestContext, request_context
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import model_response
+from blockrepo.metamodel.schemas import AttributeOut
+from blockrepo.metamodel.service import committed_metamodel
+from blockrepo.metamodel.snapshot import Metamodel
 
 router = APIRouter(prefix="/api/administration", tags=["administration"])
 
@@ -168,5 +176,159 @@ def update_role(
 def delete_role(id: int = Id, ctx: RequestContext = Depends(request_context)) -> Response:
     """Needs ADMIN_ROLES. The built-in `Supervisor` cannot be deleted (409 `immutable_role`)."""
     roles.delete_role(ctx.db, ctx.actor, ctx.changes, id)
+    ctx.commit()
+    return Response(status_code=204)
+
+
+# --- attributes ----------------------------------------------------------------------------------------
+
+
+def _fresh(ctx: RequestContext) -> Metamodel:
+    return committed_metamodel(ctx.db, ctx.services.metamodels)
+
+
+@router.get("/attributes", response_model=list[AttributeOut], responses=_errors(), summary="Every attribute")
+def list_attributes(ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+    """Needs ADMIN_ATTRIBUTES. User-defined attributes only (the built-ins of a type are listed by
+    `/api/metamodel/types/{type}`)."""
+    return model_response(attributes.list_attributes(ctx.actor, ctx.metamodel))
+
+
+@router.post(
+    "/attributes",
+    status_code=201,
+    response_model=AttributeOut,
+    responses=_errors(write=True),
+    dependencies=JSON_BODY,
+    summary="Create an attribute",
+)
+def create_attribute(
+    body: AttributeCreate, ctx: RequestContext = Depends(request_context)
+) -> StarletteResponse:
+    """Needs ADMIN_ATTRIBUTES. The name is unique across the repository and may not clash with a built-in,
+    reserved word or relation end of the types it is activated for. Activating it for a relation type
+    makes that type's relations carry it as `"attributes"`."""
+    attribute_id = attributes.create_attribute(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, body)
+    ctx.commit()
+    return model_response(
+        attributes.read_attribute(_fresh(ctx), attribute_id),
+        status_code=201,
+        headers={"Location": f"/api/administration/attributes/{attribute_id}"},
+    )
+
+
+@router.get(
+    "/attributes/{id}", response_model=AttributeOut, responses=_errors(item=True), summary="One attribute"
+)
+def get_attribute(id: int = Id, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+    return model_response(attributes.get_attribute(ctx.actor, ctx.metamodel, id))
+
+
+@router.put(
+    "/attributes/{id}",
+    response_model=AttributeOut,
+    responses=_errors(write=True, item=True),
+    dependencies=JSON_BODY,
+    summary="Change an attribute",
+)
+def update_attribute(
+    body: AttributeUpdate, id: int = Id, ctx: RequestContext = Depends(request_context)
+) -> StarletteResponse:
+    """Needs ADMIN_ATTRIBUTES. Absent keys stay; a sent list replaces the whole list. Values the change
+    takes away (literals left out, types or relation types deactivated) are deleted and recorded in
+    history per element. Changing `valueType` while values exist, or `multiple: false` while an element
+    holds several values, is refused (409 `in_use`)."""
+    attributes.update_attribute(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, id, body, now=ctx.changes.now)
+    ctx.commit()
+    return model_response(attributes.read_attribute(_fresh(ctx), id))
+
+
+@router.delete(
+    "/attributes/{id}",
+    status_code=204,
+    responses=_errors(write=True, item=True),
+    summary="Delete an attribute",
+)
+def delete_attribute(id: int = Id, ctx: RequestContext = Depends(request_context)) -> Response:
+    """Needs ADMIN_ATTRIBUTES. Deletes every value of the attribute; each element that had one gets a new
+    revision and an "updated" changeset in history."""
+    attributes.delete_attribute(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, id, now=ctx.changes.now)
+    ctx.commit()
+    return Response(status_code=204)
+
+
+# --- attribute groups ----------------------------------------------------------------------------------
+
+
+@router.get(
+    "/attributegroups",
+    response_model=list[AttributeGroupOut],
+    responses=_errors(),
+    summary="Every attribute group",
+)
+def list_groups(ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+    """Needs ADMIN_ATTRIBUTES. Rule: if no role has read on a group, everyone may read it; otherwise only
+    those roles. Write needs read; if no role has write, only an unrestricted group is writable."""
+    return model_response(groups.list_groups(ctx.db, ctx.actor, ctx.metamodel))
+
+
+@router.post(
+    "/attributegroups",
+    status_code=201,
+    response_model=AttributeGroupOut,
+    responses=_errors(write=True),
+    dependencies=JSON_BODY,
+    summary="Create an attribute group",
+)
+def create_group(
+    body: AttributeGroupCreate, ctx: RequestContext = Depends(request_context)
+) -> StarletteResponse:
+    """Needs ADMIN_ATTRIBUTES. Listed attributes move into the new group."""
+    group_id = groups.create_group(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, body)
+    ctx.commit()
+    return model_response(
+        groups.read_group(ctx.db, _fresh(ctx), group_id),
+        status_code=201,
+        headers={"Location": f"/api/administration/attributegroups/{group_id}"},
+    )
+
+
+@router.get(
+    "/attributegroups/{id}",
+    response_model=AttributeGroupOut,
+    responses=_errors(item=True),
+    summary="One attribute group",
+)
+def get_group(id: int = Id, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+    return model_response(groups.get_group(ctx.db, ctx.actor, ctx.metamodel, id))
+
+
+@router.put(
+    "/attributegroups/{id}",
+    response_model=AttributeGroupOut,
+    responses=_errors(write=True, item=True),
+    dependencies=JSON_BODY,
+    summary="Change an attribute group",
+)
+def update_group(
+    body: AttributeGroupUpdate, id: int = Id, ctx: RequestContext = Depends(request_context)
+) -> StarletteResponse:
+    """Needs ADMIN_ATTRIBUTES. Absent keys stay. Attributes left out of a sent `attributes` list move to
+    the default group; the default group cannot be renamed (409 `default_group`)."""
+    groups.update_group(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, id, body)
+    ctx.commit()
+    return model_response(groups.read_group(ctx.db, _fresh(ctx), id))
+
+
+@router.delete(
+    "/attributegroups/{id}",
+    status_code=204,
+    responses=_errors(write=True, item=True),
+    summary="Delete an attribute group",
+)
+def delete_group(id: int = Id, ctx: RequestContext = Depends(request_context)) -> Response:
+    """Needs ADMIN_ATTRIBUTES. Its attributes move to the default group, which itself always exists (409
+    `default_group`)."""
+    groups.delete_group(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, id)
     ctx.commit()
     return Response(status_code=204)

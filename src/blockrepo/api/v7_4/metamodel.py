@@ -19,7 +19,7 @@ from blockrepo.metamodel.schemas import (
     RelationTypeOut,
     RelationTypeUpdate,
 )
-from blockrepo.metamodel.snapshot import Metamodel, read_repository_state
+from blockrepo.metamodel.snapshot import Metamodel
 
 router = APIRouter(prefix="/api/metamodel", tags=["metamodel"])
 
@@ -28,9 +28,7 @@ WRITE_ERRORS = problem_responses(400, 401, 403, 404, 409, 415)
 
 
 def committed_metamodel(ctx: RequestContext) -> Metamodel:
-    """The metamodel as the request's own commit left it (loaded once, then shared via the cache)."""
-    state = read_repository_state(ctx.db)
-    return ctx.services.metamodels.get(ctx.db, state.metamodel_revision)
+    return service.committed_metamodel(ctx.db, ctx.services.metamodels)
 
 
 @router.get("", response_model=MetamodelOut, responses=READ_ERRORS, summary="The whole metamodel")
