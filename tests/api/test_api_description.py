@@ -174,7 +174,7 @@ def test_registry_matches_the_supported_versions() -> None:
 def test_a_further_version_publishes_its_own_description() -> None:
     router = APIRouter()
 
-    @router.get("/api/ping", tags=["auth"])
+    @router.get("/api/ping", tags=["authentication"])
     def ping() -> dict[str, str]:
         return {"pong": "yes"}
 
@@ -184,7 +184,7 @@ def test_a_further_version_publishes_its_own_description() -> None:
         build_router=lambda: router,
         title="blockrepo REST API",
         description="A later version",
-        tag_descriptions={"auth": "Authentication"},
+        tag_descriptions={"authentication": "Login"},
     )
     app = FastAPI(openapi_url=None)
     app.include_router(later.build_router())
@@ -194,4 +194,4 @@ def test_a_further_version_publishes_its_own_description() -> None:
         assert client.get("/api/9_9/").status_code == 200
     assert document["info"]["version"] == "9.9"
     assert list(document["paths"]) == ["/api/ping"]
-    assert document["tags"] == [{"name": "auth", "description": "Authentication"}]
+    assert document["tags"] == [{"name": "authentication", "description": "Login"}]

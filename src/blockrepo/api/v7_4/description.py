@@ -55,7 +55,7 @@ Request bodies up to 10 MiB (imports 200 MiB), else 413; pages of 100 elements b
 
 # Keyed by lower-case tag name, so that route modules may spell their tag in either case.
 TAG_DESCRIPTIONS: dict[str, str] = {
-    "auth": "Login, logout, the authentication scheme; sessions and CSRF tokens.",
+    "authentication": "Login, logout, the authentication scheme; sessions and CSRF tokens.",
     "elements": "One building block at a time: read, create, change (partial) and delete.",
     "massdata": "Many elements at once: filtered and paged lists, iteraQL queries, bulk writes, "
     "export and import.",
