@@ -395,7 +395,7 @@ def group_permissions(db: Session, group_id: int | None = None) -> dict[int, lis
 
 
 def group_name_taken(db: Session, name: str, *, except_id: int | None = None) -> bool:
-    query = select(AttributeGroup.id).where(func.lower(AttributeGroup.name) == name.lower())
+    query = select(AttributeGroup.id).where(func.lower(AttributeGroup.name) == func.lower(name))
     if except_id is not None:
         query = query.where(AttributeGroup.id != except_id)
     return db.scalar(query.limit(1)) is not None
