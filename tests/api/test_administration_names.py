@@ -1,4 +1,4 @@
-"""Role and attribute group name clashes are 409, also for names that SQLite's ASCII-only lower() does not fold."""
+"""Role and attribute group name clashes are 409, also for names SQLite's lower() does not fold."""
 
 from __future__ import annotations
 
