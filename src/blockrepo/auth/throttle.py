@@ -160,4 +160,5 @@ class LoginThrottle:
                 waits.append(stamps[len(stamps) - self._max_failures] + self._window - now)
         if not waits:
             return None
-        return max(1, math.ceil(max(waits)))
+        # Stored stamps keep microseconds only, so a wait of exactly 30 s may read 30.0000004: round first.
+        return max(1, math.ceil(round(max(waits), 3)))
