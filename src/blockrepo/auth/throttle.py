@@ -160,5 +160,5 @@ class LoginThrottle:
                 waits.append(stamps[len(stamps) - self._max_failures] + self._window - now)
         if not waits:
             return None
-        # Stored stamps keep microseconds only, so a wait of exactly 30 s may read 30.0000004: round first.
+        # Stored time stamps are rounded to the microsecond; round first so that noise cannot add a second.
         return max(1, math.ceil(round(max(waits), 3)))
