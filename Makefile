@@ -1,4 +1,4 @@
-# Two commands work on a fresh machine: `make run` and `make test`.
+# Two commands work on a fresh clone: `make run` and `make test` (Python >= 3.11 with venv, and PyPI).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -6,14 +6,17 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 PYTEST_ARGS ?=
 
-.PHONY: setup run test lint typecheck unit clean
+.PHONY: setup run test lint typecheck format bench clean
 
+# The interpreter check runs first, so that an old Python fails with a message instead of a pip error.
 $(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "blockrepo needs Python 3.11 or newer; try make PYTHON=python3.12")'
 	$(PYTHON) -m venv $(VENV)
 
+# Reinstalled when pyproject.toml changes; the stamp is written only after a successful install.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $@
 
 setup: $(VENV)/.installed
@@ -25,11 +28,19 @@ lint: setup
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 
+format: setup
+	$(BIN)/ruff check --fix src tests bench
+	$(BIN)/ruff format src tests bench
+
 typecheck: setup
 	$(BIN)/mypy
 
+# pytest exits non-zero when a test fails and also when it collects nothing (5): both fail the target.
 test: setup lint typecheck
 	$(BIN)/pytest -n 2 $(PYTEST_ARGS)
+
+bench: setup
+	$(BIN)/python bench/get_by_id.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -10,6 +10,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -80,18 +81,26 @@ def template_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
         _pg_execute(PG_URL, f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)')
 
 
-@pytest.fixture
-def database_url(template_database: str, tmp_path: Path) -> Iterator[str]:
-    """A private copy of the template repository for one test."""
+@contextmanager
+def cloned_database(source_url: str, directory: Path) -> Iterator[str]:
+    """A private copy of a repository: a SQLite file copy, or a PostgreSQL database made from it as a
+    template (the source must have no open connections). Dropped again on PostgreSQL."""
     if PG_URL:
         name = f"br_{uuid.uuid4().hex[:16]}"
-        _pg_execute(PG_URL, f'CREATE DATABASE "{name}" TEMPLATE "{make_url(template_database).database}"')
+        _pg_execute(PG_URL, f'CREATE DATABASE "{name}" TEMPLATE "{make_url(source_url).database}"')
         yield _with_database(PG_URL, name)
         _pg_execute(PG_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     else:
-        target = tmp_path / "repo.db"
-        shutil.copyfile(make_url(template_database).database or "", target)
+        target = directory / f"repo-{uuid.uuid4().hex[:8]}.db"
+        shutil.copyfile(make_url(source_url).database or "", target)
         yield f"sqlite:///{target}"
+
+
+@pytest.fixture
+def database_url(template_database: str, tmp_path: Path) -> Iterator[str]:
+    """A private copy of the template repository for one test."""
+    with cloned_database(template_database, tmp_path) as url:
+        yield url
 
 
 @pytest.fixture

@@ -16,6 +16,9 @@ class Settings(BaseSettings):
         None, description="password of `system` when it is first created (generated and printed if unset)"
     )
     demo: bool = Field(False, description="load the demo landscape into an empty repository")
+    demo_password: SecretStr | None = Field(
+        None, description="password of the demo users anna and bernd (generated and printed if unset)"
+    )
     csrf_enabled: bool = Field(True, description="CSRF cookie-to-header protection")
     session_idle_timeout: int = Field(300, ge=1, description="seconds a session may stay idle")
     session_max_age: int = Field(43200, ge=1, description="absolute session lifetime in seconds")

@@ -45,6 +45,7 @@ class Story:
         assert response.status_code == status, response.text
         result = response.json() if response.content else None
         if method == "POST":
+            assert result is not None
             self.known.append((result["type"][0], result["id"][0]))
         self.snapshots.append((_revision(self.app), _read_all(self.client, self.known)))
         time.sleep(0.002)  # distinct millisecond stamps, so that each revision has a time of its own

@@ -18,7 +18,10 @@ ENDS = {
     "BusinessProcess": [("informationSystems", "InformationSystem"), ("successors", "BusinessProcess")],
     "InformationSystem": [("businessProcesses", "BusinessProcess"), ("baseComponents", "InformationSystem")],
 }
-VALUES = {"BusinessProcess": ("Criticality", ["low", "high"]), "InformationSystem": ("Costs", [1, 2.5, 300])}
+VALUES: dict[str, tuple[str, list[Any]]] = {
+    "BusinessProcess": ("Criticality", ["low", "high"]),
+    "InformationSystem": ("Costs", [1, 2.5, 300]),
+}
 
 
 def _apply_related(current: list[Any], change: dict[str, Any]) -> list[Any]:

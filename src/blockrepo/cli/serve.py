@@ -6,10 +6,13 @@ from typing import Annotated
 
 import typer
 import uvicorn
+from rich.markup import escape
 
 from blockrepo.cli.options import build_settings, console
 from blockrepo.cli.repository import initialize_repository
+from blockrepo.demo import DemoLoadFailed, load_demo
 from blockrepo.settings import Settings
+from blockrepo.storage.engine import build_engine
 
 _ENV_HELP = {
     name: f"{field.description} (env BLOCKREPO_{name.upper()})"
@@ -65,8 +68,11 @@ def register(app: typer.Typer) -> None:
             log_level=log_level,
         )
         initialize_repository(settings)
+        if settings.demo:
+            load_demo_landscape(settings, f"http://{host}:{port}")
         console.print(
-            f"blockrepo serving {settings.database_url} on http://{host}:{port} ({workers} worker(s))"
+            f"blockrepo serving {settings.database_url} on http://{host}:{port} ({workers} worker(s))",
+            soft_wrap=True,
         )
         uvicorn.run(
             "blockrepo.app:app_from_environment",
@@ -78,3 +84,31 @@ def register(app: typer.Typer) -> None:
             access_log=False,
             server_header=False,
         )
+
+
+def load_demo_landscape(settings: Settings, base_url: str) -> None:
+    """Load the demo into an empty repository and say what was loaded, with a request to try."""
+    engine = build_engine(settings.database_url)
+    try:
+        result = load_demo(engine, settings)
+    except DemoLoadFailed as exc:
+        console.print(f"[red]could not load the demo landscape:[/red] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(1) from exc
+    finally:
+        engine.dispose()
+    if not result.loaded:
+        console.print(f"demo landscape not loaded: {result.reason}", soft_wrap=True)
+        return
+    console.print(
+        f"[bold]Loaded the demo landscape:[/bold] {result.elements} elements of {len(result.counts)} types",
+        soft_wrap=True,
+    )
+    if result.users:
+        password = (
+            f"[green]{escape(result.generated_password)}[/green] (generated; shown only this once)"
+            if result.generated_password
+            else "from BLOCKREPO_DEMO_PASSWORD"
+        )
+        console.print(f"Demo users {', '.join(result.users)}: password {password}", soft_wrap=True)
+    if result.example_path:
+        console.print(f"Try: curl -u system:$PW {base_url}{result.example_path}", soft_wrap=True)

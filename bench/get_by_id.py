@@ -1,0 +1,209 @@
+"""GET-by-id throughput with repeated Basic credentials: `blockrepo serve --demo` on SQLite, loaded by wrk.
+
+The server and the load generator are separate processes on the loopback interface. Every request sends
+the same `Authorization: Basic …` header, as a script would; after the first, the credential cache spares
+the Argon2id hash, so the figure measures the request path itself: authentication lookup, session, the
+element read (a fixed number of queries) and the JSON rendering. Prints a table; asserts nothing.
+
+    python bench/get_by_id.py                       # 1 and 2 workers, 1/4/16 connections, 10 s each
+    python bench/get_by_id.py --workers 1 --connections 8 --duration 30
+    python bench/get_by_id.py --auth basic session  # also with a session cookie instead of credentials
+
+Needs `wrk` (Debian: `apt-get install -y wrk`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+PASSWORD = "bench-password"
+_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
+
+
+@dataclass(frozen=True)
+class WrkResult:
+    requests_per_second: float
+    latency_ms: dict[str, float]  # "avg", "50%", "90%", "99%"
+    requests: int
+    errors: int  # socket errors plus non-2xx/3xx answers
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _milliseconds(text: str) -> float:
+    number, unit = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text).groups()  # type: ignore[union-attr]
+    return float(number) * _UNITS[unit]
+
+
+def parse_wrk(output: str) -> WrkResult:
+    latency: dict[str, float] = {}
+    average = re.search(r"^\s*Latency\s+(\S+)", output, re.MULTILINE)
+    if average:
+        latency["avg"] = _milliseconds(average.group(1))
+    for percentile, value in re.findall(r"^\s*(50|90|99)%\s+(\S+)", output, re.MULTILINE):
+        latency[f"{percentile}%"] = _milliseconds(value)
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", output)
+    total = re.search(r"(\d+) requests in", output)
+    non_ok = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
+    socket_errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
+    if rate is None or total is None:
+        raise RuntimeError(f"cannot read wrk's output:\n{output}")
+    errors = int(non_ok.group(1)) if non_ok else 0
+    if socket_errors:
+        errors += sum(int(n) for n in socket_errors.groups())
+    return WrkResult(float(rate.group(1)), latency, int(total.group(1)), errors)
+
+
+class Server:
+    """`blockrepo serve --demo` in its own process over a fresh SQLite repository."""
+
+    def __init__(self, directory: Path, workers: int) -> None:
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.log_path = directory / f"server-{workers}.log"
+        database = f"sqlite:///{directory / f'bench-{workers}.db'}"
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("BLOCKREPO_")}
+        environment.update({"BLOCKREPO_ADMIN_PASSWORD": PASSWORD, "BLOCKREPO_LOG_LEVEL": "warning"})
+        command = [
+            sys.executable, "-m", "blockrepo", "serve", "--host", "127.0.0.1", "--port", str(self.port),
+            "--database", database, "--workers", str(workers), "--demo",
+        ]  # fmt: skip
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
+
+    def wait_until_ready(self) -> str:
+        """The path of the demo business process printed at start, once the server answers."""
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the server exited:\n{self.log_path.read_text()}")
+            printed = re.search(r"Try: curl -u system:\$PW http://[^/\s]+(/\S+)", self.log_path.read_text())
+            if printed:
+                try:
+                    if httpx.get(f"{self.base_url}/api/7_4/openapi.json", timeout=2).status_code == 200:
+                        return printed.group(1)
+                except httpx.TransportError:
+                    pass
+            time.sleep(0.2)
+        raise RuntimeError(f"the server did not come up:\n{self.log_path.read_text()}")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def run_wrk(url: str, header: str, connections: int, threads: int, duration: int) -> tuple[str, WrkResult]:
+    """One wrk run; returns the command as shown (without the secret) and what wrk measured."""
+    command = [
+        "wrk", f"-t{min(threads, connections)}", f"-c{connections}", f"-d{duration}s", "--latency",
+        "-H", header, url,
+    ]  # fmt: skip
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    hidden = "'" + header.split(" ", 1)[0] + " …'"
+    return " ".join(hidden if part == header else part for part in command), parse_wrk(output)
+
+
+def session_header(url: str, authorization: str) -> str:
+    """A Cookie header with a fresh session, started by one request with credentials."""
+    response = httpx.get(url, headers={"Authorization": authorization}, timeout=30)
+    session = response.cookies.get("JSESSIONID")
+    if response.status_code != 200 or not session:
+        raise RuntimeError(f"no session cookie from {url}: {response.status_code}")
+    return f"Cookie: JSESSIONID={session}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="server worker processes")
+    parser.add_argument("--connections", type=int, nargs="+", default=[1, 4, 16], help="open connections")
+    parser.add_argument("--threads", type=int, default=1, help="wrk threads (the machine's cores are shared)")
+    parser.add_argument("--duration", type=int, default=10, help="seconds per measurement")
+    parser.add_argument(
+        "--auth", nargs="+", choices=("basic", "session"), default=["basic"], help="how requests authenticate"
+    )
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        print("wrk is not installed (Debian: apt-get install -y wrk)", file=sys.stderr)
+        return 2
+
+    authorization = "Basic " + base64.b64encode(f"system:{PASSWORD}".encode()).decode()
+    rows: list[tuple[int, str, int, WrkResult]] = []
+    commands: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="blockrepo-bench-") as directory:
+        for workers in args.workers:
+            server = Server(Path(directory), workers)
+            try:
+                path = server.wait_until_ready()
+                url = server.base_url + path
+                check = httpx.get(url, headers={"Authorization": authorization}, timeout=30)
+                if check.status_code != 200 or check.json().get("type") != ["BusinessProcess"]:
+                    raise RuntimeError(f"GET {path} answered {check.status_code}: {check.text[:300]}")
+                basic = f"Authorization: {authorization}"
+                run_wrk(url, basic, 2, 1, 2)  # warm up: caches, connections, the first hash
+                for auth in args.auth:
+                    header = basic if auth == "basic" else session_header(url, authorization)
+                    for connections in args.connections:
+                        command, result = run_wrk(url, header, connections, args.threads, args.duration)
+                        commands.append(command)
+                        rows.append((workers, auth, connections, result))
+            finally:
+                server.stop()
+
+    print(
+        f"\nGET /api/element/BusinessProcess/{{id}} (demo data, SQLite), {os.cpu_count()} CPUs, "
+        f"{args.duration} s per row; basic: the same credentials on every request, session: a cookie\n"
+    )
+    columns = (
+        "workers",
+        "auth",
+        "conns",
+        "req/s",
+        "avg ms",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "requests",
+        "errors",
+    )
+    widths = (7, 7, 5, 9, 8, 8, 8, 8, 9, 6)
+    header = " ".join(f"{name:>{width}}" for name, width in zip(columns, widths, strict=True))
+    print(header)
+    print("-" * len(header))
+    for workers, auth, connections, r in rows:
+        lat = r.latency_ms
+        print(
+            f"{workers:>7} {auth:>7} {connections:>5} {r.requests_per_second:>9.0f} "
+            + " ".join(f"{lat.get(key, 0):>8.2f}" for key in ("avg", "50%", "90%", "99%"))
+            + f" {r.requests:>9} {r.errors:>6}"
+        )
+    print("\nwrk commands:")
+    for command in dict.fromkeys(commands):
+        print(f"  {command}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
