@@ -108,7 +108,7 @@ def measure(call: Callable[[], object], repeat: int) -> tuple[float, float]:
 def run(database_url: str, element_revisions: int, total_changes: int, repeat: int, console: Console) -> None:
     settings = Settings(
         database_url=database_url,
-        admin_password=PASSWORD,  # type: ignore[arg-type]
+        admin_password=PASSWORD,
         argon2_time_cost=1,
         argon2_memory_cost=1024,
         argon2_parallelism=1,

@@ -89,7 +89,7 @@ def landscape(app: FastAPI, client: TestClient) -> Landscape:
 # --- valid bodies --------------------------------------------------------------------------------------
 
 # Any character JSON and both databases carry: no lone surrogates (not UTF-8), no NUL (PostgreSQL text).
-characters = st.characters(exclude_categories=("Cs",), exclude_characters="\x00")
+characters = st.characters(exclude_categories=["Cs"], exclude_characters="\x00")
 texts = st.text(characters, min_size=1, max_size=40)
 integers = st.integers(-LARGEST_EXACT_INTEGER, LARGEST_EXACT_INTEGER)
 numbers = integers | st.floats(allow_nan=False, allow_infinity=False)
@@ -430,7 +430,7 @@ odd_text = st.sampled_from(["", "a\x00b", "\x00", "x" * 4001, "😀" * 2000 + "x
 odd_unicode = st.sampled_from(["\u202eevil", "\ufeff", "e\u0301", "\U0010ffff", "Anna", "ANNA", " anna"])
 not_a_string = junk.filter(lambda value: not isinstance(value, str))
 not_a_number = junk.filter(lambda value: isinstance(value, bool) or not isinstance(value, (int, float)))
-bad_dates = st.sampled_from(
+bad_dates: st.SearchStrategy[Any] = st.sampled_from(
     ["2021-02-30", "2021-13-01", "20210101", "2021-1-01", "0000-01-01", "2021-01-01\n"]
 )
 bad_dates |= texts.filter(lambda text: not (len(text) == 10 and text[4] == "-"))
@@ -524,7 +524,7 @@ def bad_bodies(draw: st.DrawFn, target: Target, creating: bool, known_keys: set[
         )
     elif kind == "too many":
         body[draw(st.sampled_from(["name", "Note", "Costs", "Cloud", "parent", "status"]))] = [
-            *draw(st.sampled_from([["a", "b"], [1, 2], [True, False]])),
+            *draw(st.sampled_from([["a", "b"], [1, 2], [True, False]])),  # type: ignore[misc]
         ]
     elif kind == "duplicate":
         key, value = draw(
@@ -737,7 +737,7 @@ def test_forbidden_writes_get_403_and_change_nothing(
     # Valid properties beside the forbidden one do not make the write partly succeed.
     if body is not None and method != "POST":
         body = {
-            **body,
+            **body,  # type: ignore[dict-item]
             **data.draw(
                 st.fixed_dictionaries(
                     {}, optional={"Note": VALUE_STRATEGIES["Note"], "Costs": VALUE_STRATEGIES["Costs"]}
