@@ -220,3 +220,37 @@ def test_removed_relation_attributes_keep_the_others(app: FastAPI, client: TestC
     assert current[("BusinessProcess", order)][1]["informationSystems"][0]["attributes"] == {"Share": ["60"]}
     assert current[("BusinessProcess", order)][1]["Level"] == []
     assert _read_all(client, known, _revision(app)) == current
+
+
+def test_renamed_attributes_read_under_their_name_of_today(app: FastAPI, client: TestClient) -> None:
+    attributes = "/api/administration/attributes"
+    created = client.post(
+        attributes,
+        json={
+            "name": "Owner",
+            "valueType": "text",
+            "types": ["BusinessProcess"],
+            "relationTypes": ["BusinessProcess_InformationSystem"],
+        },
+    )
+    assert created.status_code == 201, created.text
+    erp = client.post("/api/element/InformationSystem", json={"name": ["ERP"]}).json()["id"][0]
+    order = client.post(
+        "/api/element/BusinessProcess",
+        json={
+            "name": ["Order"],
+            "Owner": ["anna"],
+            "informationSystems": [{"id": erp, "attributes": {"Owner": ["it"]}}],
+        },
+    ).json()["id"][0]
+    before_rename = _revision(app)
+    renamed = client.put(f"{attributes}/{created.json()['id']}", json={"name": "Lead"})
+    assert renamed.status_code == 200, renamed.text
+    path = f"/api/element/BusinessProcess/{order}"
+    then = client.get(path, params={"asOf": before_rename}).json()
+    assert then["Lead"] == ["anna"] and "Owner" not in then
+    assert then["informationSystems"][0]["attributes"] == {"Lead": ["it"]}
+    assert client.put(path, json={"Lead": ["bernd"]}).status_code == 200
+    known = [("BusinessProcess", order), ("InformationSystem", erp)]
+    assert _read_all(client, known, _revision(app)) == _read_all(client, known)
+    assert client.get(path, params={"asOf": before_rename}).json()["Lead"] == ["anna"]
