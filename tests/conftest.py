@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 from fastapi import FastAPI
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
@@ -26,6 +27,7 @@ from blockrepo.storage.engine import build_engine, normalize_url
 
 ADMIN_PASSWORD = "system-test-password"
 PG_URL = os.environ.get("BLOCKREPO_TEST_DATABASE_URL")
+REDIS_URL = os.environ.get("BLOCKREPO_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 # Cheap hashing keeps the suite fast; production defaults are exercised by the e2e tests.
 CHEAP_HASHING = {"argon2_time_cost": 1, "argon2_memory_cost": 1024, "argon2_parallelism": 1}
 
@@ -117,3 +119,30 @@ def client(app: FastAPI) -> Iterator[TestClient]:
     with TestClient(app, base_url="http://127.0.0.1") as client:
         client.auth = ("system", ADMIN_PASSWORD)
         yield client
+
+
+@pytest.fixture
+def redis_settings() -> Iterator[dict[str, str]]:
+    """Settings that keep sessions, login failures and rate counts in Redis under a key prefix of this test
+    alone (tests run concurrently). Skipped when Redis is unreachable, except on CI (CI=true): fails there."""
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2, socket_timeout=5)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        client.close()
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI: Redis at {REDIS_URL} is required: {exc}")
+        pytest.skip(f"Redis at {REDIS_URL} is not reachable: {exc}")
+    prefix = f"blockrepo-test:{uuid.uuid4().hex}:"
+    yield {"redis_url": REDIS_URL, "redis_key_prefix": prefix}
+    for key in client.scan_iter(match=f"{prefix}*"):
+        client.delete(key)
+    client.close()
+
+
+@pytest.fixture(params=["database", "redis"])
+def auth_store(request: pytest.FixtureRequest) -> dict[str, str]:
+    """Settings for each shared store of sessions and login throttling: the database, then Redis."""
+    if request.param == "redis":
+        return request.getfixturevalue("redis_settings")  # type: ignore[no-any-return]
+    return {}

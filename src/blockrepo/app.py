@@ -13,6 +13,7 @@ from blockrepo.api import v7_4
 from blockrepo.api.context import AppServices
 from blockrepo.api.errors import install_error_handlers
 from blockrepo.api.middleware import RequestContextMiddleware
+from blockrepo.auth.csrf import CsrfMiddleware
 from blockrepo.auth.middleware import AuthMiddleware
 from blockrepo.settings import Settings
 
@@ -43,8 +44,9 @@ def create_app(settings: Settings) -> FastAPI:
     def current_openapi() -> RedirectResponse:
         return RedirectResponse(f"/api/{v7_4.PATH_SEGMENT}/openapi.json", status_code=307)
 
-    # Added innermost first: the request-context layer wraps authentication.
-    app.add_middleware(AuthMiddleware, authenticator=services.authenticator)
+    # Added innermost first: request context, then authentication (sessions), then CSRF, then the routes.
+    app.add_middleware(CsrfMiddleware, enabled=settings.csrf_enabled)
+    app.add_middleware(AuthMiddleware, backends=services.auth, settings=settings)
     app.add_middleware(
         RequestContextMiddleware,
         max_body_bytes=settings.max_body_bytes,

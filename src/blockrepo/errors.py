@@ -19,7 +19,8 @@ Hierarchy:
     ├── PreconditionFailed         412 precondition_failed
     ├── PayloadTooLarge            413 payload_too_large
     ├── UnsupportedMediaType       415 unsupported_media_type
-    └── TooManyRequests            429 too_many_requests
+    ├── TooManyRequests            429 too_many_requests
+    └── ServiceUnavailable         503 service_unavailable
 """
 
 from __future__ import annotations
@@ -157,3 +158,9 @@ class TooManyRequests(BlockrepoError):
     status = 429
     code = "too_many_requests"
     title = "Too Many Requests"
+
+
+class ServiceUnavailable(BlockrepoError):
+    status = 503
+    code = "service_unavailable"
+    title = "Service Unavailable"

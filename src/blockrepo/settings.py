@@ -28,6 +28,9 @@ class Settings(BaseSettings):
     rate_limit: float = Field(0, ge=0, description="requests per second per user (0: off)")
     max_body_bytes: int = Field(10 * 1024 * 1024, ge=1024, description="request body limit (import: 20x)")
     redis_url: str | None = Field(None, description="optional shared store for sessions and rate limits")
+    redis_key_prefix: str = Field(
+        "blockrepo:", description="prefix of every Redis key (lets several repositories share one Redis)"
+    )
     page_size: int = Field(100, ge=1, description="default page size of list endpoints")
     max_page_size: int = Field(1000, ge=1, description="largest page size a client may ask for")
     bulk_max_elements: int = Field(10000, ge=1, description="elements one bulk request may carry")

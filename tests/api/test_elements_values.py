@@ -189,3 +189,32 @@ def test_thousands_of_references_are_validated_without_a_server_error(client: Te
     )
     assert response.status_code == 400
     assert len(response.json()["errors"]) == 6000
+
+
+@pytest.mark.usefixtures("attributes")
+def test_one_400_lists_body_and_lookup_problems_together(client: TestClient) -> None:
+    response = client.post(
+        "/api/element/InformationSystem",
+        json={
+            "name": ["ERP"],
+            "Costs": ["cheap"],
+            "parent": [{"name": "No such parent"}],
+            "technicalComponents": [4242],
+            "Responsible": ["ghost"],
+            "Colour": ["red"],
+        },
+    )
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == "validation_failed"
+    assert {e["pointer"]: e["code"] for e in body["errors"]} == {
+        "/Costs/0": "wrong_type",
+        "/parent/0": "unknown_target",
+        "/technicalComponents/0": "unknown_target",
+        "/Responsible/0": "unknown_user",
+        "/Colour": "unknown_property",
+    }
+    assert body["detail"].startswith("5 problem(s)")
+    assert (
+        client.post("/api/element/InformationSystem", json={"name": ["ERP"]}).status_code == 201
+    )  # not taken

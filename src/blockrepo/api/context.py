@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from blockrepo.access.actor import Actor, ActorCache
 from blockrepo.access.models import User
 from blockrepo.auth.authenticator import Authenticator
+from blockrepo.auth.backends import AuthBackends
 from blockrepo.auth.basic import CredentialCache, Principal
 from blockrepo.auth.passwords import Passwords
 from blockrepo.errors import Conflict, Unauthenticated
@@ -39,10 +40,13 @@ class AppServices:
         self.passwords = Passwords(settings)
         self.credentials = CredentialCache(settings.credential_cache_size, settings.credential_cache_ttl)
         self.authenticator = Authenticator(self.read_sessions, self.passwords, self.credentials)
+        # Sessions, login throttling and the rate limit: on the database, or on Redis when configured.
+        self.auth = AuthBackends.build(settings, self.engine, self.write_engine, self.authenticator)
         self.metamodels = MetamodelCache()
         self.actors = ActorCache()
 
     def dispose(self) -> None:
+        self.auth.close()
         self.engine.dispose()
 
 

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import logging
-
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from blockrepo.access.models import User
 from blockrepo.auth.basic import CredentialCache, Principal
 from blockrepo.auth.passwords import Passwords
-
-log = logging.getLogger("blockrepo.auth")
 
 
 class Authenticator:
@@ -35,8 +31,7 @@ class Authenticator:
             enabled = user.enabled if user is not None else False
             version = user.credentials_version if user is not None else 0
         if not self.passwords.verify(password_hash, password) or not enabled:
-            log.warning("failed login for %r", login)
-            return None
+            return None  # logged, with the client address, by the login throttle
         principal = Principal(user_id=user_id, login=login, credentials_version=version, via="basic")
         self.cache.put(digest, principal)
         return principal

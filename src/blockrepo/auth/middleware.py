@@ -1,18 +1,29 @@
-"""Pure ASGI authentication layer: resolves the request's principal before any route runs.
+"""Pure ASGI authentication layer: resolves who a request acts as (session cookie or HTTP Basic) before any
+route runs, starts sessions, and applies login throttling and the optional per-user rate limit.
 
-It sets `scope["state"]["principal"]` (a `Principal` or None) and `scope["state"]["auth_failed"]` (credentials
-were sent and were wrong). Requests to protected paths without a principal are answered 401 here.
+It sets in `scope["state"]`: `principal` (a `Principal` or None), `auth_failed` (credentials were sent and
+were wrong) and `session` (the `LiveSession` in effect, or None). It answers by itself: 401 for protected
+paths without a principal, 429 for throttled logins and rate-limited users, 503 when the shared store
+fails. Requests without credentials or cookie never leave the event loop.
 """
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
+
 from anyio import to_thread
 from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from blockrepo.api.problem import problem_response
-from blockrepo.auth.authenticator import Authenticator
+from blockrepo.auth.backends import STORE_ERRORS, AuthBackends
 from blockrepo.auth.basic import Principal, parse_basic
+from blockrepo.auth.cookies import login_cookies, read_session_cookie
+from blockrepo.auth.sessions import IssuedSession, LiveSession
+from blockrepo.settings import Settings
+
+log = logging.getLogger("blockrepo.auth")
 
 PUBLIC_PATHS = frozenset(
     {
@@ -28,16 +39,51 @@ PUBLIC_PATHS = frozenset(
     }
 )
 PUBLIC_PREFIXES = ("/api/7_4/assets/",)
+# GET/HEAD with Basic credentials here is a login: it always starts a new session.
+BASIC_LOGIN_PATHS = frozenset({"/api/auth-scheme", "/api/j_service_security_check"})
+# POSTs whose route starts or ends the session itself (form login, logout).
+SESSION_ROUTE_PATHS = frozenset(
+    {
+        "/j_service_security_check",
+        "/api/j_service_security_check",
+        "/j_service_logout",
+        "/api/j_service_logout",
+    }
+)
 
 
 def is_public(path: str) -> bool:
     return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
 
 
+def client_address(scope: Scope) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What the credentials and cookie of one request amount to."""
+
+    principal: Principal | None = None
+    session: LiveSession | None = None
+    issued: IssuedSession | None = None
+    failed: bool = False
+    login_retry_after: int | None = None
+    rate_retry_after: int | None = None
+
+
+ANONYMOUS = Resolution()
+
+
 class AuthMiddleware:
-    def __init__(self, app: ASGIApp, *, authenticator: Authenticator) -> None:
+    def __init__(self, app: ASGIApp, *, backends: AuthBackends, settings: Settings) -> None:
         self.app = app
-        self.authenticator = authenticator
+        self.sessions = backends.sessions
+        self.throttle = backends.throttle
+        self.rate_limiter = backends.rate_limiter
+        self.cookie_secure = settings.cookie_secure
+        self.csrf_enabled = settings.csrf_enabled
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -45,26 +91,111 @@ class AuthMiddleware:
             return
         state = scope.setdefault("state", {})
         headers = Headers(scope=scope)
-        principal: Principal | None = None
-        failed = False
         authorization = headers.get("authorization")
-        if authorization:
-            credentials = parse_basic(authorization)
-            if credentials is None:
-                failed = True
-            else:
-                principal = await to_thread.run_sync(self.authenticator.verify_password, *credentials)
-                failed = principal is None
-        state["principal"] = principal
-        state["auth_failed"] = failed
-        if principal is None and not is_public(scope["path"]):
-            response = problem_response(
-                status=401,
-                title="Unauthorized",
-                detail="wrong credentials" if failed else "authentication required",
-                code="unauthenticated",
-                request_id=state.get("request_id"),
-            )
-            await response(scope, receive, send)
+        cookie = read_session_cookie(headers)
+        resolution = ANONYMOUS
+        if authorization is not None or cookie is not None:
+            try:
+                resolution = await to_thread.run_sync(
+                    self._resolve,
+                    authorization,
+                    cookie,
+                    client_address(scope),
+                    scope["method"],
+                    scope["path"],
+                )
+            except STORE_ERRORS:
+                log.exception("the session store failed")
+                await self._problem(scope, receive, send, 503, "the session store is unavailable", {})
+                return
+        state["principal"] = resolution.principal
+        state["auth_failed"] = resolution.failed
+        state["session"] = resolution.session
+        if resolution.login_retry_after is not None:
+            retry = {"Retry-After": str(resolution.login_retry_after)}
+            await self._problem(scope, receive, send, 429, "too many failed logins; retry later", retry)
             return
-        await self.app(scope, receive, send)
+        if resolution.rate_retry_after is not None:
+            retry = {"Retry-After": str(resolution.rate_retry_after)}
+            await self._problem(scope, receive, send, 429, "request rate limit exceeded", retry)
+            return
+        if resolution.principal is None and not is_public(scope["path"]):
+            detail = "wrong credentials" if resolution.failed else "authentication required"
+            await self._problem(scope, receive, send, 401, detail, {})
+            return
+        if resolution.issued is None:
+            await self.app(scope, receive, send)
+            return
+        set_cookies = [
+            (b"set-cookie", value.encode("latin-1"))
+            for value in login_cookies(
+                resolution.issued.cookie_value,
+                resolution.issued.session.csrf_token,
+                secure=self.cookie_secure,
+                csrf_enabled=self.csrf_enabled,
+            )
+        ]
+
+        async def send_with_cookies(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *set_cookies]
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookies)
+
+    def _resolve(
+        self, authorization: str | None, cookie: str | None, address: str, method: str, path: str
+    ) -> Resolution:
+        """Runs in a worker thread: every store access of the request happens here, in one hop."""
+        session = self.sessions.resume(cookie) if cookie is not None else None
+        if authorization is None:
+            if session is None:
+                return ANONYMOUS
+            return self._limited(Resolution(principal=session.principal(), session=session))
+        credentials = parse_basic(authorization)
+        if credentials is None:
+            return Resolution(failed=True)
+        outcome = self.throttle.attempt(*credentials, address, "basic")
+        if outcome.retry_after is not None:
+            return Resolution(login_retry_after=outcome.retry_after)
+        principal = outcome.principal
+        if principal is None:
+            return Resolution(failed=True)
+        # Credentials win over the cookie: a session of another user is not used.
+        if session is not None and session.user_id != principal.user_id:
+            self.sessions.end_key(session.key)
+            session = None
+        limited = self._limited(Resolution(principal=principal, session=session))
+        if limited.rate_retry_after is not None or (method == "POST" and path in SESSION_ROUTE_PATHS):
+            return limited
+        if session is not None and not (method in ("GET", "HEAD") and path in BASIC_LOGIN_PATHS):
+            return limited
+        # No valid session of this user, or an explicit login: a new session with a new id (no fixation).
+        if session is not None:
+            self.sessions.end_key(session.key)
+        issued = self.sessions.start(principal)
+        if issued is None:
+            return Resolution(failed=True)
+        return Resolution(principal=principal, session=issued.session, issued=issued)
+
+    def _limited(self, resolution: Resolution) -> Resolution:
+        if self.rate_limiter is None or resolution.principal is None:
+            return resolution
+        retry_after = self.rate_limiter.check(resolution.principal.user_id)
+        return resolution if retry_after is None else Resolution(rate_retry_after=retry_after)
+
+    @staticmethod
+    async def _problem(
+        scope: Scope, receive: Receive, send: Send, status: int, detail: str, headers: dict[str, str]
+    ) -> None:
+        titles = {401: "Unauthorized", 429: "Too Many Requests", 503: "Service Unavailable"}
+        codes = {401: "unauthenticated", 429: "too_many_requests", 503: "service_unavailable"}
+        response = problem_response(
+            status=status,
+            title=titles[status],
+            detail=detail,
+            code=codes[status],
+            request_id=scope["state"].get("request_id"),
+            headers=headers,
+        )
+        await response(scope, receive, send)

@@ -1,10 +1,11 @@
-"""Tables of server-side sessions and failed logins (the database store; Redis replaces both when set)."""
+"""Tables of server-side sessions, failed logins and per-user request counts (the database store; Redis
+replaces all three when set)."""
 
 from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import DateTime, ForeignKey, Index, Integer, String
+from sqlalchemy import BigInteger, DateTime, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from blockrepo.storage.base import Base
@@ -36,3 +37,13 @@ class LoginFailure(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     key: Mapped[str] = mapped_column(String(320), nullable=False)
     at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class RateWindow(Base):
+    """Requests of one user in the current fixed window of the optional per-user rate limit."""
+
+    __tablename__ = "rate_window"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    window_start: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    hits: Mapped[int] = mapped_column(Integer, nullable=False)

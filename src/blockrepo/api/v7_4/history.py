@@ -1,7 +1,125 @@
-"""Routes of the history API (version 7.4)."""
+"""Routes of the history API (version 7.4): element and type history and the change feed."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
 
-router = APIRouter()
+from fastapi import APIRouter, Depends, Path, Query
+
+from blockrepo.api.context import RequestContext, request_context
+from blockrepo.api.problem_docs import problem_responses
+from blockrepo.api.responses import JsonResponse
+from blockrepo.history import service
+from blockrepo.history.schemas import (
+    CURSOR_DESCRIPTION,
+    ELEMENT_HISTORY_DESCRIPTION,
+    FEED_DESCRIPTION,
+    FROM_DESCRIPTION,
+    LIMIT_DESCRIPTION,
+    SINCE_DESCRIPTION,
+    TO_DESCRIPTION,
+    TYPE_HISTORY_DESCRIPTION,
+    HistoryPage,
+)
+
+router = APIRouter(tags=["history"])
+
+_ERRORS = problem_responses(400, 401, 403)
+_TYPE_ERRORS = problem_responses(400, 401, 403, 404)
+
+Limit = Annotated[str | None, Query(description=LIMIT_DESCRIPTION, examples=["100"])]
+Cursor = Annotated[str | None, Query(description=CURSOR_DESCRIPTION)]
+From = Annotated[
+    str | None, Query(alias="from", description=FROM_DESCRIPTION, examples=["2026-11-01T00:00:00Z"])
+]
+To = Annotated[str | None, Query(description=TO_DESCRIPTION, examples=["42"])]
+TypeName = Annotated[str, Path(alias="type", description="building block type, e.g. BusinessProcess")]
+
+
+def _limits(ctx: RequestContext) -> service.Limits:
+    return service.Limits(page_size=ctx.settings.page_size, max_page_size=ctx.settings.max_page_size)
+
+
+@router.get(
+    "/api/history",
+    summary="Change feed",
+    description=FEED_DESCRIPTION,
+    response_model=HistoryPage,
+    responses=_ERRORS,
+)
+def history_feed(
+    ctx: Annotated[RequestContext, Depends(request_context)],
+    since_revision: Annotated[
+        str | None, Query(alias="sinceRevision", description=SINCE_DESCRIPTION, examples=["0"])
+    ] = None,
+    limit: Limit = None,
+    cursor: Cursor = None,
+    from_: From = None,
+    to: To = None,
+) -> JsonResponse:
+    page = service.feed(
+        ctx.db,
+        ctx.actor,
+        ctx.metamodel,
+        _limits(ctx),
+        since_revision,
+        service.PageParameters(limit=limit, cursor=cursor, from_=from_, to=to),
+    )
+    return JsonResponse(page)
+
+
+@router.get(
+    "/api/history/{type}",
+    summary="History of every element of a type",
+    description=TYPE_HISTORY_DESCRIPTION,
+    response_model=HistoryPage,
+    responses=_TYPE_ERRORS,
+)
+def type_history(
+    ctx: Annotated[RequestContext, Depends(request_context)],
+    type_name: TypeName,
+    limit: Limit = None,
+    cursor: Cursor = None,
+    from_: From = None,
+    to: To = None,
+) -> JsonResponse:
+    page = service.type_history(
+        ctx.db,
+        ctx.actor,
+        ctx.metamodel,
+        _limits(ctx),
+        type_name,
+        service.PageParameters(limit=limit, cursor=cursor, from_=from_, to=to),
+    )
+    return JsonResponse(page)
+
+
+@router.get(
+    "/api/history/{type}/{id}",
+    summary="History of one element",
+    description=ELEMENT_HISTORY_DESCRIPTION,
+    response_model=HistoryPage,
+    responses={
+        **_ERRORS,
+        404: {"description": "unknown type, or no element with that id ever existed in it"},
+    },
+)
+def element_history(
+    ctx: Annotated[RequestContext, Depends(request_context)],
+    type_name: TypeName,
+    element_id: Annotated[int, Path(alias="id", ge=1, description="element id")],
+    limit: Limit = None,
+    cursor: Cursor = None,
+    from_: From = None,
+    to: To = None,
+) -> JsonResponse:
+    page = service.element_history(
+        ctx.db,
+        ctx.actor,
+        ctx.metamodel,
+        _limits(ctx),
+        type_name,
+        element_id,
+        service.PageParameters(limit=limit, cursor=cursor, from_=from_, to=to),
+    )
+    return JsonResponse(page)

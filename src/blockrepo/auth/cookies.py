@@ -1,0 +1,56 @@
+"""The session and CSRF cookies: their exact Set-Cookie lines, and reading them from a request."""
+
+from __future__ import annotations
+
+import re
+
+from starlette.datastructures import Headers
+from starlette.requests import cookie_parser
+
+SESSION_COOKIE = "JSESSIONID"
+CSRF_COOKIE = "XSRF-TOKEN"
+CSRF_HEADER = "x-xsrf-token"
+
+# Every value the service issues is `secrets.token_urlsafe`; anything else cannot name a session, so it is
+# dismissed without a store lookup.
+_TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
+_EXPIRED = "Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT"
+
+
+def read_session_cookie(headers: Headers) -> str | None:
+    """The request's session cookie value if it is well-formed, else None (treated as absent)."""
+    raw = headers.get("cookie")
+    if not raw:
+        return None
+    value = cookie_parser(raw).get(SESSION_COOKIE)
+    return value if value and _TOKEN_PATTERN.match(value) else None
+
+
+def _suffix(secure: bool) -> str:
+    return "; Secure" if secure else ""
+
+
+def session_cookie(value: str, *, secure: bool) -> str:
+    # No Max-Age: the browser drops it when it closes; the server enforces idle time and lifetime.
+    return f"{SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Lax{_suffix(secure)}"
+
+
+def csrf_cookie(token: str, *, secure: bool) -> str:
+    # Not HttpOnly: the page's script must read it to echo it in the X-XSRF-TOKEN header.
+    return f"{CSRF_COOKIE}={token}; Path=/; SameSite=Lax{_suffix(secure)}"
+
+
+def login_cookies(session_value: str, csrf_token: str, *, secure: bool, csrf_enabled: bool) -> list[str]:
+    """Set-Cookie values for a new session: the session id, and the CSRF token when CSRF is on."""
+    cookies = [session_cookie(session_value, secure=secure)]
+    if csrf_enabled:
+        cookies.append(csrf_cookie(csrf_token, secure=secure))
+    return cookies
+
+
+def expired_cookies(*, secure: bool) -> list[str]:
+    """Set-Cookie values that make the client drop both cookies (logout)."""
+    return [
+        f"{SESSION_COOKIE}=; Path=/; {_EXPIRED}; HttpOnly; SameSite=Lax{_suffix(secure)}",
+        f"{CSRF_COOKIE}=; Path=/; {_EXPIRED}; SameSite=Lax{_suffix(secure)}",
+    ]

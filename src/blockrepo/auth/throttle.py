@@ -1,0 +1,163 @@
+"""Login throttling: failed logins are counted per account and per client address over a sliding window;
+at the limit, every further attempt for that account or from that address is refused (429) until enough
+failures have left the window, whatever the password.
+
+Refused attempts are not counted, so `Retry-After` is exact: once it has passed, the next attempt is
+verified again. Counters live in the shared store (database or Redis), so every worker sees them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import math
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import redis
+from sqlalchemy import Engine, delete, insert, select
+
+from blockrepo.auth.authenticator import Authenticator
+from blockrepo.auth.basic import Principal
+from blockrepo.auth.models import LoginFailure
+from blockrepo.auth.sessions import Clock
+from blockrepo.settings import Settings
+
+log = logging.getLogger("blockrepo.auth")
+
+PURGE_INTERVAL_SECONDS = 60.0
+_MAX_KEY_LENGTH = 320
+
+
+def account_key(login: str) -> str:
+    key = f"account:{login}"
+    # Keys have a bounded column; an over-long login (which no account can have) is kept distinct by hash.
+    return key if len(key) <= _MAX_KEY_LENGTH else f"account#{hashlib.sha256(login.encode()).hexdigest()}"
+
+
+def address_key(address: str) -> str:
+    return f"address:{address}"[:_MAX_KEY_LENGTH]
+
+
+class FailureStore(Protocol):
+    """Time stamps of failed logins per key. Methods block (run them in a worker thread)."""
+
+    def recent(self, keys: Sequence[str], since: float) -> dict[str, list[float]]: ...
+
+    def record(self, keys: Sequence[str], at: float, window: float) -> None: ...
+
+
+def _as_datetime(timestamp: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(timestamp, tz=dt.UTC)
+
+
+def _as_timestamp(value: dt.datetime) -> float:
+    return (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).timestamp()
+
+
+class DatabaseFailureStore:
+    """One `login_failure` row per key and failure; rows older than the window are purged now and then."""
+
+    def __init__(self, read_engine: Engine, write_engine: Engine) -> None:
+        self._read = read_engine
+        self._write = write_engine
+        self._last_purge = 0.0
+
+    def recent(self, keys: Sequence[str], since: float) -> dict[str, list[float]]:
+        query = select(LoginFailure.key, LoginFailure.at).where(
+            LoginFailure.key.in_(keys), LoginFailure.at > _as_datetime(since)
+        )
+        found: dict[str, list[float]] = {key: [] for key in keys}
+        with self._read.connect() as connection:
+            for key, at in connection.execute(query):
+                found[key].append(_as_timestamp(at))
+        return found
+
+    def record(self, keys: Sequence[str], at: float, window: float) -> None:
+        with self._write.begin() as connection:
+            connection.execute(insert(LoginFailure), [{"key": key, "at": _as_datetime(at)} for key in keys])
+            if at - self._last_purge >= PURGE_INTERVAL_SECONDS:
+                self._last_purge = at
+                connection.execute(delete(LoginFailure).where(LoginFailure.at < _as_datetime(at - window)))
+
+
+class RedisFailureStore:
+    """A sorted set per key (score = time of the failure) that expires with the window."""
+
+    def __init__(self, client: redis.Redis, prefix: str) -> None:
+        self._client = client
+        self._prefix = f"{prefix}login-failures:"
+
+    def recent(self, keys: Sequence[str], since: float) -> dict[str, list[float]]:
+        pipeline = self._client.pipeline(transaction=False)
+        for key in keys:
+            pipeline.zrangebyscore(self._prefix + key, f"({since}", "+inf", withscores=True)
+        results = pipeline.execute()
+        return {key: [score for _, score in members] for key, members in zip(keys, results, strict=True)}
+
+    def record(self, keys: Sequence[str], at: float, window: float) -> None:
+        pipeline = self._client.pipeline(transaction=False)
+        for key in keys:
+            name = self._prefix + key
+            pipeline.zadd(name, {f"{at}:{secrets.token_hex(4)}": at})
+            pipeline.zremrangebyscore(name, "-inf", at - window)
+            pipeline.expire(name, math.ceil(window) + 1)
+        pipeline.execute()
+
+
+@dataclass(frozen=True)
+class LoginOutcome:
+    """The principal on success; `retry_after` (seconds) when the attempt was refused unverified."""
+
+    principal: Principal | None
+    retry_after: int | None = None
+
+
+class LoginThrottle:
+    """Verifies a login and password unless the account or the address is cooling down; counts failures.
+
+    Used for every credential check: form login and HTTP Basic alike. Methods block."""
+
+    def __init__(
+        self, authenticator: Authenticator, store: FailureStore, settings: Settings, clock: Clock = time.time
+    ) -> None:
+        self.authenticator = authenticator
+        self.store = store
+        self.clock = clock
+        self._max_failures = settings.login_max_failures
+        self._window = float(settings.login_window)
+
+    def attempt(self, login: str, password: str, address: str, channel: str) -> LoginOutcome:
+        keys = (account_key(login), address_key(address))
+        retry_after = self.retry_after(keys)
+        if retry_after is not None:
+            log.warning(
+                "login refused for %r from %s (%s): too many failures, retry after %d s",
+                login,
+                address,
+                channel,
+                retry_after,
+            )
+            return LoginOutcome(principal=None, retry_after=retry_after)
+        principal = self.authenticator.verify_password(login, password)
+        if principal is None:
+            self.store.record(keys, self.clock(), self._window)
+            log.warning("login failed for %r from %s (%s)", login, address, channel)
+        return LoginOutcome(principal=principal)
+
+    def retry_after(self, keys: Sequence[str]) -> int | None:
+        """Seconds until every key is below the limit again; None if none is at it."""
+        now = self.clock()
+        waits: list[float] = []
+        for stamps in self.store.recent(keys, now - self._window).values():
+            if len(stamps) >= self._max_failures:
+                stamps.sort()
+                # The count drops below the limit when this failure leaves the window.
+                waits.append(stamps[len(stamps) - self._max_failures] + self._window - now)
+        if not waits:
+            return None
+        return max(1, math.ceil(max(waits)))

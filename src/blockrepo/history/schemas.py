@@ -1,0 +1,90 @@
+"""Shapes of the history API as published in the OpenAPI description (responses are built as plain dicts)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class PropertyChange(BaseModel):
+    """One property of one changeset: `old`/`new` value lists, or for a relation end (and `children`) the
+    related elements `added` and `removed`. Values are in their element-API JSON form."""
+
+    model_config = ConfigDict(extra="allow")
+
+    property: str = Field(
+        description="property name as of that revision (attribute, built-in or relation end)"
+    )
+    old: list[Any] | None = Field(None, description="values before (plain properties)")
+    new: list[Any] | None = Field(None, description="values after (plain properties)")
+    added: list[Any] | None = Field(None, description="related elements added (relation ends), `{id, name}`")
+    removed: list[Any] | None = Field(None, description="related elements removed (relation ends)")
+
+
+class Changeset(BaseModel):
+    """What one revision did to one element, to the metamodel or to the administration data.
+
+    `entity` says which: for `element`, `type`/`id`/`name` name the element (its name after the change, or
+    before a deletion) and `subject` is null; for `metamodel` and `administration`, `type`/`id`/`name` are
+    null and `subject` names what changed as `<kind> <name>` (for example `user anna`, `role Editors`,
+    `attribute Costs`, `relationType BusinessProcess_InformationSystem`)."""
+
+    revision: int = Field(
+        description="the revision: assigned in commit order, shared by one request's changes"
+    )
+    timestamp: str = Field(description="when the request that made the revision began (ISO-8601 UTC)")
+    user: str = Field(description="login of the user who made the change")
+    requestId: str = Field(description="X-Request-ID of the request that made the change")
+    entity: Literal["element", "metamodel", "administration"]
+    operation: Literal["created", "updated", "deleted"]
+    type: str | None = Field(description="building block type (element changes)")
+    id: int | None = Field(description="element id (element changes)")
+    name: str | None = Field(description="element name (element changes)")
+    subject: str | None = Field(description="what changed (metamodel and administration changes)")
+    changes: list[PropertyChange] = Field(
+        description="the changed properties the caller may read; a created element lists every non-empty "
+        "property as new, a deleted one every non-empty property as old"
+    )
+
+
+class HistoryPage(BaseModel):
+    """One page of changesets. `nextCursor` (opaque) fetches the next page; null on the last one."""
+
+    items: list[Changeset]
+    nextCursor: str | None
+
+
+FEED_DESCRIPTION = """Every changeset after revision `sinceRevision` (default 0), in commit order (ascending
+revision, then the order of the changes within it), including metamodel and administration changes.
+
+Revisions become visible strictly in order (revision n+1 cannot commit before n), so the feed has no gaps:
+follow `nextCursor` while it is not null; once it is null you have everything committed so far, and the next
+poll asks for `sinceRevision=<revision of the last item seen>`. A client that does this never misses or
+repeats a changeset. A page may end inside a revision with many changesets; `nextCursor` resumes inside it.
+
+Element changes of types the caller may not read are left out, and so are the properties the caller may not
+read; administration changes are shown to holders of the matching administration permission (`user` and
+`role` subjects: ADMIN_USERS / ADMIN_ROLES; `attribute`, `attributeGroup`: ADMIN_ATTRIBUTES). Needs
+VIEW_HISTORY."""
+
+ELEMENT_HISTORY_DESCRIPTION = """The changesets of one element, newest first, including its deletion. Relation
+changes appear on both ends as `added`/`removed`. Needs VIEW_HISTORY and read on the type; properties in
+attribute groups the caller may not read, and relation ends to types the caller may not read, are left out."""
+
+TYPE_HISTORY_DESCRIPTION = """The changesets of every element of the type, deleted ones included, newest
+first. Same permissions and filtering as the history of one element."""
+
+FROM_DESCRIPTION = (
+    "lower bound, inclusive: a revision number, or an ISO-8601 time (changesets stamped at or after it)"
+)
+TO_DESCRIPTION = (
+    "upper bound, inclusive: a revision number, or an ISO-8601 time (changesets stamped at or before it)"
+)
+LIMIT_DESCRIPTION = "page size: default 100, at most 1000 (settings page_size / max_page_size)"
+CURSOR_DESCRIPTION = "the `nextCursor` of the previous page (opaque)"
+SINCE_DESCRIPTION = "the last revision the client has seen completely (default 0: from the beginning)"
+AS_OF_DESCRIPTION = (
+    "read the repository as it stood at a revision (an integer) or a time (ISO-8601; the newest revision "
+    "stamped at or before it); deleted elements are readable as they were before their deletion"
+)

@@ -1,0 +1,255 @@
+"""Rules of the history reads: who may read what, parameter checks, cursors and the changeset JSON."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from sqlalchemy.orm import Session
+
+from blockrepo.access.actor import Actor
+from blockrepo.errors import ErrorItem, Forbidden, NotFound, UnknownType, ValidationFailed
+from blockrepo.history import repository
+from blockrepo.history.repository import ChangesetRow, FeedScope, Window
+from blockrepo.history.visibility import PropertyVisibility
+from blockrepo.metamodel.snapshot import Metamodel
+
+VIEW_HISTORY = "VIEW_HISTORY"
+# The kind of an administration change is the first word of its subject; who may see it.
+ADMINISTRATION_KIND_PERMISSIONS = {
+    "user": "ADMIN_USERS",
+    "role": "ADMIN_ROLES",
+    "attribute": "ADMIN_ATTRIBUTES",
+    "attributeGroup": "ADMIN_ATTRIBUTES",
+}
+
+
+@dataclass(frozen=True)
+class PageParameters:
+    """Raw query parameters shared by the history endpoints, as the client sent them."""
+
+    limit: str | None = None
+    cursor: str | None = None
+    from_: str | None = None
+    to: str | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    page_size: int
+    max_page_size: int
+
+
+def format_timestamp(moment: dt.datetime) -> str:
+    """ISO-8601 UTC with milliseconds, as `lastModificationTime` (SQLite hands back naive UTC values)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    moment = moment.astimezone(dt.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def parse_moment(raw: str, pointer: str) -> int | dt.datetime:
+    """A revision number (digits) or an ISO-8601 time (naive means UTC), else a 400."""
+    text = raw.strip()
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValidationFailed(
+            f"{pointer.split(':')[-1]} must be a revision number or an ISO-8601 time",
+            errors=[
+                ErrorItem(pointer, "invalid_revision_or_time", f"not a revision or an ISO-8601 time: {raw!r}")
+            ],
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return moment.astimezone(dt.UTC)
+
+
+def end_of_moment(moment: dt.datetime) -> dt.datetime:
+    """An upper bound given at millisecond precision (as history shows times) covers that millisecond."""
+    if moment.microsecond % 1000 == 0:
+        return moment + dt.timedelta(microseconds=999)
+    return moment
+
+
+def _parse_limit(raw: str | None, limits: Limits) -> int:
+    if raw is None:
+        return limits.page_size
+    text = raw.strip()
+    if not text.isdigit() or not 1 <= int(text) <= limits.max_page_size:
+        raise ValidationFailed(
+            f"limit must be an integer from 1 to {limits.max_page_size}",
+            errors=[
+                ErrorItem("query:limit", "invalid_limit", f"expected 1..{limits.max_page_size}, got {raw!r}")
+            ],
+        )
+    return int(text)
+
+
+def encode_cursor(scope: str, revision: int, change_id: int) -> str:
+    payload = orjson.dumps([scope, revision, change_id])
+    return base64.urlsafe_b64encode(payload).rstrip(b"=").decode()
+
+
+def _decode_cursor(raw: str, scope: str) -> tuple[int, int]:
+    invalid = ValidationFailed(
+        "cursor is not a cursor of this listing",
+        errors=[
+            ErrorItem("query:cursor", "invalid_cursor", "pass the nextCursor of the previous page unchanged")
+        ],
+    )
+    try:
+        payload = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
+        value = orjson.loads(payload)
+    except (binascii.Error, ValueError):
+        raise invalid from None
+    if (
+        not isinstance(value, list)
+        or len(value) != 3
+        or value[0] != scope
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value[1:])
+    ):
+        raise invalid
+    return int(value[1]), int(value[2])
+
+
+def _window(parameters: PageParameters, limits: Limits, scope: str, *, descending: bool) -> Window:
+    limit = _parse_limit(parameters.limit, limits)
+    after = _decode_cursor(parameters.cursor, scope) if parameters.cursor is not None else None
+    bounds: dict[str, Any] = {}
+    for name, raw in (("from", parameters.from_), ("to", parameters.to)):
+        if raw is None:
+            continue
+        moment = parse_moment(raw, f"query:{name}")
+        if isinstance(moment, int):
+            bounds[f"{name}_revision"] = moment
+        else:
+            bounds[f"{name}_time"] = end_of_moment(moment) if name == "to" else moment
+    return Window(descending=descending, limit=limit, after=after, **bounds)
+
+
+def _require_history(actor: Actor) -> None:
+    if not actor.can(VIEW_HISTORY):
+        raise Forbidden("reading history needs the VIEW_HISTORY permission")
+
+
+def _readable_type(actor: Actor, metamodel: Metamodel, type_name: str) -> None:
+    block_type = metamodel.type_named(type_name)
+    if block_type is None:
+        raise UnknownType(f"unknown building block type {type_name!r}")
+    if not actor.can_type(block_type.id, "read"):
+        raise Forbidden(f"no read permission on {type_name}")
+
+
+def changeset_json(row: ChangesetRow, visibility: PropertyVisibility) -> dict[str, Any]:
+    """The API form of one changeset, with what the reader may not see left out."""
+    element = row.entity == "element"
+    changes = visibility.filter_changes(row.type_name, row.changes) if element else row.changes
+    return {
+        "revision": row.revision,
+        "timestamp": format_timestamp(row.created_at),
+        "user": row.user_login,
+        "requestId": row.request_id,
+        "entity": row.entity,
+        "operation": row.operation,
+        "type": row.type_name if element else None,
+        "id": row.element_id if element else None,
+        "name": row.element_name if element else None,
+        "subject": None if element else row.subject,
+        "changes": changes,
+    }
+
+
+def _page(
+    rows: list[ChangesetRow], window: Window, scope: str, visibility: PropertyVisibility
+) -> dict[str, Any]:
+    more = len(rows) > window.limit
+    rows = rows[: window.limit]
+    last = rows[-1] if rows else None
+    return {
+        "items": [changeset_json(row, visibility) for row in rows],
+        "nextCursor": encode_cursor(scope, last.revision, last.change_id) if more and last else None,
+    }
+
+
+def element_history(
+    db: Session,
+    actor: Actor,
+    metamodel: Metamodel,
+    limits: Limits,
+    type_name: str,
+    element_id: int,
+    parameters: PageParameters,
+) -> dict[str, Any]:
+    """The changesets of one element, newest first (404 if it never existed in that type)."""
+    _require_history(actor)
+    _readable_type(actor, metamodel, type_name)
+    scope = f"e{element_id}"
+    window = _window(parameters, limits, scope, descending=True)
+    rows = repository.element_changesets(db, type_name, element_id, window)
+    if not rows and not repository.element_exists_in_history(db, type_name, element_id):
+        raise NotFound(f"{type_name} {element_id} has no history: it never existed")
+    return _page(rows, window, scope, PropertyVisibility(actor, metamodel))
+
+
+def type_history(
+    db: Session,
+    actor: Actor,
+    metamodel: Metamodel,
+    limits: Limits,
+    type_name: str,
+    parameters: PageParameters,
+) -> dict[str, Any]:
+    """The changesets of every element of a type, deleted ones included, newest first."""
+    _require_history(actor)
+    _readable_type(actor, metamodel, type_name)
+    scope = f"t{type_name}"
+    window = _window(parameters, limits, scope, descending=True)
+    rows = repository.type_changesets(db, type_name, window)
+    return _page(rows, window, scope, PropertyVisibility(actor, metamodel))
+
+
+def _feed_scope(actor: Actor, metamodel: Metamodel) -> FeedScope:
+    if actor.supervisor:
+        return FeedScope(type_names=None, include_metamodel=True, administration_kinds=None)
+    return FeedScope(
+        type_names=frozenset(t.name for t in metamodel.types if actor.can_type(t.id, "read")),
+        include_metamodel=True,
+        administration_kinds=frozenset(
+            kind for kind, permission in ADMINISTRATION_KIND_PERMISSIONS.items() if actor.can(permission)
+        ),
+    )
+
+
+def _parse_since(raw: str | None) -> int:
+    if raw is None:
+        return 0
+    text = raw.strip()
+    if not text.isdigit():
+        raise ValidationFailed(
+            "sinceRevision must be a revision number (0 or more)",
+            errors=[ErrorItem("query:sinceRevision", "invalid_revision", f"not a revision number: {raw!r}")],
+        )
+    return int(text)
+
+
+def feed(
+    db: Session,
+    actor: Actor,
+    metamodel: Metamodel,
+    limits: Limits,
+    since_revision: str | None,
+    parameters: PageParameters,
+) -> dict[str, Any]:
+    """The change feed: every visible changeset after `since_revision`, in commit order."""
+    _require_history(actor)
+    since = _parse_since(since_revision)
+    window = _window(parameters, limits, "f", descending=False)
+    rows = repository.feed_changesets(db, since, _feed_scope(actor, metamodel), window)
+    return _page(rows, window, "f", PropertyVisibility(actor, metamodel))

@@ -1,0 +1,1 @@
+"""Massdata: iteraQL queries, filtered and streamed listings, bulk writes, export and import."""

@@ -1,0 +1,1 @@
+"""iteraQL: the query language of the massdata API, parsed with lark and compiled to SQL."""
