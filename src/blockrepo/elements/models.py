@@ -32,6 +32,8 @@ class Element(Base):
         UniqueConstraint("type_id", "name"),
         Index("ix_element_parent_position", "parent_id", "position"),
         Index("ix_element_type_id_id", "type_id", "id"),
+        # History and clients know an element by its id forever: SQLite must not reuse deleted ids.
+        {"sqlite_autoincrement": True},
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

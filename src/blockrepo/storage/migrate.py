@@ -23,13 +23,29 @@ def alembic_config(connection: Connection | None = None) -> Config:
 def upgrade(engine: Engine) -> None:
     """Run every pending migration; a no-op on an up-to-date database."""
     with engine.connect() as connection:
+        sqlite = connection.dialect.name == "sqlite"
         if connection.dialect.name == "postgresql":
             connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATION_LOCK_KEY})
             connection.commit()
+        if sqlite:
+            # Table rebuilds (batch migrations) drop the old table: with foreign keys on, that would cascade.
+            _sqlite_foreign_keys(connection, enabled=False)
         try:
             command.upgrade(alembic_config(connection), "head")
+            if sqlite and connection.exec_driver_sql("PRAGMA foreign_key_check").first() is not None:
+                raise RuntimeError("a migration left rows that break a foreign key; nothing was changed")
             connection.commit()
         finally:
+            if sqlite:
+                connection.rollback()
+                _sqlite_foreign_keys(connection, enabled=True)
             if connection.dialect.name == "postgresql":
                 connection.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATION_LOCK_KEY})
                 connection.commit()
+
+
+def _sqlite_foreign_keys(connection: Connection, *, enabled: bool) -> None:
+    # PRAGMA foreign_keys is ignored inside a transaction, so it goes to the driver between transactions.
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    driver.execute(f"PRAGMA foreign_keys={'ON' if enabled else 'OFF'}")
