@@ -1,0 +1,32 @@
+"""The migrations form one line and produce exactly the schema the models declare."""
+
+from __future__ import annotations
+
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+from blockrepo.access import models as _access_models  # noqa: F401
+from blockrepo.auth import models as _auth_models  # noqa: F401
+from blockrepo.elements import models as _element_models  # noqa: F401
+from blockrepo.history import models as _history_models  # noqa: F401
+from blockrepo.metamodel import models as _metamodel_models  # noqa: F401
+from blockrepo.storage.base import Base
+from blockrepo.storage.engine import build_engine
+from blockrepo.storage.migrate import alembic_config
+
+
+def test_migrations_have_exactly_one_head() -> None:
+    heads = ScriptDirectory.from_config(alembic_config()).get_heads()
+    assert len(heads) == 1, f"several migration heads: {heads}; chain the newest after the other"
+
+
+def test_migrated_schema_matches_the_models(database_url: str) -> None:
+    """`database_url` was built by running every migration (SQLite, or PostgreSQL when configured)."""
+    engine = build_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)
+    finally:
+        engine.dispose()
+    assert diff == [], f"models and migrations differ; add a migration: {diff}"
