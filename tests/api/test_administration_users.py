@@ -12,8 +12,10 @@ from blockrepo.app import create_app
 from blockrepo.history.models import Change
 from blockrepo.settings import Settings
 from tests.api.access_helpers import PASSWORD, acting_as, create_role, create_user, database
+from tests.api.auth_support import bare_client, form_login, logged_in, session_headers
 
 USERS = "/api/administration/users"
+CURRENT = "/api/administration/users/current"
 
 
 def test_create_read_update_delete_a_user(client: TestClient, app: FastAPI) -> None:
@@ -215,3 +217,25 @@ def test_user_changes_are_recorded_in_history(client: TestClient, database_url: 
             (c.operation, c.subject) for c in db.scalars(select(Change).where(Change.subject == "user anna"))
         ]
     assert records == [("created", "user anna"), ("updated", "user anna"), ("deleted", "user anna")]
+
+
+def test_disabling_or_a_new_password_ends_live_sessions(client: TestClient, app: FastAPI) -> None:
+    user = create_user(client, "anna", [])
+    web = bare_client(app)
+    session_id, _ = logged_in(web, "anna", PASSWORD)
+    assert web.get(CURRENT, headers=session_headers(session_id)).status_code == 200
+    assert client.put(f"{USERS}/{user['id']}", json={"enabled": False}).status_code == 200
+    assert web.get(CURRENT, headers=session_headers(session_id)).status_code == 401
+    assert form_login(web, "anna", PASSWORD).status_code == 401  # a disabled user cannot log in
+    client.put(f"{USERS}/{user['id']}", json={"enabled": True})
+    assert web.get(CURRENT, headers=session_headers(session_id)).status_code == 401  # stays ended
+
+    session_id, _ = logged_in(web, "anna", PASSWORD)
+    assert web.get(CURRENT, headers=session_headers(session_id)).status_code == 200
+    client.put(f"{USERS}/{user['id']}", json={"password": "the-new-password"})
+    assert web.get(CURRENT, headers=session_headers(session_id)).status_code == 401
+    assert form_login(web, "anna", PASSWORD).status_code == 401
+    session_id, _ = logged_in(web, "anna", "the-new-password")
+    # Editing something else (here the e-mail) leaves the session alone.
+    client.put(f"{USERS}/{user['id']}", json={"email": "anna@example.com"})
+    assert web.get(CURRENT, headers=session_headers(session_id)).status_code == 200
