@@ -6,13 +6,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from fastapi.responses import RedirectResponse
 
 from blockrepo import API_VERSION, __version__
-from blockrepo.api import v7_4
 from blockrepo.api.context import AppServices
+from blockrepo.api.docs import publish_description
 from blockrepo.api.errors import install_error_handlers
 from blockrepo.api.middleware import RequestContextMiddleware
+from blockrepo.api.versions import API_VERSIONS
 from blockrepo.auth.csrf import CsrfMiddleware
 from blockrepo.auth.middleware import AuthMiddleware
 from blockrepo.settings import Settings
@@ -30,7 +30,7 @@ def create_app(settings: Settings) -> FastAPI:
         title="blockrepo",
         version=API_VERSION,
         summary=f"blockrepo {__version__}: enterprise-architecture repository, LUY/iteraplan REST API 7.4",
-        openapi_url=f"/api/{v7_4.PATH_SEGMENT}/openapi.json",
+        openapi_url=None,  # each version publishes its own description (api/docs.py)
         docs_url=None,
         redoc_url=None,
         lifespan=lifespan,
@@ -38,11 +38,10 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.services = services
     app.state.settings = settings
     install_error_handlers(app)
-    app.include_router(v7_4.build_router())
-
-    @app.get("/api/openapi.json", include_in_schema=False)
-    def current_openapi() -> RedirectResponse:
-        return RedirectResponse(f"/api/{v7_4.PATH_SEGMENT}/openapi.json", status_code=307)
+    for version in API_VERSIONS:
+        router = version.build_router()
+        app.include_router(router)
+        publish_description(app, version, router.routes)
 
     # Added innermost first: request context, then authentication (sessions), then CSRF, then the routes.
     app.add_middleware(CsrfMiddleware, enabled=settings.csrf_enabled)

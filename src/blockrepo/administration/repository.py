@@ -93,7 +93,7 @@ def get_user(db: Session, user_id: int) -> UserRecord | None:
 
 
 def login_taken(db: Session, login: str, *, except_id: int | None = None) -> bool:
-    query = select(User.id).where(func.lower(User.login) == login.lower())
+    query = select(User.id).where(func.lower(User.login) == func.lower(login))
     if except_id is not None:
         query = query.where(User.id != except_id)
     return db.scalar(query.limit(1)) is not None
@@ -193,7 +193,7 @@ def get_role(db: Session, role_id: int) -> RoleRecord | None:
 
 
 def role_name_taken(db: Session, name: str, *, except_id: int | None = None) -> bool:
-    query = select(Role.id).where(func.lower(Role.name) == name.lower())
+    query = select(Role.id).where(func.lower(Role.name) == func.lower(name))
     if except_id is not None:
         query = query.where(Role.id != except_id)
     return db.scalar(query.limit(1)) is not None
@@ -395,7 +395,7 @@ def group_permissions(db: Session, group_id: int | None = None) -> dict[int, lis
 
 
 def group_name_taken(db: Session, name: str, *, except_id: int | None = None) -> bool:
-    query = select(AttributeGroup.id).where(func.lower(AttributeGroup.name) == name.lower())
+    query = select(AttributeGroup.id).where(func.lower(AttributeGroup.name) == func.lower(name))
     if except_id is not None:
         query = query.where(AttributeGroup.id != except_id)
     return db.scalar(query.limit(1)) is not None

@@ -12,7 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from blockrepo import API_VERSION, SUPPORTED_API_VERSIONS
 from blockrepo.api.problem import problem_response
 
-_REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 IMPORT_PATH = "/api/massdata/import"
 
 
@@ -35,7 +35,7 @@ class RequestContextMiddleware:
             return
         headers = Headers(scope=scope)
         sent_id = headers.get("x-request-id")
-        request_id = sent_id if sent_id and _REQUEST_ID_PATTERN.match(sent_id) else uuid.uuid4().hex
+        request_id = sent_id if sent_id and REQUEST_ID_PATTERN.match(sent_id) else uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = request_id
         extra_headers = [
             (b"x-request-id", request_id.encode()),

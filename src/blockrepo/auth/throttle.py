@@ -160,4 +160,5 @@ class LoginThrottle:
                 waits.append(stamps[len(stamps) - self._max_failures] + self._window - now)
         if not waits:
             return None
-        return max(1, math.ceil(max(waits)))
+        # Stored time stamps are rounded to the microsecond; round first so that noise cannot add a second.
+        return max(1, math.ceil(round(max(waits), 3)))

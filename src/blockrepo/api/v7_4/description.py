@@ -1,0 +1,65 @@
+"""The prose of the published 7.4 description: what a client reads before the first request."""
+
+from __future__ import annotations
+
+TITLE = "blockrepo REST API"
+
+DESCRIPTION = """\
+blockrepo keeps enterprise-architecture planning data (business processes, capabilities, information
+systems, interfaces, technical components, projects and the relations between them) and serves it through
+this API, compatible with the LUY/iteraplan repository API **7.4**.
+
+## Authentication
+
+* **HTTP Basic** (RFC 7617, UTF-8) works on every endpoint: `curl -u system:$PW …`. Repeated credentials
+  are verified once and then cached briefly, so scripts may send them with every request.
+* **Sessions.** A request authenticated with credentials starts a server-side session and answers with the
+  cookie `JSESSIONID`; later requests may send only the cookie. Sessions end after 300 s idle or 12 h.
+  Form login: `POST /j_service_security_check` with `j_username`, `j_password`.
+* **CSRF.** A PATCH, POST, PUT or DELETE authenticated by the session cookie alone must repeat the
+  `XSRF-TOKEN` cookie in the header `X-XSRF-TOKEN` (else 403 `csrf_token_missing`/`csrf_token_invalid`).
+  Requests that carry Basic credentials are exempt.
+* Too many failed logins for one account or address give 429 with `Retry-After`.
+
+Public without authentication: `/api/auth-scheme`, the login and logout paths, this description and the
+interactive page. On this page, **Authorize** with Basic credentials, then *Try it out*.
+
+## Elements
+
+An element is a JSON object whose keys are property names and whose values are **arrays**:
+`{"name": ["Order handling"], "Criticality": ["high"], "informationSystems": [{"id": 17, "name": "ERP"}]}`.
+Read-only keys: `id`, `type`, `revision`, `lastModificationTime`, `lastModificationUser`, `children`.
+A write replaces the whole value list of each key it names, leaves other keys alone, and `[]` clears.
+Relation ends and `parent` take ids, `{"id": n}` or `{"name": "…"}`. Every successful write bumps the
+element's `revision` (sent as `ETag: W/"<revision>"`; send it back in `If-Match` to avoid lost updates:
+a stale one gets 412) and is recorded in the history, in the same transaction.
+
+## Errors
+
+Every error is `application/problem+json` (RFC 9457, schema `Problem`) with a stable snake_case `code`,
+the `requestId` and, for invalid bodies, every problem in `errors[]` located by a JSON pointer such as
+`/Costs/0`. A request that fails changes nothing. Every response carries `X-Request-ID` (a valid one sent
+by the client is echoed) and `API-Version`.
+
+## Versioning
+
+The API version is **7.4**; every response says so in `API-Version`. A client may send `API-Version: 7.4`;
+a version this service does not publish gets 400 `unsupported_api_version` with the supported versions.
+`/api/openapi.json` redirects to the description of the current version.
+
+## Limits
+
+Request bodies up to 10 MiB (imports 200 MiB), else 413; pages of 100 elements by default and at most
+1000; at most 10,000 elements per bulk request. The operator may configure other values.
+"""
+
+# Keyed by lower-case tag name, so that route modules may spell their tag in either case.
+TAG_DESCRIPTIONS: dict[str, str] = {
+    "authentication": "Login, logout, the authentication scheme; sessions and CSRF tokens.",
+    "elements": "One building block at a time: read, create, change (partial) and delete.",
+    "massdata": "Many elements at once: filtered and paged lists, iteraQL queries, bulk writes, "
+    "export and import.",
+    "metamodel": "Building block types, their properties and relation types.",
+    "history": "Changesets per element and per type, the gap-free change feed, and reading as of a revision.",
+    "administration": "Attributes, attribute groups, users and roles.",
+}
