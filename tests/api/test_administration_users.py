@@ -3,11 +3,13 @@ supervisors and the caller's effective permissions."""
 
 from __future__ import annotations
 
+import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 from starlette.testclient import TestClient
 
 from blockrepo.access.models import User
+from blockrepo.administration import repository
 from blockrepo.app import create_app
 from blockrepo.history.models import Change
 from blockrepo.settings import Settings
@@ -239,3 +241,14 @@ def test_disabling_or_a_new_password_ends_live_sessions(client: TestClient, app:
     # Editing something else (here the e-mail) leaves the session alone.
     client.put(f"{USERS}/{user['id']}", json={"email": "anna@example.com"})
     assert web.get(CURRENT, headers=session_headers(session_id)).status_code == 200
+
+
+def test_a_lost_race_is_a_conflict_not_a_server_error(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two requests creating the same login at once: the checks of both pass, the database refuses one."""
+    create_user(client, "anna", [])
+    monkeypatch.setattr(repository, "login_taken", lambda *_args, **_kwargs: False)
+    response = client.post(USERS, json={"login": "anna", "password": PASSWORD})
+    assert response.status_code == 409 and response.headers["content-type"] == "application/problem+json"
+    assert [u["login"] for u in client.get(USERS).json()] == ["anna", "system"]
