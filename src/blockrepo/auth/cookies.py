@@ -51,6 +51,8 @@ def login_cookies(session_value: str, csrf_token: str, *, secure: bool, csrf_ena
 def expired_cookies(*, secure: bool) -> list[str]:
     """Set-Cookie values that make the client drop both cookies (logout)."""
     return [
-        f"{SESSION_COOKIE}=; Path=/; {_EXPIRED}; HttpOnly; SameSite=Lax{_suffix(secure)}",
         f"{CSRF_COOKIE}=; Path=/; {_EXPIRED}; SameSite=Lax{_suffix(secure)}",
+        # Last on purpose: curl 7.88 drops only the last of several expired cookies of one response, and
+        # the session cookie is the one that matters.
+        f"{SESSION_COOKIE}=; Path=/; {_EXPIRED}; HttpOnly; SameSite=Lax{_suffix(secure)}",
     ]

@@ -21,7 +21,7 @@ from typing import Protocol
 
 import orjson
 import redis
-from sqlalchemy import Engine, delete, insert, select, update
+from sqlalchemy import Engine, bindparam, delete, insert, select, update
 
 from blockrepo.access.models import User
 from blockrepo.auth.basic import Principal
@@ -106,6 +106,33 @@ class SessionStore(Protocol):
     def purge_expired(self, now: float) -> None: ...
 
 
+# Built once: a statement object reused with parameters skips SQLAlchemy's per-call construction and
+# cache-key work, which costs several times the query itself on this hot path.
+_SESSION_WITH_USER = (
+    select(
+        AuthSession.user_id,
+        AuthSession.credentials_version,
+        AuthSession.csrf_token,
+        AuthSession.created_at,
+        AuthSession.last_seen_at,
+        User.login,
+        User.enabled,
+        User.credentials_version.label("current_version"),
+    )
+    .join(User, User.id == AuthSession.user_id)
+    .where(AuthSession.id == bindparam("key"))
+)
+_USER_STATUS = select(User.login, User.enabled, User.credentials_version).where(
+    User.id == bindparam("user_id")
+)
+_TOUCH = (
+    update(AuthSession)
+    .where(AuthSession.id == bindparam("key"))
+    .values(last_seen_at=bindparam("last_seen_at"), expires_at=bindparam("expires_at"))
+)
+_DELETE = delete(AuthSession).where(AuthSession.id == bindparam("key"))
+
+
 def _as_datetime(timestamp: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(timestamp, tz=dt.UTC)
 
@@ -138,22 +165,8 @@ class DatabaseSessionStore:
             )
 
     def get(self, key: str) -> StoredSession | None:
-        query = (
-            select(
-                AuthSession.user_id,
-                AuthSession.credentials_version,
-                AuthSession.csrf_token,
-                AuthSession.created_at,
-                AuthSession.last_seen_at,
-                User.login,
-                User.enabled,
-                User.credentials_version.label("current_version"),
-            )
-            .join(User, User.id == AuthSession.user_id)
-            .where(AuthSession.id == key)
-        )
         with self._read.connect() as connection:
-            row = connection.execute(query).first()
+            row = connection.execute(_SESSION_WITH_USER, {"key": key}).first()
         if row is None:
             return None
         return StoredSession(
@@ -167,16 +180,17 @@ class DatabaseSessionStore:
         )
 
     def touch(self, session: StoredSession, last_seen_at: float, expires_at: float) -> None:
+        parameters = {
+            "key": session.key,
+            "last_seen_at": _as_datetime(last_seen_at),
+            "expires_at": _as_datetime(expires_at),
+        }
         with self._write.begin() as connection:
-            connection.execute(
-                update(AuthSession)
-                .where(AuthSession.id == session.key)
-                .values(last_seen_at=_as_datetime(last_seen_at), expires_at=_as_datetime(expires_at))
-            )
+            connection.execute(_TOUCH, parameters)
 
     def delete(self, key: str) -> None:
         with self._write.begin() as connection:
-            connection.execute(delete(AuthSession).where(AuthSession.id == key))
+            connection.execute(_DELETE, {"key": key})
 
     def purge_expired(self, now: float) -> None:
         with self._write.begin() as connection:
@@ -263,7 +277,7 @@ class SessionManager:
         user = self._user_status(principal.user_id)
         if user is None or not user.enabled or user.credentials_version != principal.credentials_version:
             return None
-        now = self.clock()
+        now = self._now()
         if now - self._last_purge >= PURGE_INTERVAL_SECONDS:
             self._last_purge = now
             self.store.purge_expired(now)
@@ -292,7 +306,7 @@ class SessionManager:
         stored = self.store.get(key)
         if stored is None:
             return None
-        now = self.clock()
+        now = self._now()
         user = stored.user or self._user_status(stored.user_id)
         if (
             now >= self._expires_at(stored, stored.last_seen_at)
@@ -319,13 +333,17 @@ class SessionManager:
     def end_key(self, key: str) -> None:
         self.store.delete(key)
 
+    def _now(self) -> float:
+        # Whole microseconds, which the database keeps exactly: a time stamp read back compares equal to
+        # the one written, so a deadline holds to the microsecond on every store.
+        return math.floor(self.clock() * 1_000_000) / 1_000_000
+
     def _expires_at(self, session: StoredSession, last_seen_at: float) -> float:
         return min(last_seen_at + self._idle, session.created_at + self._max_age)
 
     def _user_status(self, user_id: int) -> UserStatus | None:
-        query = select(User.login, User.enabled, User.credentials_version).where(User.id == user_id)
         with self._read.connect() as connection:
-            row = connection.execute(query).first()
+            row = connection.execute(_USER_STATUS, {"user_id": user_id}).first()
         if row is None:
             return None
         return UserStatus(login=row.login, enabled=row.enabled, credentials_version=row.credentials_version)

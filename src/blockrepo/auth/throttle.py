@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import redis
-from sqlalchemy import Engine, delete, insert, select
+from sqlalchemy import Engine, bindparam, delete, insert, select
 
 from blockrepo.auth.authenticator import Authenticator
 from blockrepo.auth.basic import Principal
@@ -51,6 +51,12 @@ class FailureStore(Protocol):
     def record(self, keys: Sequence[str], at: float, window: float) -> None: ...
 
 
+# Built once (hot path: every password check reads it).
+_RECENT_FAILURES = select(LoginFailure.key, LoginFailure.at).where(
+    LoginFailure.key.in_(bindparam("keys", expanding=True)), LoginFailure.at > bindparam("since")
+)
+
+
 def _as_datetime(timestamp: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(timestamp, tz=dt.UTC)
 
@@ -68,12 +74,11 @@ class DatabaseFailureStore:
         self._last_purge = 0.0
 
     def recent(self, keys: Sequence[str], since: float) -> dict[str, list[float]]:
-        query = select(LoginFailure.key, LoginFailure.at).where(
-            LoginFailure.key.in_(keys), LoginFailure.at > _as_datetime(since)
-        )
         found: dict[str, list[float]] = {key: [] for key in keys}
         with self._read.connect() as connection:
-            for key, at in connection.execute(query):
+            for key, at in connection.execute(
+                _RECENT_FAILURES, {"keys": list(keys), "since": _as_datetime(since)}
+            ):
                 found[key].append(_as_timestamp(at))
         return found
 
@@ -160,5 +165,6 @@ class LoginThrottle:
                 waits.append(stamps[len(stamps) - self._max_failures] + self._window - now)
         if not waits:
             return None
-        # Stored time stamps are rounded to the microsecond; round first so that noise cannot add a second.
+        # Rounded to milliseconds first: stored time stamps carry microseconds, so float noise would
+        # otherwise turn an exact 60 s into "61".
         return max(1, math.ceil(round(max(waits), 3)))

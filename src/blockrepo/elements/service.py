@@ -36,7 +36,7 @@ from blockrepo.errors import (
     UnknownType,
     ValidationFailed,
 )
-from blockrepo.history.recorder import ChangeLog
+from blockrepo.history.recorder import ChangeLog, apply_related_change
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
 
 __all__ = [
@@ -400,7 +400,8 @@ def diff_elements(
 ) -> list[dict[str, Any]]:
     """Field-level changes between two renderings of one element: `old`/`new` for values, `added`/
     `removed` for relation ends and children (matched by id; changed relation attributes show the old
-    entry as removed and the new one as added); a pure reordering is recorded as `old`/`new`."""
+    entry as removed and the new one as added, and `order` lists the ids when the end was reordered as
+    well); a pure reordering is recorded as `old`/`new`."""
     changes: list[dict[str, Any]] = []
     for key in dict.fromkeys([*before, *after]):
         if key in UNRECORDED_KEYS:
@@ -411,7 +412,11 @@ def diff_elements(
         if key == "children" or key in type_def.ends:
             added, removed = _list_diff(old, new)
             if added or removed:
-                changes.append({"property": key, "added": added, "removed": removed})
+                change: dict[str, Any] = {"property": key, "added": added, "removed": removed}
+                new_order = [entry["id"] for entry in new]
+                if [entry["id"] for entry in apply_related_change(old, change)] != new_order:
+                    change["order"] = new_order  # added and reordered at once: history keeps the order
+                changes.append(change)
                 continue
         changes.append({"property": key, "old": old, "new": new})
     return changes

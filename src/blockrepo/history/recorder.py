@@ -32,6 +32,39 @@ class _Entry:
     changes: list[dict[str, Any]]
 
 
+def apply_related_change(current: list[Any], change: dict[str, Any]) -> list[Any]:
+    """A relation end's (or `children`') entries after one recorded `added`/`removed` change.
+
+    Removed entries go; an entry both removed and added (its relation attributes changed) keeps its
+    place; added ones come last. When that is not the order the end ended up in (a write that added and
+    reordered at once), the change carries `order`, the ids in their new order, and that order wins."""
+    replaced = {entry["id"]: entry for entry in change.get("added", [])}
+    gone = {entry["id"] for entry in change.get("removed", [])}
+    result = []
+    for entry in current:
+        if entry["id"] in replaced:
+            result.append(replaced.pop(entry["id"]))
+        elif entry["id"] not in gone:
+            result.append(entry)
+    result.extend(entry for entry in change.get("added", []) if entry["id"] in replaced)
+    order = change.get("order")
+    if order is not None:
+        position = {entry_id: index for index, entry_id in enumerate(order)}
+        result.sort(key=lambda entry: position.get(entry["id"], len(position)))
+    return result
+
+
+def _merged_order(known: dict[str, Any], change: dict[str, Any]) -> list[Any] | None:
+    """The `order` of two folded relation changes: the later one's, or the earlier one moved on by the
+    later additions and removals."""
+    if "order" in change:
+        return list(change["order"])
+    if "order" not in known:
+        return None
+    ids = [{"id": entry_id} for entry_id in known["order"]]
+    return [entry["id"] for entry in apply_related_change(ids, change)]
+
+
 def _merge_property_changes(first: list[dict[str, Any]], later: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Fold two change lists of one entity: first `old` and last `new` win; relation lists combine."""
     merged: dict[str, dict[str, Any]] = {c["property"]: dict(c) for c in first}
@@ -46,6 +79,9 @@ def _merge_property_changes(first: list[dict[str, Any]], later: list[dict[str, A
             added += [v for v in change.get("added", []) if v not in known.get("removed", [])]
             removed += [v for v in change.get("removed", []) if v not in known.get("added", [])]
             known["added"], known["removed"] = added, removed
+            order = _merged_order(known, change)
+            if order is not None:
+                known["order"] = order
         else:
             known["new"] = change["new"]
     result = []

@@ -20,6 +20,11 @@ class PropertyChange(BaseModel):
     new: list[Any] | None = Field(None, description="values after (plain properties)")
     added: list[Any] | None = Field(None, description="related elements added (relation ends), `{id, name}`")
     removed: list[Any] | None = Field(None, description="related elements removed (relation ends)")
+    order: list[int] | None = Field(
+        None,
+        description="ids of the end in their new order, present only when the write also reordered the end "
+        "(without it: removed entries go, added ones come last, a re-added id keeps its place)",
+    )
 
 
 class Changeset(BaseModel):

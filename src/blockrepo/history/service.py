@@ -134,7 +134,7 @@ def _window(parameters: PageParameters, limits: Limits, scope: str, *, descendin
     return Window(descending=descending, limit=limit, after=after, **bounds)
 
 
-def _require_history(actor: Actor) -> None:
+def require_history(actor: Actor) -> None:
     if not actor.can(VIEW_HISTORY):
         raise Forbidden("reading history needs the VIEW_HISTORY permission")
 
@@ -188,7 +188,7 @@ def element_history(
     parameters: PageParameters,
 ) -> dict[str, Any]:
     """The changesets of one element, newest first (404 if it never existed in that type)."""
-    _require_history(actor)
+    require_history(actor)
     _readable_type(actor, metamodel, type_name)
     scope = f"e{element_id}"
     window = _window(parameters, limits, scope, descending=True)
@@ -207,7 +207,7 @@ def type_history(
     parameters: PageParameters,
 ) -> dict[str, Any]:
     """The changesets of every element of a type, deleted ones included, newest first."""
-    _require_history(actor)
+    require_history(actor)
     _readable_type(actor, metamodel, type_name)
     scope = f"t{type_name}"
     window = _window(parameters, limits, scope, descending=True)
@@ -250,7 +250,7 @@ def feed(
     parameters: PageParameters,
 ) -> dict[str, Any]:
     """The change feed: every visible changeset after `since_revision`, in commit order."""
-    _require_history(actor)
+    require_history(actor)
     since = _parse_since(since_revision)
     window = _window(parameters, limits, "f", descending=False)
     rows = repository.feed_changesets(db, since, _feed_scope(actor, metamodel), window)

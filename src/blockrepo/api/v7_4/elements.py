@@ -14,6 +14,8 @@ from blockrepo.api.etag import element_etag, if_match_check
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.elements import service
+from blockrepo.history import asof
+from blockrepo.history.schemas import AS_OF_DESCRIPTION
 
 router = APIRouter(tags=["Elements"])
 
@@ -144,7 +146,8 @@ async def json_body(request: Request) -> dict[str, Any]:
     summary="Read one element",
     description="The element as the caller may see it: properties in attribute groups the caller cannot "
     "read and relation ends to types the caller cannot read are left out. Answers `304` when "
-    "`If-None-Match` names the current revision.",
+    "`If-None-Match` names the current revision. With `asOf`, the element as it stood at that revision or "
+    "time (rebuilt from history; deleted elements readable as they were; 404 if it did not exist then).",
     response_class=JsonResponse,
     responses={
         **_element_response(200, "The element"),
@@ -157,8 +160,13 @@ def get_element(
     element_id: ElementId,
     ctx: Annotated[RequestContext, Depends(request_context)],
     if_none_match: Annotated[str | None, Header(alias="If-None-Match")] = None,
+    as_of: Annotated[str | None, Query(alias="asOf", description=AS_OF_DESCRIPTION)] = None,
 ) -> Response:
-    element = service.get_element(ctx.db, ctx.metamodel, ctx.actor, type_name, element_id)
+    if as_of is not None:
+        type_def = service.resolve_type(ctx.metamodel, ctx.actor, type_name)
+        element = asof.get_element_as_of(ctx.db, ctx.metamodel, ctx.actor, type_def, element_id, as_of)
+    else:
+        element = service.get_element(ctx.db, ctx.metamodel, ctx.actor, type_name, element_id)
     revision = element["revision"][0]
     not_modified = if_match_check(if_none_match)
     if not_modified is not None and not_modified(revision):

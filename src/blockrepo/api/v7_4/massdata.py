@@ -1,7 +1,280 @@
-"""Routes of the massdata API (version 7.4)."""
+"""Routes of the massdata API (version 7.4): filtered and streamed reads, iteraQL queries, bulk writes,
+export and import. Thin: the rules live in blockrepo.massdata."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated, Any
 
-router = APIRouter()
+from fastapi import APIRouter, Depends, Path, Query, Request
+from starlette.responses import Response, StreamingResponse
+
+from blockrepo.api.body import is_json_media_type, parse_json
+from blockrepo.api.context import RequestContext, request_context
+from blockrepo.api.problem_docs import problem_responses
+from blockrepo.api.responses import JsonResponse
+from blockrepo.errors import BadRequest, ErrorItem, UnsupportedMediaType
+from blockrepo.massdata import listing
+
+router = APIRouter(tags=["Massdata"])
+
+NDJSON = "application/x-ndjson"
+TypeName = Annotated[
+    str,
+    Path(alias="type", description="persistent name of a building block type, e.g. `InformationSystem`"),
+]
+
+ELEMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "title": "Element",
+    "description": "An element as `GET /api/element/{type}/{id}` returns it (narrowed to `fields`).",
+    "additionalProperties": {"type": "array"},
+}
+PAGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "title": "MassdataPage",
+    "required": ["type", "items", "nextCursor"],
+    "properties": {
+        "type": {"type": "string"},
+        "items": {"type": "array", "items": ELEMENT_SCHEMA},
+        "nextCursor": {"type": ["string", "null"], "description": "pass as `cursor` for the next page"},
+        "total": {"type": "integer", "description": "number of matches (only with `count=true`)"},
+    },
+}
+QUERY_RESULT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "title": "QueryResult",
+    "required": ["query", "type", "result", "nextCursor"],
+    "properties": {
+        "query": {"type": "string"},
+        "type": {"type": "string", "description": "the type of the result (the last navigation step's)"},
+        "result": {"type": "array", "items": ELEMENT_SCHEMA},
+        "nextCursor": {"type": ["string", "null"]},
+        "total": {"type": "integer"},
+    },
+}
+ITERAQL_HELP = (
+    "iteraQL: `Type;` selects a type, `Type[predicate]` filters it, `Type/end[predicate]` navigates along "
+    "relation ends (also `parent` and `children`), chainable. Predicates: `@property` compared with "
+    '`= != < > <= >=` to a string ("x"), number, date (2025-01-31), date-time, `true`/`false` or `null`; '
+    '`@property.contains("x")`, `.startsWith("x")`, `.endsWith("x")` (case-sensitive); `@"Annual costs"` '
+    "for names with spaces; `@runtimePeriod.start` / `.end`; `count(end) > n`, `count(end[predicate]) >= n`, "
+    "`count(@attribute)`, `count(children)`; combined with `&`, `|`, `!` and parentheses. Multi-valued "
+    "properties match when any value does; `!=` is the negation of `=` (it matches empty properties). "
+    "Relation ends and `@parent` compare with a name (string) or an id (integer). Syntax errors are 400 "
+    "`query_syntax`, unknown names or wrong value kinds 400 `query_invalid`, both with the line and column."
+)
+LIST_EXAMPLE = {
+    "type": "InformationSystem",
+    "items": [{"id": [17], "name": ["ERP"], "status": ["CURRENT"]}],
+    "nextCursor": "WyJJbmZvcm1hdGlvblN5c3RlbSIsImlkIixbMTddXQ",
+    "total": 42,
+}
+
+
+def _wants_ndjson(request: Request) -> bool:
+    accept = request.headers.get("accept", "")
+    return any(part.split(";", 1)[0].strip().lower() == NDJSON for part in accept.split(","))
+
+
+def _limit(ctx: RequestContext, limit: int | None) -> int:
+    if limit is None:
+        return ctx.settings.page_size
+    if not 1 <= limit <= ctx.settings.max_page_size:
+        message = f"limit must be between 1 and {ctx.settings.max_page_size}"
+        raise BadRequest(message, code="invalid_limit", errors=[ErrorItem("limit", "invalid_limit", message)])
+    return limit
+
+
+def _stream(ctx: RequestContext, prepared: listing.Listing) -> StreamingResponse:
+    services = ctx.services
+    return StreamingResponse(
+        listing.stream_ndjson(services.read_sessions, ctx.metamodel, ctx.actor, prepared),
+        media_type=NDJSON,
+    )
+
+
+@router.get(
+    "/api/massdata/{type}",
+    summary="List, filter and stream the elements of a type",
+    description="The elements of one type, filtered by an iteraQL predicate (`filter`, the inside of "
+    "`[...]`), sorted by `sort` (`name,-id`; id, name, description, revision, lastModificationTime, "
+    "lastModificationUser and any attribute, enumerations by literal order, empty values last) and "
+    "paginated by an opaque keyset `cursor` that stays correct while others insert or delete. `fields` "
+    "limits the properties returned (`id` is always there). With `Accept: application/x-ndjson` every "
+    "match is streamed, one element per line, from one consistent snapshot (`limit` and `count` do not "
+    "apply; a `cursor` resumes). Needs MASSDATA and read on the type.\n\n" + ITERAQL_HELP,
+    response_class=JsonResponse,
+    responses={
+        200: {
+            "description": "A page of elements, or (NDJSON) every match",
+            "content": {
+                "application/json": {"schema": PAGE_SCHEMA, "example": LIST_EXAMPLE},
+                NDJSON: {"schema": {"type": "string"}},
+            },
+        },
+        **problem_responses(400, 401, 403, 404),
+    },
+)
+def list_elements(
+    request: Request,
+    type_name: TypeName,
+    ctx: Annotated[RequestContext, Depends(request_context)],
+    filter: Annotated[
+        str | None, Query(description='iteraQL predicate, e.g. `@status = "CURRENT" & count(projects) > 0`')
+    ] = None,
+    fields: Annotated[str | None, Query(description="comma-separated property names to return")] = None,
+    sort: Annotated[
+        str | None, Query(description="comma-separated keys, `-` for descending; default `id`")
+    ] = None,
+    limit: Annotated[int | None, Query(description="page size, 1 to 1000 (default 100)")] = None,
+    cursor: Annotated[str | None, Query(description="`nextCursor` of the previous page")] = None,
+    count: Annotated[bool, Query(description="also return `total`, the number of matches")] = False,
+) -> Response:
+    listing.require_massdata(ctx.actor)
+    prepared = listing.prepare_listing(
+        ctx.metamodel, ctx.actor, type_name, filter_text=filter, sort=sort, fields=fields, cursor=cursor
+    )
+    if _wants_ndjson(request):
+        return _stream(ctx, prepared)
+    page = listing.read_page(
+        ctx.db, ctx.metamodel, ctx.actor, prepared, limit=_limit(ctx, limit), count=count
+    )
+    body: dict[str, Any] = {
+        "type": prepared.type_def.name,
+        "items": page.items,
+        "nextCursor": page.next_cursor,
+    }
+    if page.total is not None:
+        body["total"] = page.total
+    return JsonResponse(body)
+
+
+QUERY_BODY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "title": "QueryRequest",
+    "required": ["query"],
+    "properties": {
+        "query": {"type": "string", "example": 'InformationSystem[@status = "CURRENT"]/businessProcesses;'},
+        "fields": {"type": "array", "items": {"type": "string"}},
+        "sort": {"type": "string", "example": "name"},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
+        "cursor": {"type": "string"},
+        "count": {"type": "boolean"},
+    },
+    "additionalProperties": False,
+}
+
+
+async def _query_body(request: Request) -> dict[str, Any]:
+    content_type = request.headers.get("content-type", "")
+    raw = await request.body()
+    if content_type.split(";", 1)[0].strip().lower() == "text/plain":
+        try:
+            return {"query": raw.decode("utf-8")}
+        except UnicodeDecodeError:
+            raise BadRequest("the query must be UTF-8 text", code="malformed_body") from None
+    if not is_json_media_type(content_type):
+        raise UnsupportedMediaType("send the query as application/json or text/plain")
+    body = parse_json(raw)
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object", code="validation_failed")
+    return body
+
+
+def _query_request(body: dict[str, Any]) -> dict[str, Any]:
+    """Check the members of a query body; every problem in one 400."""
+    errors: list[ErrorItem] = []
+    checks: dict[str, tuple[type | tuple[type, ...], str]] = {
+        "query": (str, "a string"),
+        "sort": (str, "a string"),
+        "cursor": (str, "a string"),
+        "count": (bool, "true or false"),
+    }
+    for key, value in body.items():
+        if key == "fields":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                errors.append(ErrorItem("/fields", "wrong_type", "fields must be an array of strings"))
+        elif key == "limit":
+            if isinstance(value, bool) or not isinstance(value, int):
+                errors.append(ErrorItem("/limit", "wrong_type", "limit must be an integer"))
+        elif key in checks:
+            expected, words = checks[key]
+            if value is not None and not isinstance(value, expected):
+                errors.append(ErrorItem(f"/{key}", "wrong_type", f"{key} must be {words}"))
+        else:
+            errors.append(ErrorItem(f"/{key}", "unknown_property", f"a query has no member {key!r}"))
+    if not isinstance(body.get("query"), str):
+        errors.append(ErrorItem("/query", "mandatory", "query (an iteraQL string) is mandatory"))
+    if errors:
+        raise BadRequest(
+            "; ".join(f"{e.pointer}: {e.message}" for e in errors), code="validation_failed", errors=errors
+        )
+    return body
+
+
+@router.post(
+    "/api/massdata/query",
+    summary="Run an iteraQL query",
+    description="Runs an iteraQL query in the database and returns the elements of its last step's type, "
+    "paginated like the list endpoint (`limit`, `cursor`, `sort`, `fields`, `count`). The body is a JSON "
+    "object or the bare query as `text/plain`. With `Accept: application/x-ndjson` every match is "
+    "streamed. Needs MASSDATA and read on every type the query passes.\n\n" + ITERAQL_HELP,
+    response_class=JsonResponse,
+    responses={
+        200: {
+            "description": "The selected elements",
+            "content": {
+                "application/json": {"schema": QUERY_RESULT_SCHEMA},
+                NDJSON: {"schema": {"type": "string"}},
+            },
+        },
+        **problem_responses(400, 401, 403, 413, 415),
+    },
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": QUERY_BODY_SCHEMA,
+                    "example": {"query": "BusinessProcess[count(informationSystems) > 2]", "limit": 50},
+                },
+                "text/plain": {"schema": {"type": "string"}, "example": "InformationSystem[@Costs > 1000];"},
+            },
+        }
+    },
+)
+def run_query(
+    request: Request,
+    ctx: Annotated[RequestContext, Depends(request_context)],
+    raw_body: Annotated[dict[str, Any], Depends(_query_body)],
+) -> Response:
+    listing.require_massdata(ctx.actor)
+    body = _query_request(raw_body)
+    text = body["query"]
+    prepared = listing.prepare_query(
+        ctx.metamodel,
+        ctx.actor,
+        text,
+        sort=body.get("sort"),
+        fields=body.get("fields"),
+        cursor=body.get("cursor"),
+    )
+    if _wants_ndjson(request):
+        return _stream(ctx, prepared)
+    page = listing.read_page(
+        ctx.db,
+        ctx.metamodel,
+        ctx.actor,
+        prepared,
+        limit=_limit(ctx, body.get("limit")),
+        count=bool(body.get("count")),
+    )
+    result: dict[str, Any] = {
+        "query": text,
+        "type": prepared.type_def.name,
+        "result": page.items,
+        "nextCursor": page.next_cursor,
+    }
+    if page.total is not None:
+        result["total"] = page.total
+    return JsonResponse(result)

@@ -1,0 +1,392 @@
+"""Filtered, sorted reads of one type: keyset-paginated pages, or every match streamed as NDJSON.
+
+A page costs one query for the ids (the iteraQL condition, the sort and the keyset run in the database),
+`read_elements` for their JSON, and one more for `total` when asked: the same number for 1 or 1000 items.
+The cursor carries the sort key values and the id of the last row, so the next page starts right after it
+however many rows were inserted or deleted before it meanwhile (no offset drift).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from sqlalchemy import ColumnElement, Select, and_, false, func, or_, select
+from sqlalchemy.orm import Session
+
+from blockrepo.access.actor import Actor
+from blockrepo.elements.models import Element, ElementValue
+from blockrepo.elements.view import ElementView, read_elements
+from blockrepo.errors import BadRequest, ErrorItem, Forbidden, UnknownType
+from blockrepo.massdata.query.compiler import compile_filter, compile_query
+from blockrepo.massdata.query.parser import parse_predicate, parse_query
+from blockrepo.metamodel.models import AttributeLiteral
+from blockrepo.metamodel.snapshot import AttributeDef, BlockTypeDef, Metamodel
+
+log = logging.getLogger("blockrepo.massdata")
+Condition = ColumnElement[bool]
+# Rows per round trip of a stream: large enough to amortise the queries, small enough to keep memory flat.
+STREAM_BATCH = 500
+
+_COLUMN_KEYS: dict[str, tuple[Any, str]] = {
+    "id": (Element.id, "integer"),
+    "name": (Element.name, "text"),
+    "description": (Element.description, "text"),
+    "revision": (Element.revision, "integer"),
+    "lastModificationTime": (Element.last_modified_at, "datetime"),
+    "lastModificationUser": (Element.last_modified_by, "text"),
+}
+_ATTRIBUTE_KINDS = {
+    "text": "text",
+    "richtext": "text",
+    "responsibility": "text",
+    "number": "number",
+    "date": "date",
+    "dateInterval": "date",
+    "boolean": "boolean",
+    "enum": "integer",  # sorted by literal position, the order the metamodel lists them in
+}
+
+
+def require_massdata(actor: Actor, permission: str = "MASSDATA") -> None:
+    if not actor.can(permission):
+        raise Forbidden(f"this needs the {permission} permission")
+
+
+def readable_type(metamodel: Metamodel, actor: Actor, type_name: str) -> BlockTypeDef:
+    type_def = metamodel.type_named(type_name)
+    if type_def is None:
+        raise UnknownType(f"there is no building block type {type_name!r}")
+    if not actor.can_type(type_def.id, "read"):
+        raise Forbidden(f"you may not read {type_name} elements")
+    return type_def
+
+
+def _bad(pointer: str, code: str, message: str) -> BadRequest:
+    return BadRequest(message, code=code, errors=[ErrorItem(pointer, code, message)])
+
+
+# --- sorting -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SortKey:
+    """One `sort` item: a SQL expression on `element`, its direction and how cursor values decode."""
+
+    name: str
+    descending: bool
+    expression: Any
+    kind: str  # integer, number, text, date, datetime, boolean
+    nullable: bool
+
+    @property
+    def spec(self) -> str:
+        return f"-{self.name}" if self.descending else self.name
+
+    def order(self) -> Any:
+        ordered = self.expression.desc() if self.descending else self.expression.asc()
+        # Elements without a value come last in either direction (and the keyset below agrees).
+        return ordered.nulls_last() if self.nullable else ordered
+
+    def after(self, value: Any) -> Condition:
+        if value is None:
+            return false()  # nothing sorts after the empty values but more empty values
+        beyond = self.expression < value if self.descending else self.expression > value
+        return or_(beyond, self.expression.is_(None)) if self.nullable else beyond
+
+    def equal(self, value: Any) -> Condition:
+        return self.expression.is_(None) if value is None else self.expression == value  # type: ignore[no-any-return]
+
+
+def _attribute_sort_expression(attribute: AttributeDef, descending: bool) -> Any:
+    """The element's value of an attribute (its largest for a descending sort of a multi-valued one)."""
+    pick = func.max if descending else func.min
+    if attribute.value_type == "enum":
+        column: Any = AttributeLiteral.position
+        values = (
+            select(pick(column))
+            .select_from(ElementValue)
+            .join(AttributeLiteral, AttributeLiteral.id == ElementValue.literal_id)
+        )
+    else:
+        column = {
+            "number": ElementValue.number_value,
+            "date": ElementValue.date_value,
+            "dateInterval": ElementValue.date_value,
+            "boolean": ElementValue.bool_value,
+        }.get(attribute.value_type, ElementValue.text_value)
+        values = select(pick(column))
+    return (
+        values.where(ElementValue.element_id == Element.id, ElementValue.attribute_id == attribute.id)
+        .correlate(Element)
+        .scalar_subquery()
+    )
+
+
+def parse_sort(text: str | None, type_def: BlockTypeDef, actor: Actor) -> tuple[SortKey, ...]:
+    """`name,-id` -> sort keys; `id` always ends the list (it makes the order total)."""
+    keys: list[SortKey] = []
+    for raw in (text or "id").split(","):
+        item = raw.strip()
+        descending = item.startswith("-")
+        name = item.lstrip("+-").strip()
+        if not name:
+            raise _bad("sort", "invalid_sort", f"sort item {raw!r} names no property")
+        if any(key.name == name for key in keys):
+            raise _bad("sort", "invalid_sort", f"sort names {name!r} twice")
+        if name in _COLUMN_KEYS:
+            expression, kind = _COLUMN_KEYS[name]
+            keys.append(SortKey(name, descending, expression, kind, nullable=False))
+        else:
+            attribute = type_def.property_named(name)
+            if attribute is None or not (attribute.builtin or actor.can_read_group(attribute.group_id)):
+                sortable = ", ".join([*_COLUMN_KEYS, *(p.name for p in type_def.properties)])
+                raise _bad(
+                    "sort", "invalid_sort", f"cannot sort {type_def.name} by {name!r}; sortable: {sortable}"
+                )
+            keys.append(
+                SortKey(
+                    name,
+                    descending,
+                    _attribute_sort_expression(attribute, descending),
+                    _ATTRIBUTE_KINDS[attribute.value_type],
+                    nullable=True,
+                )
+            )
+        if name == "id":
+            break  # ids are unique: keys after it could never matter
+    if keys[-1].name != "id":
+        keys.append(SortKey("id", False, Element.id, "integer", nullable=False))
+    return tuple(keys)
+
+
+def keyset_after(keys: Sequence[SortKey], values: Sequence[Any]) -> Condition:
+    """Rows strictly after the row whose sort key values are `values`, in the order of `keys`."""
+    condition = keys[-1].after(values[-1])
+    for key, value in zip(reversed(keys[:-1]), reversed(values[:-1]), strict=True):
+        condition = or_(key.after(value), and_(key.equal(value), condition))
+    return condition
+
+
+# --- cursors -------------------------------------------------------------------------------------------
+
+
+def _encode_value(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        moment = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+        return moment.astimezone(dt.UTC).isoformat()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return value
+
+
+def _decode_value(kind: str, raw: Any) -> Any:
+    if raw is None:
+        return None
+    if kind == "integer" and isinstance(raw, int) and not isinstance(raw, bool):
+        return raw
+    if kind == "number" and isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        return float(raw)
+    if kind == "text" and isinstance(raw, str):
+        return raw
+    if kind == "boolean" and isinstance(raw, bool):
+        return raw
+    if kind == "date" and isinstance(raw, str):
+        return dt.date.fromisoformat(raw)
+    if kind == "datetime" and isinstance(raw, str):
+        return dt.datetime.fromisoformat(raw).astimezone(dt.UTC)
+    raise ValueError(f"not a {kind}")
+
+
+def encode_cursor(type_name: str, keys: Sequence[SortKey], values: Sequence[Any]) -> str:
+    payload = [type_name, ",".join(key.spec for key in keys), [_encode_value(v) for v in values]]
+    return base64.urlsafe_b64encode(orjson.dumps(payload)).decode().rstrip("=")
+
+
+def decode_cursor(token: str, type_name: str, keys: Sequence[SortKey]) -> list[Any]:
+    """The sort key values a cursor carries; 400 `invalid_cursor` for anything that is not ours or was
+    made for another type or sort."""
+    try:
+        payload = orjson.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        cursor_type, spec, raw_values = payload
+        if cursor_type != type_name or spec != ",".join(key.spec for key in keys):
+            raise _bad("cursor", "invalid_cursor", "the cursor belongs to another type or sort order")
+        if not isinstance(raw_values, list) or len(raw_values) != len(keys):
+            raise ValueError("wrong length")
+        return [_decode_value(key.kind, raw) for key, raw in zip(keys, raw_values, strict=True)]
+    except BadRequest:
+        raise
+    except (ValueError, TypeError, binascii.Error, orjson.JSONDecodeError):
+        raise _bad("cursor", "invalid_cursor", "the cursor is not one this service handed out") from None
+
+
+# --- what to list --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A prepared read: the type, the iteraQL condition, the order, the fields and where to start."""
+
+    type_def: BlockTypeDef
+    condition: Condition | None
+    keys: tuple[SortKey, ...]
+    view: ElementView
+    after: list[Any] | None
+
+    def statement(self, limit: int, after: Sequence[Any] | None) -> Select[Any]:
+        statement = select(Element.id, *(key.expression for key in self.keys)).where(
+            Element.type_id == self.type_def.id
+        )
+        if self.condition is not None:
+            statement = statement.where(self.condition)
+        if after is not None:
+            statement = statement.where(keyset_after(self.keys, after))
+        return statement.order_by(*(key.order() for key in self.keys)).limit(limit)
+
+    def count_statement(self) -> Select[Any]:
+        statement = select(func.count()).select_from(Element).where(Element.type_id == self.type_def.id)
+        return statement.where(self.condition) if self.condition is not None else statement
+
+
+def _fields(
+    text: Sequence[str] | str | None, metamodel: Metamodel, actor: Actor, type_def: BlockTypeDef
+) -> list[str] | None:
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",")] if isinstance(text, str) else [str(n).strip() for n in text]
+    names = [n for n in names if n]
+    visible = ElementView.build(metamodel, actor, type_def)
+    known = {
+        *visible.head,
+        *visible.tail,
+        *(p.name for p in visible.properties),
+        *(e.name for e in visible.ends),
+    }
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        message = f"{type_def.name} has no field {', '.join(map(repr, unknown))}"
+        raise _bad("fields", "unknown_field", message)
+    return names
+
+
+def prepare_listing(
+    metamodel: Metamodel,
+    actor: Actor,
+    type_name: str,
+    *,
+    filter_text: str | None = None,
+    sort: str | None = None,
+    fields: Sequence[str] | str | None = None,
+    cursor: str | None = None,
+) -> Listing:
+    """`GET /api/massdata/{type}`: elements of one type, optionally filtered by an iteraQL predicate."""
+    type_def = readable_type(metamodel, actor, type_name)
+    condition = None
+    if filter_text is not None and filter_text.strip():
+        predicate = parse_predicate(filter_text, pointer="filter")
+        condition = compile_filter(predicate, type_def, metamodel, actor, text=filter_text, pointer="filter")
+    return _listing(metamodel, actor, type_def, condition, sort, fields, cursor)
+
+
+def prepare_query(
+    metamodel: Metamodel,
+    actor: Actor,
+    query_text: str,
+    *,
+    sort: str | None = None,
+    fields: Sequence[str] | str | None = None,
+    cursor: str | None = None,
+) -> Listing:
+    """`POST /api/massdata/query`: the elements an iteraQL query selects (of its last step's type)."""
+    compiled = compile_query(parse_query(query_text), metamodel, actor, text=query_text)
+    return _listing(metamodel, actor, compiled.type_def, compiled.condition, sort, fields, cursor)
+
+
+def _listing(
+    metamodel: Metamodel,
+    actor: Actor,
+    type_def: BlockTypeDef,
+    condition: Condition | None,
+    sort: str | None,
+    fields: Sequence[str] | str | None,
+    cursor: str | None,
+) -> Listing:
+    keys = parse_sort(sort, type_def, actor)
+    view = ElementView.build(metamodel, actor, type_def, _fields(fields, metamodel, actor, type_def))
+    after = decode_cursor(cursor, type_def.name, keys) if cursor else None
+    return Listing(type_def, condition, keys, view, after)
+
+
+# --- reading -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[dict[str, Any]]
+    next_cursor: str | None
+    total: int | None
+
+
+def read_page(
+    db: Session, metamodel: Metamodel, actor: Actor, listing: Listing, *, limit: int, count: bool
+) -> Page:
+    rows = db.execute(listing.statement(limit + 1, listing.after)).all()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    items = read_elements(db, metamodel, actor, listing.type_def, [row[0] for row in rows], view=listing.view)
+    next_cursor = encode_cursor(listing.type_def.name, listing.keys, list(rows[-1][1:])) if more else None
+    total = int(db.scalar(listing.count_statement()) or 0) if count else None
+    return Page(items, next_cursor, total)
+
+
+def begin_snapshot(db: Session) -> None:
+    """Read everything that follows from one consistent snapshot of the database.
+
+    SQLite gives every read transaction a snapshot already (WAL); PostgreSQL's default READ COMMITTED
+    would let a long stream see other transactions' commits between pages."""
+    if db.get_bind().dialect.name == "postgresql":
+        db.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+
+
+def iterate_matches(
+    db: Session, metamodel: Metamodel, actor: Actor | None, listing: Listing, *, batch: int = STREAM_BATCH
+) -> Iterator[list[dict[str, Any]]]:
+    """Every match, a batch of element JSON objects at a time, paging by keyset (flat memory)."""
+    after = listing.after
+    while True:
+        rows = db.execute(listing.statement(batch, after)).all()
+        if not rows:
+            return
+        yield read_elements(
+            db, metamodel, actor, listing.type_def, [row[0] for row in rows], view=listing.view
+        )
+        if len(rows) < batch:
+            return
+        after = list(rows[-1][1:])
+
+
+def stream_ndjson(
+    open_session: Callable[[], Session],
+    metamodel: Metamodel,
+    actor: Actor,
+    listing: Listing,
+    *,
+    batch: int | None = None,
+) -> Iterator[bytes]:
+    """NDJSON lines of every match. Opens its own session: the request's is closed before a streamed
+    response finishes."""
+    with open_session() as db:
+        begin_snapshot(db)
+        try:
+            for items in iterate_matches(db, metamodel, actor, listing, batch=batch or STREAM_BATCH):
+                yield b"".join(orjson.dumps(item) + b"\n" for item in items)
+        except Exception:
+            # The status line is gone already; all that is left is to end the stream early and log why.
+            log.exception("streaming %s elements failed", listing.type_def.name)
+            raise

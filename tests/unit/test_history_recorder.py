@@ -1,0 +1,60 @@
+"""The change-entry format of relation ends: applying `added`/`removed`/`order`, and folding two records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from blockrepo.history.recorder import ChangeLog, apply_related_change
+
+
+def _e(element_id: int, **extra: Any) -> dict[str, Any]:
+    return {"id": element_id, "name": f"E{element_id}", **extra}
+
+
+def test_removed_go_added_come_last_and_replaced_keep_their_place() -> None:
+    current = [_e(1), _e(2, attributes={"Share": [1]}), _e(3)]
+    change = {
+        "added": [_e(4), _e(2, attributes={"Share": [2]})],
+        "removed": [_e(1), _e(2, attributes={"Share": [1]})],
+    }
+    assert apply_related_change(current, change) == [_e(2, attributes={"Share": [2]}), _e(3), _e(4)]
+
+
+def test_order_wins_when_the_end_was_also_reordered() -> None:
+    change = {"added": [_e(9)], "removed": [], "order": [9, 2, 1]}
+    assert apply_related_change([_e(1), _e(2)], change) == [_e(9), _e(2), _e(1)]
+
+
+def test_two_records_of_one_end_fold_with_their_order() -> None:
+    log = ChangeLog(user_login="u", request_id="r")
+    log.element(
+        "updated",
+        type_name="T",
+        element_id=1,
+        element_name="one",
+        changes=[{"property": "xs", "added": [_e(9)], "removed": [], "order": [9, 2, 1]}],
+    )
+    log.element(
+        "updated",
+        type_name="T",
+        element_id=1,
+        element_name="one",
+        changes=[{"property": "xs", "added": [_e(7)], "removed": [_e(2)]}],
+    )
+    (entry,) = log._entries
+    assert entry.changes == [
+        {"property": "xs", "added": [_e(9), _e(7)], "removed": [_e(2)], "order": [9, 1, 7]}
+    ]
+    assert [e["id"] for e in apply_related_change([_e(1), _e(2)], entry.changes[0])] == [9, 1, 7]
+
+
+def test_a_later_order_replaces_the_earlier_one() -> None:
+    log = ChangeLog(user_login="u", request_id="r")
+    for change in (
+        {"property": "xs", "added": [_e(9)], "removed": []},
+        {"property": "xs", "added": [_e(8)], "removed": [], "order": [8, 9, 1]},
+    ):
+        log.element("updated", type_name="T", element_id=1, element_name="one", changes=[change])
+    (entry,) = log._entries
+    assert entry.changes[0]["order"] == [8, 9, 1]
+    assert [e["id"] for e in apply_related_change([_e(1)], entry.changes[0])] == [8, 9, 1]
