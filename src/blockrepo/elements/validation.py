@@ -183,6 +183,7 @@ def _decode_all(
     draft: ElementDraft, prop: AttributeDef, raw: list[Any], path: tuple[str | int, ...]
 ) -> list[TypedValue] | None:
     values: list[TypedValue] = []
+    seen: set[TypedValue] = set()  # a set, not `in values`: a 10 MiB body must not cost quadratic time
     ok = True
     for index, item in enumerate(raw):
         try:
@@ -191,12 +192,13 @@ def _decode_all(
             draft.error(pointer(*path, index), problem.code, problem.message)
             ok = False
             continue
-        if value in values:
+        if value in seen:
             draft.error(pointer(*path, index), "duplicate", f"{prop.name} lists this value twice")
             ok = False
             continue
         if prop.value_type == "responsibility" and value.text is not None:
             draft.logins.append((pointer(*path, index), value.text))
+        seen.add(value)
         values.append(value)
     return values if ok else None
 
