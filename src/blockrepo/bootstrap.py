@@ -1,5 +1,6 @@
-"""First start: migrate the schema, then seed an empty repository with the default metamodel, the
-Supervisor role and the `system` user. Safe to run from several processes at once."""
+"""First start: migrate the schema, then seed an empty repository (default metamodel, Supervisor, `system`).
+
+Safe to run from several processes at once."""
 
 from __future__ import annotations
 

@@ -137,7 +137,16 @@ def test_before_creation_and_after_deletion_the_element_is_not_found(
 def test_bad_as_of_gets_400(client: TestClient) -> None:
     created = client.post("/api/element/Project", json={"name": ["P"]}).json()
     path = f"/api/element/Project/{created['id'][0]}"
-    for value in ("yesterday", "-1", "1.5", "2026-02-30T00:00:00Z", "999999"):
+    for value in (
+        "yesterday",
+        "-1",
+        "1.5",
+        "2026-02-30T00:00:00Z",
+        "999999",
+        "9" * 30,
+        "³",
+        "0001-01-01T00:00+05:00",
+    ):
         response = client.get(path, params={"asOf": value})
         assert response.status_code == 400, value
         assert response.json()["errors"][0]["pointer"] == "query:asOf"

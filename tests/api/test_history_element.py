@@ -144,6 +144,7 @@ def test_unknown_element_or_type_is_404(app: FastAPI, client: TestClient) -> Non
     assert client.get("/api/history/NoSuchType").json()["code"] == "unknown_type"
     assert client.get("/api/history/BusinessProcess/0").status_code == 400
     assert client.get("/api/history/BusinessProcess/abc").status_code == 400
+    assert client.get(f"/api/history/BusinessProcess/{2**31}").status_code == 400
 
 
 def test_element_history_walks_the_element_revision_index(app: FastAPI, client: TestClient) -> None:

@@ -130,6 +130,14 @@ def test_from_and_to_bound_the_feed_by_revision_and_time(app: FastAPI, client: T
         ({"to": "2026-13-45"}, "query:to"),
         ({"sinceRevision": -1}, "query:sinceRevision"),
         ({"sinceRevision": "x"}, "query:sinceRevision"),
+        ({"sinceRevision": "²"}, "query:sinceRevision"),
+        ({"sinceRevision": "99999999999999999999999"}, "query:sinceRevision"),
+        ({"from": "99999999999999999999999"}, "query:from"),
+        ({"to": "9999-12-31T23:59:59-05:00"}, "query:to"),
+        ({"from": "0001-01-01T00:00:00+01:00"}, "query:from"),
+        ({"limit": "\uff11\uff10"}, "query:limit"),  # full-width digits
+        ({"cursor": "WyJmIiw5OTk5OTk5OTk5OTk5OTksMV0"}, "query:cursor"),  # ["f",999999999999999,1]
+        ({"cursor": "ÿÿ"}, "query:cursor"),
     ],
 )
 def test_bad_parameters_get_400(client: TestClient, params: dict[str, object], pointer: str) -> None:

@@ -77,6 +77,15 @@ def test_integral_numbers_encode_as_integers() -> None:
     assert encode_value(attr("number"), TypedValue(number=0.25)) == 0.25
 
 
+@pytest.mark.parametrize("number", [2.0**53 + 2, 1e300, -1e20, 9007199254740992.0 * 4])
+def test_integral_doubles_beyond_2_53_stay_floats(number: float) -> None:
+    # Regression: int(1e300) is a 301-digit integer that orjson refuses; the write committed, then the
+    # response (and every later read of the element) failed with 500.
+    encoded = encode_value(attr("number"), TypedValue(number=number))
+    assert isinstance(encoded, float) and encoded == number
+    assert encode_value(attr("number"), TypedValue(number=2.0**53 - 1)) == 2**53 - 1
+
+
 @pytest.mark.parametrize(
     ("attribute", "raw", "code"),
     [

@@ -1,5 +1,6 @@
-"""Attribute administration: definitions, literals, activation on types and relation types, and the
-removal of stored values that an edit takes away (recorded in history)."""
+"""Attribute administration: definitions, literals, activation on types and relation types.
+
+Also the removal of stored values that an edit takes away (recorded in history)."""
 
 from __future__ import annotations
 

@@ -290,10 +290,11 @@ def find_by_names(db: Session, names: Mapping[int, Iterable[str]]) -> dict[tuple
 
 
 def existing_logins(db: Session, logins: Iterable[str]) -> set[str]:
-    wanted = sorted(set(logins))
-    if not wanted:
-        return set()
-    return set(db.scalars(select(User.login).where(User.login.in_(wanted))))
+    """The logins among `logins` that name a user (one query per chunk: a body may list many)."""
+    found: set[str] = set()
+    for chunk in chunks(sorted(set(logins))):
+        found.update(db.scalars(select(User.login).where(User.login.in_(chunk))))
+    return found
 
 
 def name_owner(db: Session, type_id: int, name: str) -> int | None:
@@ -343,19 +344,26 @@ def taken_partners(db: Session, checks: Sequence[PartnerCheck]) -> dict[tuple[in
             clauses.append(
                 (and_(Relation.relation_type_id == check.relation_type_id, column.in_(chunk)), len(chunk))
             )
+    # (relation type, holder is source, other) -> the holders that want that other element; indexed so that
+    # each row found costs one lookup, however many checks and ids there are (bulk writes pass thousands).
+    wanted: dict[tuple[int, bool, int], set[int | None]] = {}
+    for check in checks:
+        for other_id in check.other_ids:
+            wanted.setdefault((check.relation_type_id, check.holder_is_source, other_id), set()).add(
+                check.holder_id
+            )
     taken: dict[tuple[int, bool, int], int] = {}
     for batch in or_batches(clauses):
         for r in db.execute(
             select(Relation.relation_type_id, Relation.source_id, Relation.target_id).where(or_(*batch))
         ):
-            for check in checks:
-                if check.relation_type_id != r.relation_type_id:
-                    continue
-                holder, other = (
-                    (r.source_id, r.target_id) if check.holder_is_source else (r.target_id, r.source_id)
-                )
-                if other in check.other_ids and holder != check.holder_id:
-                    taken[(check.relation_type_id, check.holder_is_source, other)] = holder
+            sides = ((True, r.source_id, r.target_id), (False, r.target_id, r.source_id))
+            for holder_is_source, holder, other in sides:
+                key = (r.relation_type_id, holder_is_source, other)
+                requesters = wanted.get(key)
+                # Taken when someone other than its current partner wants the other element.
+                if requesters and requesters != {holder}:
+                    taken[key] = holder
     return taken
 
 

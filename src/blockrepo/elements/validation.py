@@ -119,7 +119,7 @@ def parse_body(
             _parse_end(draft, metamodel, actor, end, raw)
         else:
             draft.error(where, "unknown_property", f"{type_def.name} has no property {key!r}")
-    _check_mandatory(draft, body)
+    _check_mandatory(draft, actor, body)
     return draft
 
 
@@ -183,6 +183,7 @@ def _decode_all(
     draft: ElementDraft, prop: AttributeDef, raw: list[Any], path: tuple[str | int, ...]
 ) -> list[TypedValue] | None:
     values: list[TypedValue] = []
+    seen: set[TypedValue] = set()  # a set, not `in values`: a 10 MiB body must not cost quadratic time
     ok = True
     for index, item in enumerate(raw):
         try:
@@ -191,12 +192,13 @@ def _decode_all(
             draft.error(pointer(*path, index), problem.code, problem.message)
             ok = False
             continue
-        if value in values:
+        if value in seen:
             draft.error(pointer(*path, index), "duplicate", f"{prop.name} lists this value twice")
             ok = False
             continue
         if prop.value_type == "responsibility" and value.text is not None:
             draft.logins.append((pointer(*path, index), value.text))
+        seen.add(value)
         values.append(value)
     return values if ok else None
 
@@ -299,12 +301,13 @@ def _id_reference(draft: ElementDraft, raw: Any, where: str, type_id: int) -> Re
     return Reference(where, type_id, id=raw)
 
 
-def _check_mandatory(draft: ElementDraft, body: dict[str, Any]) -> None:
-    """On create every mandatory property needs a value; on update those the body clears."""
+def _check_mandatory(draft: ElementDraft, actor: Actor, body: dict[str, Any]) -> None:
+    """On create every mandatory property needs a value; on update those the body clears. A property the
+    actor may not write is not demanded of them (naming it would also reveal a group they may not read)."""
     if draft.creating and "name" not in body:
         draft.error("/name", "mandatory", "name is mandatory")
     for prop in draft.type_def.properties:
-        if not prop.mandatory:
+        if not prop.mandatory or (not prop.builtin and not actor.can_write_group(prop.group_id)):
             continue
         values = draft.values.get(prop.id)
         if (draft.creating and prop.name not in body) or (values is not None and not values):

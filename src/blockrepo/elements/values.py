@@ -176,8 +176,11 @@ def decode_value(attribute: AttributeDef, raw: Any) -> TypedValue:
 
 
 def encode_number(number: float) -> int | float:
-    """Integral numbers as JSON integers (1500, not 1500.0)."""
-    return int(number) if number.is_integer() else number
+    """Integral numbers as JSON integers (1500, not 1500.0), as far as a double holds them exactly.
+
+    Beyond ±2^53 a double is integral but no longer an exact integer (1e300 would become a 301-digit
+    integer that JSON encoders refuse): it stays a float, as the client sent it."""
+    return int(number) if number.is_integer() and abs(number) <= LARGEST_EXACT_INTEGER else number
 
 
 def encode_value(attribute: AttributeDef, value: TypedValue) -> Any:

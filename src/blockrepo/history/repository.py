@@ -90,9 +90,11 @@ def _rows(db: Session, statement: Select[Any]) -> list[ChangesetRow]:
 
 def _windowed(statement: Select[Any], window: Window) -> Select[Any]:
     if window.from_revision is not None:
-        statement = statement.where(Change.revision >= window.from_revision)
+        statement = statement.where(
+            Change.revision >= window.from_revision, Revision.id >= window.from_revision
+        )
     if window.to_revision is not None:
-        statement = statement.where(Change.revision <= window.to_revision)
+        statement = statement.where(Change.revision <= window.to_revision, Revision.id <= window.to_revision)
     if window.from_time is not None:
         statement = statement.where(Revision.created_at >= window.from_time)
     if window.to_time is not None:
@@ -115,11 +117,11 @@ def _windowed(statement: Select[Any], window: Window) -> Select[Any]:
     return statement.limit(window.limit + 1)
 
 
-def element_changesets(db: Session, type_name: str, element_id: int, window: Window) -> list[ChangesetRow]:
-    """The changesets of one element (its id never changes type), via (element_id, revision)."""
-    statement = _changeset_select().where(
-        Change.element_id == element_id, Change.type_name == type_name, Change.entity == "element"
-    )
+def element_changesets(db: Session, element_id: int, window: Window) -> list[ChangesetRow]:
+    """The changesets of one element via (element_id, revision) alone: no other condition, so the plan
+    cannot drift to a type-wide index. An element id is never reused and never changes type, so every row
+    names the element's one type (only element changes carry an element id)."""
+    statement = _changeset_select().where(Change.element_id == element_id)
     return _rows(db, _windowed(statement, window))
 
 
@@ -131,7 +133,9 @@ def type_changesets(db: Session, type_name: str, window: Window) -> list[Changes
 
 def feed_changesets(db: Session, since_revision: int, scope: FeedScope, window: Window) -> list[ChangesetRow]:
     """Every changeset after `since_revision` that the scope lets through, in commit order."""
-    statement = _changeset_select().where(Change.revision > since_revision, _scope_predicate(scope))
+    statement = _changeset_select().where(
+        Change.revision > since_revision, Revision.id > since_revision, _scope_predicate(scope)
+    )
     return _rows(db, _windowed(statement, window))
 
 
@@ -155,13 +159,9 @@ def _scope_predicate(scope: FeedScope) -> ColumnElement[bool]:
     return or_(*allowed) if allowed else Change.id.is_(None)
 
 
-def element_exists_in_history(db: Session, type_name: str, element_id: int) -> bool:
-    statement = (
-        select(Change.id)
-        .where(Change.element_id == element_id, Change.type_name == type_name, Change.entity == "element")
-        .limit(1)
-    )
-    return db.scalar(statement) is not None
+def element_type_in_history(db: Session, element_id: int) -> str | None:
+    """The type name history knows the element by (None: it never existed)."""
+    return db.scalar(select(Change.type_name).where(Change.element_id == element_id).limit(1))
 
 
 def current_revision(db: Session) -> int:

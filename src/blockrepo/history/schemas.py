@@ -53,8 +53,46 @@ class Changeset(BaseModel):
     )
 
 
+_EXAMPLE_PAGE: dict[str, Any] = {
+    "items": [
+        {
+            "revision": 42,
+            "timestamp": "2026-11-22T09:30:00.123Z",
+            "user": "anna",
+            "requestId": "5f0c3a9e",
+            "entity": "element",
+            "operation": "updated",
+            "type": "BusinessProcess",
+            "id": 4205,
+            "name": "Order handling",
+            "subject": None,
+            "changes": [
+                {"property": "Criticality", "old": ["medium"], "new": ["high"]},
+                {"property": "informationSystems", "added": [{"id": 17, "name": "ERP"}], "removed": []},
+            ],
+        },
+        {
+            "revision": 41,
+            "timestamp": "2026-11-22T09:12:44.001Z",
+            "user": "system",
+            "requestId": "0b7d11c2",
+            "entity": "administration",
+            "operation": "created",
+            "type": None,
+            "id": None,
+            "name": None,
+            "subject": "user anna",
+            "changes": [{"property": "roles", "old": [], "new": ["Readers"]}],
+        },
+    ],
+    "nextCursor": "WyJmIiw0MSwxMDNd",
+}
+
+
 class HistoryPage(BaseModel):
     """One page of changesets. `nextCursor` (opaque) fetches the next page; null on the last one."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [_EXAMPLE_PAGE]})
 
     items: list[Changeset]
     nextCursor: str | None

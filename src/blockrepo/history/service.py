@@ -19,6 +19,8 @@ from blockrepo.history.visibility import PropertyVisibility
 from blockrepo.metamodel.snapshot import Metamodel
 
 VIEW_HISTORY = "VIEW_HISTORY"
+# Revisions and change ids are 32-bit integer columns; larger numbers in a request are out of range.
+MAX_REVISION = 2**31 - 1
 # The kind of an administration change is the first word of its subject; who may see it.
 ADMINISTRATION_KIND_PERMISSIONS = {
     "user": "ADMIN_USERS",
@@ -46,29 +48,43 @@ class Limits:
 
 def format_timestamp(moment: dt.datetime) -> str:
     """ISO-8601 UTC with milliseconds, as `lastModificationTime` (SQLite hands back naive UTC values)."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.UTC)
-    moment = moment.astimezone(dt.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(dt.UTC).replace(tzinfo=None)
+    return moment.isoformat(timespec="milliseconds") + "Z"
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+def _revision_number(raw: str, pointer: str) -> int:
+    """Digits naming a revision; beyond the column's range is a 400, not a database error."""
+    number = int(raw)
+    if number > MAX_REVISION:
+        raise ValidationFailed(
+            f"{pointer.split(':')[-1]} is out of range",
+            errors=[ErrorItem(pointer, "out_of_range", f"at most {MAX_REVISION}")],
+        )
+    return number
 
 
 def parse_moment(raw: str, pointer: str) -> int | dt.datetime:
     """A revision number (digits) or an ISO-8601 time (naive means UTC), else a 400."""
     text = raw.strip()
-    if text.isdigit():
-        return int(text)
+    if _digits(text):
+        return _revision_number(text, pointer)
     try:
         moment = dt.datetime.fromisoformat(text)
-    except ValueError:
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=dt.UTC)
+        return moment.astimezone(dt.UTC)
+    except (ValueError, OverflowError):  # OverflowError: a time zone pushes it past year 1 or 9999
         raise ValidationFailed(
             f"{pointer.split(':')[-1]} must be a revision number or an ISO-8601 time",
             errors=[
                 ErrorItem(pointer, "invalid_revision_or_time", f"not a revision or an ISO-8601 time: {raw!r}")
             ],
         ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.UTC)
-    return moment.astimezone(dt.UTC)
 
 
 def end_of_moment(moment: dt.datetime) -> dt.datetime:
@@ -82,7 +98,7 @@ def _parse_limit(raw: str | None, limits: Limits) -> int:
     if raw is None:
         return limits.page_size
     text = raw.strip()
-    if not text.isdigit() or not 1 <= int(text) <= limits.max_page_size:
+    if not _digits(text) or not 1 <= int(text) <= limits.max_page_size:
         raise ValidationFailed(
             f"limit must be an integer from 1 to {limits.max_page_size}",
             errors=[
@@ -113,7 +129,9 @@ def _decode_cursor(raw: str, scope: str) -> tuple[int, int]:
         not isinstance(value, list)
         or len(value) != 3
         or value[0] != scope
-        or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value[1:])
+        or not all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_REVISION for v in value[1:]
+        )
     ):
         raise invalid
     return int(value[1]), int(value[2])
@@ -192,8 +210,9 @@ def element_history(
     _readable_type(actor, metamodel, type_name)
     scope = f"e{element_id}"
     window = _window(parameters, limits, scope, descending=True)
-    rows = repository.element_changesets(db, type_name, element_id, window)
-    if not rows and not repository.element_exists_in_history(db, type_name, element_id):
+    rows = repository.element_changesets(db, element_id, window)
+    known_as = rows[0].type_name if rows else repository.element_type_in_history(db, element_id)
+    if known_as != type_name:
         raise NotFound(f"{type_name} {element_id} has no history: it never existed")
     return _page(rows, window, scope, PropertyVisibility(actor, metamodel))
 
@@ -220,7 +239,9 @@ def _feed_scope(actor: Actor, metamodel: Metamodel) -> FeedScope:
         return FeedScope(type_names=None, include_metamodel=True, administration_kinds=None)
     return FeedScope(
         type_names=frozenset(t.name for t in metamodel.types if actor.can_type(t.id, "read")),
-        include_metamodel=True,
+        # Metamodel changesets name attributes, groups, literals and types; only those who see the whole
+        # metamodel (MetamodelView's rule) see them. Others follow GET /api/metamodel's revision.
+        include_metamodel=actor.can("EDIT_METAMODEL") or actor.can("ADMIN_ATTRIBUTES"),
         administration_kinds=frozenset(
             kind for kind, permission in ADMINISTRATION_KIND_PERMISSIONS.items() if actor.can(permission)
         ),
@@ -231,12 +252,12 @@ def _parse_since(raw: str | None) -> int:
     if raw is None:
         return 0
     text = raw.strip()
-    if not text.isdigit():
+    if not _digits(text):
         raise ValidationFailed(
             "sinceRevision must be a revision number (0 or more)",
             errors=[ErrorItem("query:sinceRevision", "invalid_revision", f"not a revision number: {raw!r}")],
         )
-    return int(text)
+    return _revision_number(text, "query:sinceRevision")
 
 
 def feed(

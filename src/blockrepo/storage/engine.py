@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
@@ -39,7 +40,9 @@ def build_engine(url: str, *, pool_size: int = 10) -> Engine:
     """Create an engine; nothing connects until the first use."""
     url = normalize_url(url)
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        engine = create_engine(
+            url, connect_args={"check_same_thread": False, "timeout": 30}, json_deserializer=orjson.loads
+        )
         event.listen(engine, "connect", _configure_sqlite)
         event.listen(engine, "begin", _begin_sqlite)
         return engine
@@ -49,6 +52,8 @@ def build_engine(url: str, *, pool_size: int = 10) -> Engine:
         max_overflow=pool_size,
         pool_pre_ping=True,
         pool_recycle=1800,
+        # JSON columns (history changes) are read with orjson: several times faster than json.loads.
+        json_deserializer=orjson.loads,
     )
 
 

@@ -1,5 +1,6 @@
-"""Routes of the elements API (version 7.4): one building block at a time. Thin: the rules live in
-blockrepo.elements.service."""
+"""Routes of the elements API (version 7.4): one building block at a time.
+
+Thin: the rules live in blockrepo.elements.service."""
 
 from __future__ import annotations
 

@@ -107,7 +107,7 @@ def type_history(
 def element_history(
     ctx: Annotated[RequestContext, Depends(request_context)],
     type_name: TypeName,
-    element_id: Annotated[int, Path(alias="id", ge=1, description="element id")],
+    element_id: Annotated[int, Path(alias="id", ge=1, le=2**31 - 1, description="element id")],
     limit: Limit = None,
     cursor: Cursor = None,
     from_: From = None,

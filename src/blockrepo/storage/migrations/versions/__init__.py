@@ -1,0 +1,1 @@
+"""Alembic migration scripts, one file per schema revision."""

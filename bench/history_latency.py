@@ -1,0 +1,223 @@
+"""Latency of history reads: one element with 1,000 revisions in a repository with 100,000 changes.
+
+    python bench/history_latency.py                                   # SQLite (a temporary file)
+    python bench/history_latency.py --database postgresql://postgres@127.0.0.1:5432/postgres
+
+The element gets its revisions through the element API (one PUT each); between two of them, 99 changes of
+other elements are written straight into the history tables (set-based), so the element's rows are spread
+over the whole history as in a busy repository. Requests go through the ASGI app in-process (no network).
+With PostgreSQL a scratch database is created next to the given one and dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy import create_engine, insert, text, update
+from sqlalchemy.engine import make_url
+
+from blockrepo.app import create_app
+from blockrepo.auth.passwords import Passwords
+from blockrepo.bootstrap import initialize
+from blockrepo.history.models import Change, Revision
+from blockrepo.metamodel.models import RepositoryState
+from blockrepo.settings import Settings
+from blockrepo.storage.engine import build_engine, normalize_url
+
+PASSWORD = "bench-password"
+TYPES = ("BusinessProcess", "InformationSystem", "Project", "BusinessUnit")
+
+
+@contextmanager
+def scratch_database(url: str | None, keep: bool) -> Iterator[str]:
+    if url is None:
+        if keep:
+            yield f"sqlite:///{Path(tempfile.mkdtemp()) / 'bench.db'}"
+            return
+        with tempfile.TemporaryDirectory() as directory:
+            yield f"sqlite:///{Path(directory) / 'bench.db'}"
+        return
+    admin = create_engine(normalize_url(url), isolation_level="AUTOCOMMIT")
+    name = f"bench_history_{uuid.uuid4().hex[:10]}"
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(normalize_url(url)).set(database=name).render_as_string(hide_password=False)
+    finally:
+        if not keep:
+            with admin.connect() as connection:
+                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def write_filler(app_engine: object, first_revision: int, count: int, rng_seed: int) -> None:
+    """`count` revisions, one change of another element each, in two executemany statements."""
+    now = dt.datetime.now(dt.UTC)
+    revisions = [
+        {
+            "id": first_revision + n,
+            "created_at": now,
+            "user_login": "bench",
+            "request_id": f"fill-{first_revision + n}",
+        }
+        for n in range(count)
+    ]
+    changes = [
+        {
+            "revision": first_revision + n,
+            "entity": "element",
+            "operation": "updated",
+            "type_name": TYPES[(rng_seed + n) % len(TYPES)],
+            "element_id": 1_000_000 + (rng_seed * 7919 + n * 104_729) % 20_000,
+            "element_name": f"other {n}",
+            "changes": [{"property": "description", "old": [f"before {n}"], "new": [f"after {n}"]}],
+        }
+        for n in range(count)
+    ]
+    with app_engine.begin() as connection:  # type: ignore[attr-defined]
+        connection.execute(insert(Revision), revisions)
+        connection.execute(insert(Change), changes)
+        connection.execute(
+            update(RepositoryState).where(RepositoryState.id == 1).values(revision=first_revision + count - 1)
+        )
+
+
+def measure(call: Callable[[], object], repeat: int) -> tuple[float, float]:
+    call()  # warm caches (metamodel, actor, statement cache)
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - start) * 1000)
+    samples.sort()
+    return statistics.median(samples), samples[min(len(samples) - 1, int(len(samples) * 0.95))]
+
+
+def run(database_url: str, element_revisions: int, total_changes: int, repeat: int, console: Console) -> None:
+    settings = Settings(
+        database_url=database_url,
+        admin_password=PASSWORD,  # type: ignore[arg-type]
+        argon2_time_cost=1,
+        argon2_memory_cost=1024,
+        argon2_parallelism=1,
+    )
+    engine = build_engine(database_url)
+    initialize(engine, settings, Passwords(settings))
+    engine.dispose()
+    with warnings.catch_warnings():  # starlette's notice about its httpx-based test client
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+    app = create_app(settings)
+    app_engine = app.state.services.engine
+    filler_per_step = max(0, (total_changes - element_revisions) // max(1, element_revisions - 1))
+    built = time.perf_counter()
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        client.auth = ("system", PASSWORD)
+        created = client.post("/api/element/BusinessProcess", json={"name": ["Target"], "description": ["0"]})
+        element_id = created.json()["id"][0]
+        path = f"/api/element/BusinessProcess/{element_id}"
+        middle_revision = 0
+        for step in range(1, element_revisions):
+            with app_engine.connect() as connection:
+                current = connection.execute(text("SELECT revision FROM repository_state")).scalar_one()
+            write_filler(app_engine, current + 1, filler_per_step, step)
+            response = client.put(path, json={"description": [f"version {step}"]})
+            assert response.status_code == 200, response.text
+            if step == element_revisions // 2:
+                middle_revision = current + filler_per_step + 1
+        with app_engine.connect() as connection:
+            current = connection.execute(text("SELECT revision FROM repository_state")).scalar_one()
+            changes = connection.execute(text("SELECT count(*) FROM change")).scalar_one()
+        if changes < total_changes:
+            write_filler(app_engine, current + 1, total_changes - changes, 0)
+        with app_engine.connect() as connection:
+            changes = connection.execute(text("SELECT count(*) FROM change")).scalar_one()
+            newest = connection.execute(text("SELECT revision FROM repository_state")).scalar_one()
+        # Fresh statistics, as autovacuum / `ANALYZE` keep them in a running database.
+        with app_engine.begin() as connection:
+            connection.execute(text("ANALYZE"))
+        element_changes = len(
+            client.get(f"/api/history/BusinessProcess/{element_id}", params={"limit": 1000}).json()["items"]
+        )
+        console.print(
+            f"[bold]{app_engine.dialect.name}[/]: {changes:,} changes in {newest:,} revisions, "
+            f"the element has {element_changes:,} changesets (built in {time.perf_counter() - built:.0f} s)"
+        )
+
+        def get(url: str, **params: object) -> Callable[[], object]:
+            def call() -> object:
+                response = client.get(url, params=params)
+                assert response.status_code == 200, response.text
+                return response
+
+            return call
+
+        history = f"/api/history/BusinessProcess/{element_id}"
+        cases = [
+            (f"element history, all {element_changes:,} changesets (limit=1000)", get(history, limit=1000)),
+            ("element history, newest page (limit=100)", get(history)),
+            ("element history, page ending mid-history (to=<revision>)", get(history, to=middle_revision)),
+            ("type history, newest page (limit=100)", get("/api/history/BusinessProcess")),
+            ("feed, last 100 changesets (sinceRevision)", get("/api/history", sinceRevision=newest - 100)),
+            ("element GET, current", get(path)),
+            (
+                f"element GET asOf mid-history ({element_revisions // 2:,} folded)",
+                get(path, asOf=middle_revision),
+            ),
+            (f"element GET asOf newest revision ({element_revisions:,} folded)", get(path, asOf=newest)),
+        ]
+        table = Table(title=f"History read latency, {app_engine.dialect.name}, {repeat} runs each (ms)")
+        table.add_column("request")
+        table.add_column("median", justify="right")
+        table.add_column("p95", justify="right")
+        for label, call in cases:
+            median, p95 = measure(call, repeat)
+            table.add_row(label, f"{median:.1f}", f"{p95:.1f}")
+        console.print(table)
+        plan_statement = (
+            "SELECT change.id FROM change JOIN revision ON revision.id = change.revision "
+            f"WHERE change.element_id = {element_id} ORDER BY change.revision DESC, change.id DESC LIMIT 1001"
+        )
+        explain = "EXPLAIN QUERY PLAN " if app_engine.dialect.name == "sqlite" else "EXPLAIN ANALYZE "
+        with app_engine.connect() as connection:
+            rows = connection.execute(text(explain + plan_statement)).all()
+        console.print("[bold]plan of the element history query[/]")
+        for row in rows:
+            console.print("  " + str(row[-1]))
+    app.state.services.dispose()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--database", help="postgresql://… server to create a scratch database on (default SQLite)"
+    )
+    parser.add_argument("--element-revisions", type=int, default=1000)
+    parser.add_argument("--changes", type=int, default=100_000, help="changes in the whole history")
+    parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--keep", action="store_true", help="keep the scratch database (its URL is printed)")
+    args = parser.parse_args()
+    console = Console(width=120)
+    with scratch_database(args.database, args.keep) as url:
+        run(url, args.element_revisions, args.changes, args.repeat, console)
+        if args.keep:
+            console.print(f"kept: {url}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
