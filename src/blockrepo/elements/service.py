@@ -481,3 +481,9 @@ def _record_neighbours(
             element_name=record["name"],
             changes=[record["change"]],
         )
+
+
+# Bulk writes (blockrepo.massdata.bulk) validate many drafts at once and persist them set-based, but plan
+# each update exactly as a single write does.
+UpdatePlan = _Plan
+plan_update = _plan_update

@@ -12,8 +12,9 @@ from blockrepo.api.body import is_json_media_type, parse_json
 from blockrepo.api.context import RequestContext, request_context
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
+from blockrepo.elements.service import Writer
 from blockrepo.errors import BadRequest, ErrorItem, UnsupportedMediaType
-from blockrepo.massdata import listing
+from blockrepo.massdata import bulk, listing
 
 router = APIRouter(tags=["Massdata"])
 
@@ -278,3 +279,167 @@ def run_query(
     if page.total is not None:
         result["total"] = page.total
     return JsonResponse(result)
+
+
+BULK_BODY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "title": "BulkWrite",
+    "required": ["elements"],
+    "properties": {
+        "elements": {
+            "type": "array",
+            "maxItems": 10000,
+            "items": {"type": "object", "additionalProperties": {"type": "array"}},
+            "description": "element bodies as for PUT/POST /api/element; with `id` an update, else a create",
+        },
+        "mode": {"type": "string", "enum": ["atomic", "perItem"], "default": "atomic"},
+        "dryRun": {"type": "boolean", "default": False},
+        "match": {"type": "string", "enum": ["id", "name"], "default": "id"},
+    },
+    "additionalProperties": False,
+}
+BULK_RESULT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "title": "BulkResult",
+    "required": ["created", "updated", "failed", "results"],
+    "properties": {
+        "created": {"type": "integer"},
+        "updated": {"type": "integer"},
+        "failed": {"type": "integer"},
+        "dryRun": {"type": "boolean"},
+        "results": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["index", "status", "id", "errors"],
+                "properties": {
+                    "index": {"type": "integer"},
+                    "status": {"type": "integer", "enum": [200, 201, 400, 403, 404, 409]},
+                    "id": {"type": ["integer", "null"]},
+                    "errors": {"type": "array", "items": {"type": "object"}},
+                },
+            },
+        },
+    },
+}
+BULK_EXAMPLE = {
+    "mode": "atomic",
+    "match": "name",
+    "elements": [
+        {"name": ["Sales"], "description": ["All sales processes"]},
+        {"name": ["Order handling"], "parent": [{"name": "Sales"}], "informationSystems": [17]},
+        {"id": [4205], "Criticality": ["high"]},
+    ],
+}
+
+
+async def _json_object(request: Request) -> dict[str, Any]:
+    if not is_json_media_type(request.headers.get("content-type")):
+        raise UnsupportedMediaType("the body must be application/json")
+    body = parse_json(await request.body())
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object", code="validation_failed")
+    return body
+
+
+@router.post(
+    "/api/massdata/{type}",
+    summary="Create and update many elements of a type",
+    description="Each element body is written as `PUT`/`POST /api/element` would write it: with `id` it "
+    'updates that element (partially), without one it creates an element, unless `match: "name"` finds '
+    "an element of that name to update. Relation ends and `parent` may name elements that earlier items "
+    'of the same request create (`{"name": …}`). `mode: "atomic"` (default) writes all or nothing: any '
+    "failure answers 400 with every item's problems (`errors[].pointer` like `/elements/3/Costs/0`, and "
+    '`results`) and writes nothing. `mode: "perItem"` writes the good items and reports each one '
+    "(`status` 201 created, 200 updated, 400, 403, 404, 409). `dryRun: true` validates and reports without "
+    "writing. At most 10,000 elements per request (else 413). The whole request is one revision in "
+    "history, recorded per element as single writes are. Names resolve against the repository as it was "
+    "before the request plus the elements earlier items create. Needs MASSDATA, read on the type and "
+    "create/update as used.",
+    response_class=JsonResponse,
+    responses={
+        200: {
+            "description": "What was (or, with dryRun, would be) written",
+            "content": {"application/json": {"schema": BULK_RESULT_SCHEMA}},
+        },
+        **problem_responses(400, 401, 403, 404, 409, 413, 415),
+    },
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": BULK_BODY_SCHEMA, "example": BULK_EXAMPLE}},
+        }
+    },
+)
+def bulk_write(
+    type_name: TypeName,
+    ctx: Annotated[RequestContext, Depends(request_context)],
+    body: Annotated[dict[str, Any], Depends(_json_object)],
+) -> JsonResponse:
+    listing.require_massdata(ctx.actor)
+    request = bulk.parse_request(body, ctx.settings.bulk_max_elements)
+    outcome = bulk.bulk_write(Writer(ctx.db, ctx.metamodel, ctx.actor, ctx.changes), type_name, request)
+    if not request.dry_run:
+        ctx.commit()
+    return JsonResponse(outcome.as_json())
+
+
+@router.delete(
+    "/api/massdata/{type}",
+    summary="Delete many elements of a type",
+    description="Deletes the elements `ids` of the type and their relations, all or nothing (the elements "
+    "at the other ends get a new revision and a history entry). An id that names no element of the type "
+    "gets 404, an element with children that are not deleted too gets 409 `has_children` unless "
+    "`recursive=true`. At most 10,000 ids. Needs MASSDATA and delete on the type.",
+    response_class=JsonResponse,
+    responses={
+        200: {
+            "description": "How many elements were deleted (with recursive, descendants included)",
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["deleted"],
+                        "properties": {"deleted": {"type": "integer"}},
+                    }
+                }
+            },
+        },
+        **problem_responses(400, 401, 403, 404, 409, 413, 415),
+    },
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["ids"],
+                        "properties": {
+                            "ids": {
+                                "type": "array",
+                                "items": {"type": "integer", "minimum": 1},
+                                "maxItems": 10000,
+                            }
+                        },
+                        "additionalProperties": False,
+                    },
+                    "example": {"ids": [4205, 4206]},
+                }
+            },
+        }
+    },
+)
+def bulk_delete(
+    type_name: TypeName,
+    ctx: Annotated[RequestContext, Depends(request_context)],
+    body: Annotated[dict[str, Any], Depends(_json_object)],
+    recursive: Annotated[bool, Query(description="also delete every descendant")] = False,
+) -> JsonResponse:
+    listing.require_massdata(ctx.actor)
+    ids = bulk.parse_delete(body, ctx.settings.bulk_max_elements)
+    deleted = bulk.bulk_delete(
+        Writer(ctx.db, ctx.metamodel, ctx.actor, ctx.changes), type_name, ids, recursive=recursive
+    )
+    ctx.commit()
+    return JsonResponse({"deleted": deleted})

@@ -1,0 +1,147 @@
+"""SQL of bulk writes: set-based inserts and updates (executemany), and the lookups they need for many
+elements at once (one statement per chunk, never one per element)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
+
+from sqlalchemy import Table, and_, bindparam, delete, func, insert, literal, or_, select, update
+from sqlalchemy.orm import Session
+
+from blockrepo.elements.models import Element, ElementValue
+from blockrepo.elements.repository import chunks, or_batches
+
+ELEMENT = cast(Table, Element.__table__)
+ELEMENT_VALUE = cast(Table, ElementValue.__table__)
+# Rows per executemany call: bounds the memory of one batch of parameter dictionaries.
+ROWS_PER_CALL = 5000
+
+
+def existing_ids(db: Session, type_id: int, ids: Iterable[int], *, lock: bool) -> set[int]:
+    """The ids among `ids` that are elements of the type (locked for update when asked)."""
+    found: set[int] = set()
+    for chunk in chunks(sorted(set(ids))):
+        statement = select(Element.id).where(Element.type_id == type_id, Element.id.in_(chunk))
+        found.update(db.scalars(statement.with_for_update() if lock else statement))
+    return found
+
+
+def parent_chains(db: Session, ids: Iterable[int]) -> dict[int, int | None]:
+    """id -> parent id of the given elements and all their ancestors (one recursive query per chunk)."""
+    parents: dict[int, int | None] = {}
+    for chunk in chunks(sorted(set(ids))):
+        chain = select(Element.id, Element.parent_id).where(Element.id.in_(chunk)).cte(recursive=True)
+        chain = chain.union(
+            select(Element.id, Element.parent_id).join(chain, Element.id == chain.c.parent_id)
+        )
+        parents.update((row.id, row.parent_id) for row in db.execute(select(chain.c.id, chain.c.parent_id)))
+    return parents
+
+
+def subtrees(db: Session, root_ids: Sequence[int]) -> list[int]:
+    """The roots and all their descendants, parents before children (one recursive query per chunk)."""
+    depth_of: dict[int, int] = {}
+    for chunk in chunks(sorted(set(root_ids))):
+        tree = select(Element.id, literal(0).label("depth")).where(Element.id.in_(chunk)).cte(recursive=True)
+        tree = tree.union_all(
+            select(Element.id, (tree.c.depth + 1).label("depth")).join(tree, Element.parent_id == tree.c.id)
+        )
+        for row in db.execute(select(tree.c.id, func.max(tree.c.depth)).group_by(tree.c.id)):
+            depth_of[row[0]] = max(depth_of.get(row[0], 0), int(row[1]))
+    return sorted(depth_of, key=lambda element_id: (depth_of[element_id], element_id))
+
+
+def last_child_positions(
+    db: Session, type_id: int, parent_ids: Iterable[int | None]
+) -> dict[int | None, int]:
+    """parent id (None: top level) -> the largest position among its children of the type."""
+    wanted = set(parent_ids)
+    positions: dict[int | None, int] = {}
+    if None in wanted:
+        top = db.scalar(
+            select(func.max(Element.position)).where(Element.type_id == type_id, Element.parent_id.is_(None))
+        )
+        if top is not None:
+            positions[None] = int(top)
+    clauses = [
+        (Element.parent_id.in_(chunk), len(chunk))
+        for chunk in chunks(sorted(p for p in wanted if p is not None))
+    ]
+    for batch in or_batches(clauses):
+        for row in db.execute(
+            select(Element.parent_id, func.max(Element.position))
+            .where(Element.type_id == type_id, or_(*batch))
+            .group_by(Element.parent_id)
+        ):
+            positions[row[0]] = int(row[1])
+    return positions
+
+
+def insert_elements(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
+    for start in range(0, len(rows), ROWS_PER_CALL):
+        db.execute(insert(ELEMENT), list(rows[start : start + ROWS_PER_CALL]))
+
+
+def ids_by_name(db: Session, type_id: int, names: Iterable[str]) -> dict[str, int]:
+    """name -> id of the type's elements among `names` (names are unique per type)."""
+    found: dict[str, int] = {}
+    for chunk in chunks(sorted(set(names))):
+        for row in db.execute(
+            select(Element.id, Element.name).where(Element.type_id == type_id, Element.name.in_(chunk))
+        ):
+            found[row.name] = row.id
+    return found
+
+
+def set_parents(db: Session, parents: Mapping[int, int]) -> None:
+    """element id -> new parent id, for elements whose parent was created in the same request."""
+    if not parents:
+        return
+    statement = (
+        update(ELEMENT)
+        .where(ELEMENT.c.id == bindparam("element_id"))
+        .values(parent_id=bindparam("new_parent"))
+    )
+    db.execute(statement, [{"element_id": e, "new_parent": p} for e, p in parents.items()])
+
+
+def update_elements(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Each row: element_id, name, description, parent_id, position, revision, last_modified_at/by."""
+    if not rows:
+        return
+    statement = (
+        update(ELEMENT)
+        .where(ELEMENT.c.id == bindparam("element_id"))
+        .values(
+            name=bindparam("new_name"),
+            description=bindparam("new_description"),
+            parent_id=bindparam("new_parent_id"),
+            position=bindparam("new_position"),
+            revision=bindparam("new_revision"),
+            last_modified_at=bindparam("modified_at"),
+            last_modified_by=bindparam("modified_by"),
+        )
+    )
+    for start in range(0, len(rows), ROWS_PER_CALL):
+        db.execute(statement, list(rows[start : start + ROWS_PER_CALL]))
+
+
+def insert_values(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
+    for start in range(0, len(rows), ROWS_PER_CALL):
+        db.execute(insert(ELEMENT_VALUE), list(rows[start : start + ROWS_PER_CALL]))
+
+
+def delete_values(db: Session, pairs: Iterable[tuple[int, int]]) -> None:
+    """Every value of each (element id, attribute id) pair."""
+    rows = [{"element": e, "attribute": a} for e, a in pairs]
+    if not rows:
+        return
+    statement = delete(ELEMENT_VALUE).where(
+        and_(
+            ELEMENT_VALUE.c.element_id == bindparam("element"),
+            ELEMENT_VALUE.c.attribute_id == bindparam("attribute"),
+        )
+    )
+    for start in range(0, len(rows), ROWS_PER_CALL):
+        db.execute(statement, rows[start : start + ROWS_PER_CALL])
