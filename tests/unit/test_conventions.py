@@ -14,14 +14,15 @@ from blockrepo.cli import app
 from blockrepo.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECKED_TREES = ("src/blockrepo", "tests", "bench")
+# The source tree is checked by test_layering.py; this covers what ships beside it.
+CHECKED_TREES = ("tests", "bench")
 # Variables of the test harness, not of the service.
 TEST_VARIABLES = {"BLOCKREPO_TEST_DATABASE_URL", "BLOCKREPO_TEST_REDIS_URL", "BLOCKREPO_CONTRACT_EXAMPLES"}
 
 
 def python_modules() -> list[Path]:
     modules = [path for tree in CHECKED_TREES for path in sorted((ROOT / tree).rglob("*.py"))]
-    assert len(modules) > 50, "the module walk found too little; did the layout move?"
+    assert len(modules) > 30, "the module walk found too little; did the layout move?"
     return modules
 
 
