@@ -44,6 +44,7 @@ from blockrepo.errors import (
 )
 from blockrepo.history.recorder import ChangeLog
 from blockrepo.massdata import repository
+from blockrepo.massdata.reader import ElementReader
 from blockrepo.metamodel.snapshot import BlockTypeDef
 
 MODES = ("atomic", "perItem")
@@ -443,13 +444,12 @@ def _persist(writer: Writer, type_def: BlockTypeDef, items: Sequence[_Item], goo
     _insert_creates(writer, type_def, creates, items, touched, inserted)
     changed = _apply_updates(writer, type_def, updates, before, touched, inserted)
     written = {item.new_id for item in creates} | {item.element_id for item in changed}
-    after = elements_repository.load_elements(
-        db, type_def.id, [i for i in written if i is not None], full.selection
-    )
+    reader = ElementReader(full)
+    after = {element["id"][0]: element for element in reader.read(db, [i for i in written if i is not None])}
     records: list[tuple[int, dict[str, Any] | None, dict[str, Any]]] = []
     for item in creates:
         assert item.new_id is not None
-        rendered = full.render(after[item.new_id])
+        rendered = after[item.new_id]
         writer.changes.element(
             "created",
             type_name=type_def.name,
@@ -464,7 +464,7 @@ def _persist(writer: Writer, type_def: BlockTypeDef, items: Sequence[_Item], goo
         records.append((item.new_id, None, rendered))
     for item in changed:
         assert item.element_id is not None
-        old, new = full.render(before[item.element_id]), full.render(after[item.element_id])
+        old, new = full.render(before[item.element_id]), after[item.element_id]
         writer.changes.element(
             "updated",
             type_name=type_def.name,

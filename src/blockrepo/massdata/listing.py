@@ -357,7 +357,8 @@ def begin_snapshot(db: Session) -> None:
 def iterate_matches(
     db: Session, metamodel: Metamodel, actor: Actor | None, listing: Listing, *, batch: int = STREAM_BATCH
 ) -> Iterator[list[dict[str, Any]]]:
-    """Every match, a batch of element JSON objects at a time, paging by keyset (flat memory)."""
+    """Every match, a batch of element JSON objects at a time, paging by keyset (flat memory). The objects
+    come from `ElementReader` (the JSON `read_elements` gives, built for throughput; treat as read-only)."""
     after = listing.after
     while True:
         rows = db.execute(listing.statement(batch, after)).all()
