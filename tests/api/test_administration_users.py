@@ -3,17 +3,21 @@ supervisors and the caller's effective permissions."""
 
 from __future__ import annotations
 
+import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 from starlette.testclient import TestClient
 
 from blockrepo.access.models import User
+from blockrepo.administration import repository
 from blockrepo.app import create_app
 from blockrepo.history.models import Change
 from blockrepo.settings import Settings
 from tests.api.access_helpers import PASSWORD, acting_as, create_role, create_user, database
+from tests.api.auth_support import bare_client, form_login, logged_in, session_headers
 
 USERS = "/api/administration/users"
+CURRENT = "/api/administration/users/current"
 
 
 def test_create_read_update_delete_a_user(client: TestClient, app: FastAPI) -> None:
@@ -215,3 +219,36 @@ def test_user_changes_are_recorded_in_history(client: TestClient, database_url: 
             (c.operation, c.subject) for c in db.scalars(select(Change).where(Change.subject == "user anna"))
         ]
     assert records == [("created", "user anna"), ("updated", "user anna"), ("deleted", "user anna")]
+
+
+def test_disabling_or_a_new_password_ends_live_sessions(client: TestClient, app: FastAPI) -> None:
+    user = create_user(client, "anna", [])
+    web = bare_client(app)
+    session_id, _ = logged_in(web, "anna", PASSWORD)
+    assert web.get(CURRENT, headers=session_headers(session_id)).status_code == 200
+    assert client.put(f"{USERS}/{user['id']}", json={"enabled": False}).status_code == 200
+    assert web.get(CURRENT, headers=session_headers(session_id)).status_code == 401
+    assert form_login(web, "anna", PASSWORD).status_code == 401  # a disabled user cannot log in
+    client.put(f"{USERS}/{user['id']}", json={"enabled": True})
+    assert web.get(CURRENT, headers=session_headers(session_id)).status_code == 401  # stays ended
+
+    session_id, _ = logged_in(web, "anna", PASSWORD)
+    assert web.get(CURRENT, headers=session_headers(session_id)).status_code == 200
+    client.put(f"{USERS}/{user['id']}", json={"password": "the-new-password"})
+    assert web.get(CURRENT, headers=session_headers(session_id)).status_code == 401
+    assert form_login(web, "anna", PASSWORD).status_code == 401
+    session_id, _ = logged_in(web, "anna", "the-new-password")
+    # Editing something else (here the e-mail) leaves the session alone.
+    client.put(f"{USERS}/{user['id']}", json={"email": "anna@example.com"})
+    assert web.get(CURRENT, headers=session_headers(session_id)).status_code == 200
+
+
+def test_a_lost_race_is_a_conflict_not_a_server_error(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two requests creating the same login at once: the checks of both pass, the database refuses one."""
+    create_user(client, "anna", [])
+    monkeypatch.setattr(repository, "login_taken", lambda *_args, **_kwargs: False)
+    response = client.post(USERS, json={"login": "anna", "password": PASSWORD})
+    assert response.status_code == 409 and response.headers["content-type"] == "application/problem+json"
+    assert [u["login"] for u in client.get(USERS).json()] == ["anna", "system"]

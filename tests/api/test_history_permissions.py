@@ -127,5 +127,8 @@ def test_administration_changes_need_the_matching_permission(app: FastAPI, clien
     }
     assert subjects(attribute_admin) == {"attribute Secret", "attribute Visible", "attributeGroup 2"}
     assert "user attradmin" in subjects(("system", "system-test-password"))
+    # Metamodel changesets name attributes, groups and types: only those who see the whole metamodel see them.
     metamodel = client.get("/api/history", auth=metamodel_only).json()["items"]
+    assert [i["subject"] for i in metamodel if i["entity"] == "metamodel"] == []
+    metamodel = client.get("/api/history", auth=attribute_admin).json()["items"]
     assert [i["subject"] for i in metamodel if i["entity"] == "metamodel"] == ["default metamodel"]

@@ -116,13 +116,13 @@ def create_group(
     repository.set_group_permissions(db, group_id, permissions)
     changes.metamodel(
         "created",
-        f"attribute group {body.name}",
+        f"attributeGroup {body.name}",
         [{"property": "attributes", "old": [], "new": list(attribute_ids)}],
     )
     if permissions:
         changes.administration(
             "updated",
-            f"attribute group {body.name}",
+            f"attributeGroup {body.name}",
             [{"property": "permissions", "old": [], "new": _permission_record(body.permissions)}],
         )
     return group_id
@@ -186,7 +186,7 @@ def update_group(
         repository.move_attributes(db, attribute_ids.values(), group_id)
         record.append({"property": "attributes", "old": members, "new": list(attribute_ids)})
     if record:
-        changes.metamodel("updated", f"attribute group {name}", record)
+        changes.metamodel("updated", f"attributeGroup {name}", record)
     if permissions is not None:
         assert body.permissions is not None
         old_permissions = [
@@ -198,7 +198,7 @@ def update_group(
             repository.set_group_permissions(db, group_id, permissions)
             changes.administration(
                 "updated",
-                f"attribute group {name}",
+                f"attributeGroup {name}",
                 [{"property": "permissions", "old": old_permissions, "new": new_permissions}],
             )
 
@@ -215,7 +215,7 @@ def delete_group(db: Session, actor: Actor, metamodel: Metamodel, changes: Chang
     repository.delete_group(db, group_id)
     changes.metamodel(
         "deleted",
-        f"attribute group {current.name}",
+        f"attributeGroup {current.name}",
         [{"property": "attributes", "old": [a.name for a in members], "new": []}],
     )
-    changes.administration("deleted", f"attribute group {current.name}", [])
+    changes.administration("deleted", f"attributeGroup {current.name}", [])

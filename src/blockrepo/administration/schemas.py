@@ -132,7 +132,7 @@ class CurrentUserOut(UserOut):
     effective_roles: list[str]
     type_permissions: dict[str, list[TypeAction]]
     functional_permissions: list[FunctionalPermission]
-    attribute_groups: list[GroupAccess]
+    attribute_groups: list[GroupAccess] = Field(description="the attribute groups the caller may read")
 
 
 # --- roles ---------------------------------------------------------------------------------------------

@@ -191,7 +191,8 @@ def delete_user(db: Session, actor: Actor, changes: ChangeLog, user_id: int) -> 
 
 
 def current_user(db: Session, actor: Actor, metamodel: Metamodel) -> CurrentUserOut:
-    """The caller and what they may do; needs no permission."""
+    """The caller and what they may do; needs no permission. Groups the caller may not read are left out,
+    as everywhere else."""
     record = _existing(db, actor.user_id)
     if actor.supervisor:
         type_permissions = {t.name: list(TYPE_ACTIONS) for t in metamodel.types}
@@ -210,7 +211,8 @@ def current_user(db: Session, actor: Actor, metamodel: Metamodel) -> CurrentUser
         type_permissions=type_permissions,  # type: ignore[arg-type]
         functional_permissions=functional,  # type: ignore[arg-type]
         attribute_groups=[
-            GroupAccess(name=g.name, read=actor.can_read_group(g.id), write=actor.can_write_group(g.id))
+            GroupAccess(name=g.name, read=True, write=actor.can_write_group(g.id))
             for g in metamodel.groups
+            if actor.can_read_group(g.id)
         ],
     )

@@ -73,6 +73,15 @@ class RequestContext:
         return revision
 
 
+def races_as_conflicts() -> Iterator[None]:
+    """Router dependency: a constraint violation raised inside a route (a concurrent request won a race
+    the service's checks could not see, e.g. the same login created in parallel) is a 409, not a 500."""
+    try:
+        yield
+    except IntegrityError as exc:
+        raise Conflict("the change conflicts with a concurrent change; retry") from exc
+
+
 def principal_of(request: Request) -> Principal:
     principal = request.scope.get("state", {}).get("principal")
     if principal is None:

@@ -119,7 +119,7 @@ def parse_body(
             _parse_end(draft, metamodel, actor, end, raw)
         else:
             draft.error(where, "unknown_property", f"{type_def.name} has no property {key!r}")
-    _check_mandatory(draft, body)
+    _check_mandatory(draft, actor, body)
     return draft
 
 
@@ -301,12 +301,13 @@ def _id_reference(draft: ElementDraft, raw: Any, where: str, type_id: int) -> Re
     return Reference(where, type_id, id=raw)
 
 
-def _check_mandatory(draft: ElementDraft, body: dict[str, Any]) -> None:
-    """On create every mandatory property needs a value; on update those the body clears."""
+def _check_mandatory(draft: ElementDraft, actor: Actor, body: dict[str, Any]) -> None:
+    """On create every mandatory property needs a value; on update those the body clears. A property the
+    actor may not write is not demanded of them (naming it would also reveal a group they may not read)."""
     if draft.creating and "name" not in body:
         draft.error("/name", "mandatory", "name is mandatory")
     for prop in draft.type_def.properties:
-        if not prop.mandatory:
+        if not prop.mandatory or (not prop.builtin and not actor.can_write_group(prop.group_id)):
             continue
         values = draft.values.get(prop.id)
         if (draft.creating and prop.name not in body) or (values is not None and not values):

@@ -239,7 +239,9 @@ def _feed_scope(actor: Actor, metamodel: Metamodel) -> FeedScope:
         return FeedScope(type_names=None, include_metamodel=True, administration_kinds=None)
     return FeedScope(
         type_names=frozenset(t.name for t in metamodel.types if actor.can_type(t.id, "read")),
-        include_metamodel=True,
+        # Metamodel changesets name attributes, groups, literals and types; only those who see the whole
+        # metamodel (MetamodelView's rule) see them. Others follow GET /api/metamodel's revision.
+        include_metamodel=actor.can("EDIT_METAMODEL") or actor.can("ADMIN_ATTRIBUTES"),
         administration_kinds=frozenset(
             kind for kind, permission in ADMINISTRATION_KIND_PERMISSIONS.items() if actor.can(permission)
         ),

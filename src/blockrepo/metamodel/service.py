@@ -344,7 +344,7 @@ def delete_type(db: Session, actor: Actor, metamodel: Metamodel, changes: Change
     for relation_type in metamodel.relation_types:
         if block_type.id in (relation_type.source_type_id, relation_type.target_type_id):
             changes.metamodel(
-                "deleted", f"relation type {relation_type.name}", _relation_type_record(relation_type)
+                "deleted", f"relationType {relation_type.name}", _relation_type_record(relation_type)
             )
     repository.delete_type(db, block_type.id)
     changes.metamodel(
@@ -408,7 +408,7 @@ def create_relation_type(
     )
     changes.metamodel(
         "created",
-        f"relation type {name}",
+        f"relationType {name}",
         [
             {"property": "source", "old": [], "new": [body.source]},
             {"property": "sourceEnd", "old": [], "new": [body.source_end]},
@@ -475,7 +475,7 @@ def update_relation_type(
     repository.update_relation_type(db, relation_type.id, values)
     changes.metamodel(
         "updated",
-        f"relation type {name}",
+        f"relationType {name}",
         [{"property": _camel(k), "old": [current[k]], "new": [v]} for k, v in values.items()],
     )
 
@@ -520,7 +520,7 @@ def delete_relation_type(
     touched = set(elements)
     repository.touch_elements(db, touched, login=actor.login, now=now)
     repository.delete_relation_type(db, relation_type.id)
-    changes.metamodel("deleted", f"relation type {name}", _relation_type_record(relation_type))
+    changes.metamodel("deleted", f"relationType {name}", _relation_type_record(relation_type))
 
 
 def _relation_type_record(relation_type: RelationTypeDef) -> list[dict[str, Any]]:

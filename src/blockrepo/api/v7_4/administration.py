@@ -23,14 +23,16 @@ from blockrepo.administration.schemas import (
     UserUpdate,
 )
 from blockrepo.api.body import require_json_body
-from blockrepo.api.context import RequestContext, request_context
+from blockrepo.api.context import RequestContext, races_as_conflicts, request_context
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import model_response
 from blockrepo.metamodel.schemas import AttributeOut
 from blockrepo.metamodel.service import committed_metamodel
 from blockrepo.metamodel.snapshot import Metamodel
 
-router = APIRouter(prefix="/api/administration", tags=["administration"])
+router = APIRouter(
+    prefix="/api/administration", dependencies=[Depends(races_as_conflicts)], tags=["administration"]
+)
 
 
 def _errors(*, write: bool = False, item: bool = False) -> dict[int | str, Any]:

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Response
 from starlette.responses import Response as StarletteResponse
 
 from blockrepo.api.body import require_json_body
-from blockrepo.api.context import RequestContext, request_context
+from blockrepo.api.context import RequestContext, races_as_conflicts, request_context
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import model_response
 from blockrepo.metamodel import service
@@ -21,7 +21,7 @@ from blockrepo.metamodel.schemas import (
 )
 from blockrepo.metamodel.snapshot import Metamodel
 
-router = APIRouter(prefix="/api/metamodel", tags=["metamodel"])
+router = APIRouter(prefix="/api/metamodel", dependencies=[Depends(races_as_conflicts)], tags=["metamodel"])
 
 READ_ERRORS = problem_responses(401, 403, 404)
 WRITE_ERRORS = problem_responses(400, 401, 403, 404, 409, 415)

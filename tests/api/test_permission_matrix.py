@@ -1,0 +1,780 @@
+"""The generic permission matrix: every endpoint family x five kinds of caller, the expected status, and
+for reads that no forbidden property, relation end or hidden value appears in the body.
+
+The callers (one shared, seeded repository for the whole module; every write case acts on its own target,
+so the cases are independent of each other and of their order):
+
+- supervisor: `system`, role Supervisor.
+- reader: may read BusinessProcess and InformationSystem and has VIEW_HISTORY, nothing else.
+- editor: may read/create/update/delete BusinessProcess and read/update Project.
+- nobody: a user without roles.
+- disabled: a reader whose account is disabled.
+
+Hidden data that must never leak to reader or editor: the attribute group `Secret` is restricted to the role
+`Insiders` (held by nobody here); its attribute `Secret notes` is set on the elements, and its relation
+attribute `Share` on the BusinessProcess -> InformationSystem relation. The BusinessProcess is also related
+to a BusinessDomain, which neither reader nor editor may read.
+
+Massdata endpoints are not part of the matrix yet: they had not landed when it was written.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import make_url
+from starlette.testclient import TestClient
+
+from blockrepo.app import create_app
+from tests.api.access_helpers import PASSWORD
+from tests.conftest import ADMIN_PASSWORD, PG_URL, _pg_execute, _with_database, make_settings
+
+ACTORS = ("supervisor", "reader", "editor", "nobody", "disabled")
+SECRET_VALUE = "TOP-SECRET-VALUE"
+SECRET_NAMES = ("Secret notes", "Share", "Secret")
+HIDDEN_DOMAIN = "Hidden Domain"
+ALL = None  # readable by the supervisor: everything
+
+# What each caller may read, stated independently of the server's code.
+READABLE_TYPES: dict[str, set[str] | None] = {
+    "supervisor": ALL,
+    "reader": {"BusinessProcess", "InformationSystem"},
+    "editor": {"BusinessProcess", "Project"},
+    "nobody": set(),
+}
+READS_SECRET = {"supervisor": True, "reader": False, "editor": False, "nobody": False}
+
+
+@dataclass
+class World:
+    clients: dict[str, TestClient]
+    ids: dict[str, int] = field(default_factory=dict)
+    # type -> property name -> attribute group (None for built-ins); type -> end -> other type
+    properties: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    ends: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def _clone(template: str, directory: Path) -> tuple[str, Callable[[], None]]:
+    if PG_URL:
+        name = f"br_matrix_{uuid.uuid4().hex[:12]}"
+        _pg_execute(PG_URL, f'CREATE DATABASE "{name}" TEMPLATE "{make_url(template).database}"')
+        return _with_database(PG_URL, name), lambda: _pg_execute(
+            PG_URL or "", f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'
+        )
+    target = directory / "matrix.db"
+    shutil.copyfile(make_url(template).database or "", target)
+    return f"sqlite:///{target}", lambda: None
+
+
+def _ok(response: Any) -> Any:
+    assert response.status_code in (200, 201), response.text
+    return response.json()
+
+
+def _setup(sup: TestClient, world: World) -> None:
+    _ok(sup.post("/api/administration/roles", json={"name": "Insiders"}))
+    _ok(
+        sup.post(
+            "/api/administration/roles",
+            json={
+                "name": "Readers",
+                "typePermissions": {"BusinessProcess": ["read"], "InformationSystem": ["read"]},
+                "functionalPermissions": ["VIEW_HISTORY"],
+            },
+        )
+    )
+    _ok(
+        sup.post(
+            "/api/administration/roles",
+            json={
+                "name": "Editors",
+                "typePermissions": {
+                    "BusinessProcess": ["read", "create", "update", "delete"],
+                    "Project": ["read", "update"],
+                },
+            },
+        )
+    )
+    for login, roles, enabled in (
+        ("reader", ["Readers"], True),
+        ("editor", ["Editors"], True),
+        ("nobody", [], True),
+        ("disabled", ["Readers"], False),
+    ):
+        user = _ok(
+            sup.post(
+                "/api/administration/users",
+                json={"login": login, "password": PASSWORD, "roles": roles, "enabled": enabled},
+            )
+        )
+        world.ids[f"user:{login}"] = user["id"]
+    group = _ok(
+        sup.post(
+            "/api/administration/attributegroups",
+            json={"name": "Secret", "permissions": [{"role": "Insiders", "read": True, "write": True}]},
+        )
+    )
+    world.ids["group:Secret"] = group["id"]
+    _ok(
+        sup.post(
+            "/api/administration/attributes",
+            json={
+                "name": "Secret notes",
+                "valueType": "text",
+                "group": "Secret",
+                "types": ["BusinessProcess", "InformationSystem", "Project"],
+            },
+        )
+    )
+    _ok(
+        sup.post(
+            "/api/administration/attributes",
+            json={
+                "name": "Share",
+                "valueType": "number",
+                "group": "Secret",
+                "relationTypes": ["BusinessProcess_InformationSystem"],
+            },
+        )
+    )
+    _ok(
+        sup.post(
+            "/api/administration/attributes",
+            json={
+                "name": "Criticality",
+                "valueType": "enum",
+                "literals": [{"name": "low"}, {"name": "high"}],
+                "types": ["BusinessProcess", "InformationSystem", "Project"],
+            },
+        )
+    )
+    secret = {"Secret notes": [SECRET_VALUE], "Criticality": ["high"]}
+    domain = _ok(sup.post("/api/element/BusinessDomain", json={"name": [HIDDEN_DOMAIN]}))
+    system = _ok(sup.post("/api/element/InformationSystem", json={"name": ["ERP"], **secret}))
+    project = _ok(sup.post("/api/element/Project", json={"name": ["Migration"], **secret}))
+    process = _ok(
+        sup.post(
+            "/api/element/BusinessProcess",
+            json={
+                "name": ["Order handling"],
+                **secret,
+                "businessDomains": [domain["id"][0]],
+                "informationSystems": [{"id": system["id"][0], "attributes": {"Share": [42]}}],
+            },
+        )
+    )
+    world.ids.update(
+        domain=domain["id"][0], system=system["id"][0], project=project["id"][0], process=process["id"][0]
+    )
+    for actor in ACTORS:
+        # Targets each caller may destroy without affecting the other cases.
+        world.ids[f"process:{actor}"] = _ok(
+            sup.post("/api/element/BusinessProcess", json={"name": [f"Doomed {actor}"]})
+        )["id"][0]
+        world.ids[f"project:{actor}"] = _ok(
+            sup.post("/api/element/Project", json={"name": [f"Doomed {actor}"]})
+        )["id"][0]
+        _ok(sup.post("/api/metamodel/types", json={"name": f"Doomed{actor}"}))
+        _ok(
+            sup.post(
+                "/api/metamodel/relationtypes",
+                json={
+                    "name": f"Doomed_{actor}",
+                    "source": "Project",
+                    "sourceEnd": f"doomed{actor}",
+                    "target": "ItService",
+                    "targetEnd": f"doomedBy{actor}",
+                },
+            )
+        )
+        world.ids[f"role:{actor}"] = _ok(
+            sup.post("/api/administration/roles", json={"name": f"Doomed {actor}"})
+        )["id"]
+        world.ids[f"user:doomed-{actor}"] = _ok(
+            sup.post("/api/administration/users", json={"login": f"doomed-{actor}", "password": PASSWORD})
+        )["id"]
+        world.ids[f"attribute:{actor}"] = _ok(
+            sup.post("/api/administration/attributes", json={"name": f"Doomed {actor}", "valueType": "text"})
+        )["id"]
+        world.ids[f"group:{actor}"] = _ok(
+            sup.post("/api/administration/attributegroups", json={"name": f"Doomed {actor}"})
+        )["id"]
+    world.ids["attribute:Criticality"] = next(
+        a["id"] for a in _ok(sup.get("/api/administration/attributes")) if a["name"] == "Criticality"
+    )
+    world.ids["role:Readers"] = next(
+        r["id"] for r in _ok(sup.get("/api/administration/roles")) if r["name"] == "Readers"
+    )
+    for block_type in _ok(sup.get("/api/metamodel"))["types"]:
+        world.properties[block_type["name"]] = {p["name"]: p["group"] for p in block_type["properties"]}
+        world.ends[block_type["name"]] = {e["name"]: e["type"] for e in block_type["relationEnds"]}
+
+
+@pytest.fixture(scope="module")
+def world(template_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    url, drop = _clone(template_database, tmp_path_factory.mktemp("matrix"))
+    # The disabled caller fails to log in once per case; login throttling must not turn that into 429s.
+    app = create_app(make_settings(url, login_max_failures=1_000_000))
+    clients: dict[str, TestClient] = {}
+    try:
+        for actor in ACTORS:
+            client = TestClient(app, base_url="http://127.0.0.1")
+            client.__enter__()
+            client.auth = ("system", ADMIN_PASSWORD) if actor == "supervisor" else (actor, PASSWORD)
+            clients[actor] = client
+        world = World(clients)
+        _setup(clients["supervisor"], world)
+        yield world
+    finally:
+        for client in clients.values():
+            client.__exit__(None, None, None)
+        app.state.services.dispose()
+        drop()
+
+
+# --- what a body may show ------------------------------------------------------------------------------
+
+
+def _may_read_type(actor: str, type_name: str) -> bool:
+    readable = READABLE_TYPES[actor]
+    return readable is None or type_name in readable
+
+
+def _may_read_group(actor: str, group: str | None) -> bool:
+    return group != "Secret" or READS_SECRET[actor]
+
+
+def check_element(world: World, actor: str, body: dict[str, Any]) -> None:
+    """Exactly the keys the caller may read: built-ins, attributes of readable groups, ends to readable
+    types; relation attributes of readable groups only; no hidden value anywhere."""
+    type_name = body["type"][0]
+    expected = {name for name, group in world.properties[type_name].items() if _may_read_group(actor, group)}
+    expected |= {end for end, other in world.ends[type_name].items() if _may_read_type(actor, other)}
+    assert set(body) == expected
+    for end in world.ends[type_name]:
+        for entry in body.get(end, []):
+            assert all(
+                _may_read_group(actor, "Secret" if name in SECRET_NAMES else None)
+                for name in entry.get("attributes", {})
+            )
+    _check_no_secrets(actor, body)
+
+
+def check_metamodel(world: World, actor: str, body: Any) -> None:
+    """Types, relation types, attributes and ends limited to what the caller may read."""
+    types = (
+        body["types"]
+        if isinstance(body, dict) and "types" in body
+        else body
+        if isinstance(body, list)
+        else [body]
+    )
+    for block_type in types:
+        if "properties" not in block_type:
+            continue  # a relation type list
+        assert _may_read_type(actor, block_type["name"])
+        for prop in block_type["properties"]:
+            assert _may_read_group(actor, prop["group"])
+        for end in block_type["relationEnds"]:
+            assert _may_read_type(actor, end["type"])
+            assert all(
+                _may_read_group(actor, "Secret" if a in SECRET_NAMES else None) for a in end["attributes"]
+            )
+    relation_types = body.get("relationTypes", []) if isinstance(body, dict) else []
+    if isinstance(body, list) and body and "sourceEnd" in body[0]:
+        relation_types = body
+    if isinstance(body, dict) and "sourceEnd" in body:
+        relation_types = [body]
+    for relation_type in relation_types:
+        assert _may_read_type(actor, relation_type["source"]) and _may_read_type(
+            actor, relation_type["target"]
+        )
+    if READABLE_TYPES[actor] is not None and isinstance(body, dict) and "types" in body:
+        assert {t["name"] for t in body["types"]} == READABLE_TYPES[actor]
+    _check_no_secrets(actor, body)
+
+
+def check_history(world: World, actor: str, body: Any) -> None:
+    """Changesets only of readable types (no metamodel or administration entries for these callers), and
+    no hidden property, relation end, relation attribute or value inside them."""
+    for item in body["items"]:
+        if item["entity"] == "element":
+            assert _may_read_type(actor, item["type"])
+            for change in item["changes"]:
+                prop = change["property"]
+                if prop in world.ends[item["type"]]:
+                    assert _may_read_type(actor, world.ends[item["type"]][prop])
+                elif prop in world.properties[item["type"]]:
+                    assert _may_read_group(actor, world.properties[item["type"]][prop])
+        elif READABLE_TYPES[actor] is not None:
+            raise AssertionError(f"{actor} sees a {item['entity']} changeset: {item['subject']}")
+    _check_no_secrets(actor, body)
+
+
+def _check_no_secrets(actor: str, body: Any) -> None:
+    if READS_SECRET[actor]:
+        return
+    text = repr(body)
+    for secret in (SECRET_VALUE, HIDDEN_DOMAIN, *SECRET_NAMES):
+        assert secret not in text, f"{secret!r} leaked to {actor}"
+
+
+# --- the matrix ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    family: str
+    name: str
+    method: str
+    path: Callable[[World, str], str]
+    expected: dict[str, int]
+    body: Callable[[World, str], Any] | None = None
+    check: Callable[[World, str, Any], None] | None = None
+
+
+def expect(supervisor: int, reader: int, editor: int, nobody: int) -> dict[str, int]:
+    """Expected statuses; a disabled account is always 401."""
+    return {"supervisor": supervisor, "reader": reader, "editor": editor, "nobody": nobody, "disabled": 401}
+
+
+def fixed(path: str) -> Callable[[World, str], str]:
+    return lambda _world, _actor: path
+
+
+def of(template: str) -> Callable[[World, str], str]:
+    """A path with `{key}` placeholders filled from world.ids (`{actor}` is the caller)."""
+
+    def build(world: World, actor: str) -> str:
+        keys = {k.replace(":", "_").replace("-", "_"): v for k, v in world.ids.items()}
+        for kind in ("process", "project", "role", "attribute", "group"):
+            keys[f"{kind}_me"] = world.ids[f"{kind}:{actor}"]
+        keys["user_doomed_me"] = world.ids[f"user:doomed-{actor}"]
+        return template.format(actor=actor, **keys)
+
+    return build
+
+
+def body(value: Any) -> Callable[[World, str], Any]:
+    return lambda _world, _actor: value
+
+
+READ_ALL = expect(200, 200, 200, 200)
+ADMIN_ONLY_READ = expect(200, 403, 403, 403)
+ADMIN_ONLY_CREATE = expect(201, 403, 403, 403)
+ADMIN_ONLY_DELETE = expect(204, 403, 403, 403)
+
+CASES = [
+    # --- elements ---
+    Case(
+        "elements",
+        "read BusinessProcess",
+        "GET",
+        of("/api/element/BusinessProcess/{process}"),
+        expect(200, 200, 200, 403),
+        check=check_element,
+    ),
+    Case(
+        "elements",
+        "read InformationSystem",
+        "GET",
+        of("/api/element/InformationSystem/{system}"),
+        expect(200, 200, 403, 403),
+        check=check_element,
+    ),
+    Case(
+        "elements",
+        "read Project",
+        "GET",
+        of("/api/element/Project/{project}"),
+        expect(200, 403, 200, 403),
+        check=check_element,
+    ),
+    Case(
+        "elements",
+        "read BusinessDomain",
+        "GET",
+        of("/api/element/BusinessDomain/{domain}"),
+        expect(200, 403, 403, 403),
+        check=check_element,
+    ),
+    Case("elements", "read unknown type", "GET", fixed("/api/element/Nope/1"), expect(404, 404, 404, 404)),
+    Case(
+        "elements",
+        "create BusinessProcess",
+        "POST",
+        fixed("/api/element/BusinessProcess"),
+        expect(201, 403, 201, 403),
+        body=lambda _w, actor: {"name": [f"New {actor}"]},
+        check=check_element,
+    ),
+    Case(
+        "elements",
+        "create InformationSystem",
+        "POST",
+        fixed("/api/element/InformationSystem"),
+        expect(201, 403, 403, 403),
+        body=lambda _w, actor: {"name": [f"New {actor}"]},
+    ),
+    Case(
+        "elements",
+        "update BusinessProcess",
+        "PUT",
+        of("/api/element/BusinessProcess/{process}"),
+        expect(200, 403, 200, 403),
+        body=lambda _w, actor: {"description": [f"touched by {actor}"]},
+        check=check_element,
+    ),
+    Case(
+        "elements",
+        "patch Project",
+        "PATCH",
+        of("/api/element/Project/{project}"),
+        expect(200, 403, 200, 403),
+        body=lambda _w, actor: {"Criticality": ["low"]},
+        check=check_element,
+    ),
+    Case(
+        "elements",
+        "delete BusinessProcess",
+        "DELETE",
+        of("/api/element/BusinessProcess/{process_me}"),
+        expect(204, 403, 204, 403),
+    ),
+    Case(
+        "elements",
+        "delete Project",
+        "DELETE",
+        of("/api/element/Project/{project_me}"),
+        expect(204, 403, 403, 403),
+    ),
+    Case(
+        "elements",
+        "write attribute of unreadable group",
+        "PUT",
+        of("/api/element/BusinessProcess/{process}"),
+        expect(200, 403, 403, 403),
+        body=body({"Secret notes": [SECRET_VALUE]}),
+    ),
+    Case(
+        "elements",
+        "write relation attribute of unreadable group",
+        "PUT",
+        of("/api/element/BusinessProcess/{process}"),
+        expect(200, 403, 403, 403),
+        body=lambda w, _a: {"informationSystems": [{"id": w.ids["system"], "attributes": {"Share": [42]}}]},
+    ),
+    Case(
+        "elements",
+        "write end to unreadable type",
+        "PUT",
+        of("/api/element/BusinessProcess/{process}"),
+        expect(200, 403, 403, 403),
+        body=lambda w, _a: {"businessDomains": [w.ids["domain"]]},
+    ),
+    Case(
+        "elements",
+        "name an unreadable element",
+        "PUT",
+        of("/api/element/BusinessProcess/{process}"),
+        expect(200, 403, 403, 403),
+        body=body({"businessDomains": [{"name": HIDDEN_DOMAIN}]}),
+    ),
+    # --- history ---
+    Case(
+        "history",
+        "an element's history",
+        "GET",
+        of("/api/history/BusinessProcess/{process}"),
+        expect(200, 200, 403, 403),
+        check=check_history,
+    ),
+    Case(
+        "history",
+        "a type's history",
+        "GET",
+        fixed("/api/history/InformationSystem"),
+        expect(200, 200, 403, 403),
+        check=check_history,
+    ),
+    Case(
+        "history",
+        "an unreadable type's history",
+        "GET",
+        fixed("/api/history/BusinessDomain"),
+        expect(200, 403, 403, 403),
+        check=check_history,
+    ),
+    Case(
+        "history",
+        "the change feed",
+        "GET",
+        fixed("/api/history?limit=1000"),
+        expect(200, 200, 403, 403),
+        check=check_history,
+    ),
+    # --- metamodel ---
+    Case(
+        "metamodel",
+        "read the whole metamodel",
+        "GET",
+        fixed("/api/metamodel"),
+        READ_ALL,
+        check=check_metamodel,
+    ),
+    Case("metamodel", "list types", "GET", fixed("/api/metamodel/types"), READ_ALL, check=check_metamodel),
+    Case(
+        "metamodel",
+        "read a readable type",
+        "GET",
+        fixed("/api/metamodel/types/BusinessProcess"),
+        expect(200, 200, 200, 403),
+        check=check_metamodel,
+    ),
+    Case(
+        "metamodel",
+        "read another type",
+        "GET",
+        fixed("/api/metamodel/types/InformationSystem"),
+        expect(200, 200, 403, 403),
+        check=check_metamodel,
+    ),
+    Case(
+        "metamodel",
+        "list relation types",
+        "GET",
+        fixed("/api/metamodel/relationtypes"),
+        READ_ALL,
+        check=check_metamodel,
+    ),
+    Case(
+        "metamodel",
+        "read a relation type",
+        "GET",
+        fixed("/api/metamodel/relationtypes/BusinessProcess_InformationSystem"),
+        expect(200, 200, 403, 403),
+        check=check_metamodel,
+    ),
+    Case(
+        "metamodel",
+        "create a type",
+        "POST",
+        fixed("/api/metamodel/types"),
+        ADMIN_ONLY_CREATE,
+        body=lambda _w, actor: {"name": f"New{actor}"},
+    ),
+    Case(
+        "metamodel",
+        "change a type",
+        "PUT",
+        fixed("/api/metamodel/types/Project"),
+        ADMIN_ONLY_READ,
+        body=lambda _w, actor: {"description": f"by {actor}"},
+    ),
+    Case("metamodel", "delete a type", "DELETE", of("/api/metamodel/types/Doomed{actor}"), ADMIN_ONLY_DELETE),
+    Case(
+        "metamodel",
+        "create a relation type",
+        "POST",
+        fixed("/api/metamodel/relationtypes"),
+        ADMIN_ONLY_CREATE,
+        body=lambda _w, actor: {
+            "name": f"New_{actor}",
+            "source": "Project",
+            "sourceEnd": f"new{actor}",
+            "target": "Product",
+            "targetEnd": f"newBy{actor}",
+        },
+    ),
+    Case(
+        "metamodel",
+        "change a relation type",
+        "PUT",
+        fixed("/api/metamodel/relationtypes/Project_ItService"),
+        ADMIN_ONLY_READ,
+        body=lambda _w, actor: {"description": f"by {actor}"},
+    ),
+    Case(
+        "metamodel",
+        "delete a relation type",
+        "DELETE",
+        of("/api/metamodel/relationtypes/Doomed_{actor}"),
+        ADMIN_ONLY_DELETE,
+    ),
+    # --- administration ---
+    Case("users", "the current user", "GET", fixed("/api/administration/users/current"), READ_ALL),
+    Case("users", "list", "GET", fixed("/api/administration/users"), ADMIN_ONLY_READ),
+    Case("users", "read", "GET", of("/api/administration/users/{user_reader}"), ADMIN_ONLY_READ),
+    Case(
+        "users",
+        "create",
+        "POST",
+        fixed("/api/administration/users"),
+        ADMIN_ONLY_CREATE,
+        body=lambda _w, actor: {"login": f"new-{actor}", "password": PASSWORD},
+    ),
+    Case(
+        "users",
+        "change",
+        "PUT",
+        of("/api/administration/users/{user_reader}"),
+        ADMIN_ONLY_READ,
+        body=lambda _w, actor: {"email": f"{actor}@example.com"},
+    ),
+    Case(
+        "users",
+        "change a user's roles",
+        "PUT",
+        of("/api/administration/users/{user_editor}"),
+        ADMIN_ONLY_READ,
+        body=body({"roles": ["Editors"]}),
+    ),
+    Case("users", "delete", "DELETE", of("/api/administration/users/{user_doomed_me}"), ADMIN_ONLY_DELETE),
+    Case("roles", "list", "GET", fixed("/api/administration/roles"), ADMIN_ONLY_READ),
+    Case("roles", "read", "GET", of("/api/administration/roles/{role_Readers}"), ADMIN_ONLY_READ),
+    Case(
+        "roles",
+        "create",
+        "POST",
+        fixed("/api/administration/roles"),
+        ADMIN_ONLY_CREATE,
+        body=lambda _w, actor: {"name": f"New {actor}"},
+    ),
+    Case(
+        "roles",
+        "change",
+        "PUT",
+        of("/api/administration/roles/{role_Readers}"),
+        ADMIN_ONLY_READ,
+        body=lambda _w, actor: {"description": f"by {actor}"},
+    ),
+    Case("roles", "delete", "DELETE", of("/api/administration/roles/{role_me}"), ADMIN_ONLY_DELETE),
+    Case("attributes", "list", "GET", fixed("/api/administration/attributes"), ADMIN_ONLY_READ),
+    Case(
+        "attributes",
+        "read",
+        "GET",
+        of("/api/administration/attributes/{attribute_Criticality}"),
+        ADMIN_ONLY_READ,
+    ),
+    Case(
+        "attributes",
+        "create",
+        "POST",
+        fixed("/api/administration/attributes"),
+        ADMIN_ONLY_CREATE,
+        body=lambda _w, actor: {"name": f"New {actor}", "valueType": "boolean"},
+    ),
+    Case(
+        "attributes",
+        "change",
+        "PUT",
+        of("/api/administration/attributes/{attribute_Criticality}"),
+        ADMIN_ONLY_READ,
+        body=lambda _w, actor: {"description": f"by {actor}"},
+    ),
+    Case(
+        "attributes",
+        "delete",
+        "DELETE",
+        of("/api/administration/attributes/{attribute_me}"),
+        ADMIN_ONLY_DELETE,
+    ),
+    Case("attributegroups", "list", "GET", fixed("/api/administration/attributegroups"), ADMIN_ONLY_READ),
+    Case(
+        "attributegroups",
+        "read",
+        "GET",
+        of("/api/administration/attributegroups/{group_Secret}"),
+        ADMIN_ONLY_READ,
+    ),
+    Case(
+        "attributegroups",
+        "create",
+        "POST",
+        fixed("/api/administration/attributegroups"),
+        ADMIN_ONLY_CREATE,
+        body=lambda _w, actor: {"name": f"New {actor}"},
+    ),
+    Case(
+        "attributegroups",
+        "change a group's permissions",
+        "PUT",
+        of("/api/administration/attributegroups/{group_Secret}"),
+        ADMIN_ONLY_READ,
+        body=body({"permissions": [{"role": "Insiders", "read": True, "write": True}]}),
+    ),
+    Case(
+        "attributegroups",
+        "delete",
+        "DELETE",
+        of("/api/administration/attributegroups/{group_me}"),
+        ADMIN_ONLY_DELETE,
+    ),
+]
+
+
+@pytest.mark.parametrize("actor", ACTORS)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.family}: {c.name}")
+def test_permission_matrix(world: World, case: Case, actor: str) -> None:
+    client = world.clients[actor]
+    path = case.path(world, actor)
+    payload = case.body(world, actor) if case.body is not None else None
+    response = (
+        client.request(case.method, path, json=payload)
+        if payload is not None
+        else client.request(case.method, path)
+    )
+    expected = case.expected[actor]
+    assert response.status_code == expected, (
+        f"{case.method} {path} as {actor}: {response.status_code} {response.text}"
+    )
+    if response.status_code >= 400:
+        assert response.headers["content-type"] == "application/problem+json"
+    elif case.check is not None:
+        case.check(world, actor, response.json())
+
+
+def test_matrix_covers_every_route_family(world: World) -> None:
+    """Each published route of these families is exercised by at least one case."""
+    app = world.clients["supervisor"].app
+    published = {
+        (method, route.path)  # type: ignore[attr-defined]
+        for route in app.routes  # type: ignore[attr-defined]
+        for method in getattr(route, "methods", ()) or ()
+        if route.path.startswith(("/api/element", "/api/metamodel", "/api/administration", "/api/history"))  # type: ignore[attr-defined]
+        and method != "HEAD"
+    }
+    exercised = set()
+    for case in CASES:
+        concrete = case.path(world, "supervisor")
+        for method, template in published:
+            if method == case.method and _matches(template, concrete):
+                exercised.add((method, template))
+    assert published - exercised == set()
+
+
+def _matches(template: str, concrete: str) -> bool:
+    parts, actual = template.strip("/").split("/"), concrete.strip("/").split("/")
+    actual[-1] = actual[-1].split("?", 1)[0]
+    return len(parts) == len(actual) and all(
+        p == a or (p.startswith("{") and a != "current") for p, a in zip(parts, actual, strict=True)
+    )
+
+
+def test_hidden_data_is_there_for_the_supervisor(world: World) -> None:
+    """The negative checks above are not vacuous: what they look for is really in the repository."""
+    sup = world.clients["supervisor"]
+    process = sup.get(f"/api/element/BusinessProcess/{world.ids['process']}")
+    assert SECRET_VALUE in process.text and HIDDEN_DOMAIN in process.text and '"Share":[42]' in process.text
+    history = sup.get(f"/api/history/BusinessProcess/{world.ids['process']}")
+    assert SECRET_VALUE in history.text and HIDDEN_DOMAIN in history.text and '"Share":[42]' in history.text
+    feed = sup.get("/api/history?limit=1000").text
+    assert "attribute Secret notes" in feed and "attributeGroup Secret" in feed
+    assert "Secret notes" in sup.get("/api/metamodel").text
