@@ -172,3 +172,21 @@ def delete_values(db: Session, pairs: Iterable[tuple[int, int]]) -> None:
     )
     for start in range(0, len(rows), ROWS_PER_CALL):
         db.execute(statement, rows[start : start + ROWS_PER_CALL])
+
+
+def restore_stamps(db: Session, stamps: Sequence[tuple[int, int, Any, str]]) -> None:
+    """(element id, revision, last modified at, by): put back what a write that changed nothing moved."""
+    if not stamps:
+        return
+    statement = (
+        update(ELEMENT)
+        .where(ELEMENT.c.id == bindparam("element_id"))
+        .values(
+            revision=bindparam("old_revision"),
+            last_modified_at=bindparam("old_at"),
+            last_modified_by=bindparam("old_by"),
+        )
+    )
+    rows = [{"element_id": e, "old_revision": r, "old_at": a, "old_by": b} for e, r, a, b in stamps]
+    for start in range(0, len(rows), ROWS_PER_CALL):
+        db.execute(statement, rows[start : start + ROWS_PER_CALL])
