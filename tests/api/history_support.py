@@ -153,7 +153,7 @@ def restrict_group(app: FastAPI, group_id: int, reader_role: str) -> None:
         log = ChangeLog(user_login="system", request_id="test-group")
         log.administration(
             "updated",
-            f"attributeGroup {group_id}",
+            f"attribute group {group_id}",
             [{"property": "readers", "old": [], "new": [reader_role]}],
         )
         log.flush(db)

@@ -209,6 +209,12 @@ def test_wrong_credentials_with_a_valid_cookie_are_401(web: TestClient) -> None:
     assert response.status_code == 401
 
 
+def test_empty_authorization_header_is_no_credentials(web: TestClient) -> None:
+    session_id, _ = logged_in(web)
+    assert web.get(PROTECTED, headers={**session_headers(session_id), "Authorization": ""}).status_code == 200
+    assert web.get(PROTECTED, headers={"Authorization": ""}).json()["detail"] == "authentication required"
+
+
 def test_unknown_cookie_is_treated_as_absent(web: TestClient) -> None:
     forged = "A" * 43
     response = web.get(PROTECTED, headers=session_headers(forged))
@@ -429,3 +435,24 @@ def test_logout_leaves_other_sessions_of_the_user(web: TestClient) -> None:
     assert web.post("/j_service_logout", headers=session_headers(first, first_token)).status_code == 204
     assert whoami(web, first) == 401
     assert whoami(web, second) == 200
+
+
+# --- the store fails ----------------------------------------------------------------------------------
+
+
+def test_an_unreachable_store_gives_503_not_a_crash(database_url: str) -> None:
+    app = create_app(make_settings(database_url, redis_url="redis://127.0.0.1:1/0"))
+    try:
+        web = bare_client(app)
+        login = form_login(web)
+        assert login.status_code == 503
+        assert login.json()["code"] == "service_unavailable"
+        with_cookie = web.get(PROTECTED, headers=session_headers("S" * 43))
+        assert with_cookie.status_code == 503
+        assert with_cookie.headers["content-type"] == "application/problem+json"
+        assert web.get(PROTECTED, auth=("system", ADMIN_PASSWORD)).status_code == 503
+        # Without credentials or cookie the store is never asked.
+        assert web.get(PROTECTED).status_code == 401
+        assert web.get("/api/auth-scheme").status_code == 200
+    finally:
+        app.state.services.dispose()

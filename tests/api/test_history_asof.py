@@ -183,3 +183,74 @@ def test_as_of_needs_view_history_and_hides_what_the_reader_may_not_read(
     now = client.get(path, auth=("historian", "pw-historian-1")).json()
     assert set(then.json()) == set(now)
     assert client.get(path, params={"asOf": revision}).json()["Budget"] == [5]
+
+
+def test_removed_relation_attributes_keep_the_others(app: FastAPI, client: TestClient) -> None:
+    """Deleting an attribute records partial relation entries (only that attribute): the fold keeps the
+    relation's other attributes, so asOf the newest revision still equals the current element."""
+    attributes = "/api/administration/attributes"
+    relation_types = ["BusinessProcess_InformationSystem"]
+    for name in ("Share", "Note"):
+        body = {"name": name, "valueType": "text", "relationTypes": relation_types}
+        assert client.post(attributes, json=body).status_code == 201
+    level = client.post(
+        attributes,
+        json={
+            "name": "Level",
+            "valueType": "enum",
+            "types": ["BusinessProcess"],
+            "literals": [{"name": "a"}, {"name": "b"}],
+        },
+    ).json()
+    erp = client.post("/api/element/InformationSystem", json={"name": ["ERP"]}).json()["id"][0]
+    order = client.post(
+        "/api/element/BusinessProcess",
+        json={
+            "name": ["Order"],
+            "Level": ["b"],
+            "informationSystems": [{"id": erp, "attributes": {"Share": ["60"], "Note": ["main"]}}],
+        },
+    ).json()["id"][0]
+    note = next(a for a in client.get(attributes).json() if a["name"] == "Note")
+    assert client.delete(f"{attributes}/{note['id']}").status_code in (200, 204)
+    response = client.put(f"{attributes}/{level['id']}", json={"literals": [{"name": "a"}]})
+    assert response.status_code == 200, response.text
+    known = [("BusinessProcess", order), ("InformationSystem", erp)]
+    current = _read_all(client, known)
+    assert current[("BusinessProcess", order)][1]["informationSystems"][0]["attributes"] == {"Share": ["60"]}
+    assert current[("BusinessProcess", order)][1]["Level"] == []
+    assert _read_all(client, known, _revision(app)) == current
+
+
+def test_renamed_attributes_read_under_their_name_of_today(app: FastAPI, client: TestClient) -> None:
+    attributes = "/api/administration/attributes"
+    created = client.post(
+        attributes,
+        json={
+            "name": "Owner",
+            "valueType": "text",
+            "types": ["BusinessProcess"],
+            "relationTypes": ["BusinessProcess_InformationSystem"],
+        },
+    )
+    assert created.status_code == 201, created.text
+    erp = client.post("/api/element/InformationSystem", json={"name": ["ERP"]}).json()["id"][0]
+    order = client.post(
+        "/api/element/BusinessProcess",
+        json={
+            "name": ["Order"],
+            "Owner": ["anna"],
+            "informationSystems": [{"id": erp, "attributes": {"Owner": ["it"]}}],
+        },
+    ).json()["id"][0]
+    before_rename = _revision(app)
+    renamed = client.put(f"{attributes}/{created.json()['id']}", json={"name": "Lead"})
+    assert renamed.status_code == 200, renamed.text
+    path = f"/api/element/BusinessProcess/{order}"
+    then = client.get(path, params={"asOf": before_rename}).json()
+    assert then["Lead"] == ["anna"] and "Owner" not in then
+    assert then["informationSystems"][0]["attributes"] == {"Lead": ["it"]}
+    assert client.put(path, json={"Lead": ["bernd"]}).status_code == 200
+    known = [("BusinessProcess", order), ("InformationSystem", erp)]
+    assert _read_all(client, known, _revision(app)) == _read_all(client, known)
+    assert client.get(path, params={"asOf": before_rename}).json()["Lead"] == ["anna"]

@@ -125,7 +125,7 @@ def test_administration_changes_need_the_matching_permission(app: FastAPI, clien
     assert subjects(user_admin) == {
         f"user {u}" for u in ("system", "keeper", "historian", "useradmin", "attradmin")
     }
-    assert subjects(attribute_admin) == {"attribute Secret", "attribute Visible", "attributeGroup 2"}
+    assert subjects(attribute_admin) == {"attribute Secret", "attribute Visible", "attribute group 2"}
     assert "user attradmin" in subjects(("system", "system-test-password"))
     # Metamodel changesets name attributes, groups and types: only those who see the whole metamodel see them.
     metamodel = client.get("/api/history", auth=metamodel_only).json()["items"]

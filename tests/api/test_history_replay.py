@@ -21,12 +21,19 @@ ENDS = {
 VALUES = {"BusinessProcess": ("Criticality", ["low", "high"]), "InformationSystem": ("Costs", [1, 2.5, 300])}
 
 
+def _replace(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """A re-added entry keeps its place; the relation attributes it names replace those."""
+    if "attributes" in before and "attributes" in after:
+        return {**after, "attributes": {**before["attributes"], **after["attributes"]}}
+    return after
+
+
 def _apply_related(current: list[Any], change: dict[str, Any]) -> list[Any]:
     """The documented meaning of `added`/`removed`/`order` (API.md §5, docs/architecture.md "History")."""
     added = {e["id"]: e for e in change.get("added", [])}
     removed = {e["id"] for e in change.get("removed", [])}
     result = [
-        added.pop(e["id"]) if e["id"] in added else e
+        _replace(e, added.pop(e["id"])) if e["id"] in added else e
         for e in current
         if e["id"] in added or e["id"] not in removed
     ]

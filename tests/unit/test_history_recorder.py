@@ -58,3 +58,9 @@ def test_a_later_order_replaces_the_earlier_one() -> None:
     (entry,) = log._entries
     assert entry.changes[0]["order"] == [8, 9, 1]
     assert [e["id"] for e in apply_related_change([_e(1)], entry.changes[0])] == [8, 9, 1]
+
+
+def test_a_partial_entry_replaces_only_the_attributes_it_names() -> None:
+    current = [_e(1, attributes={"Share": [60], "Note": ["main"]})]
+    change = {"added": [_e(1, attributes={"Note": []})], "removed": [_e(1, attributes={"Note": ["main"]})]}
+    assert apply_related_change(current, change) == [_e(1, attributes={"Share": [60], "Note": []})]

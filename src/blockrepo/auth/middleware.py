@@ -91,7 +91,7 @@ class AuthMiddleware:
             return
         state = scope.setdefault("state", {})
         headers = Headers(scope=scope)
-        authorization = headers.get("authorization")
+        authorization = headers.get("authorization") or None  # an empty header is no credentials
         cookie = read_session_cookie(headers)
         resolution = ANONYMOUS
         if authorization is not None or cookie is not None:

@@ -7,7 +7,8 @@ so a read costs in proportion to the history of the elements read, not to the wh
 elements are named as they were named at that revision.
 
 For list reads (massdata), `element_ids_as_of` gives the ids of a type that existed at a revision and
-`read_elements_as_of` their JSON, batched: a fixed number of queries per 1,000 ids.
+`read_elements_as_of` their JSON, batched: a fixed number of queries per 1,000 ids. Attributes renamed
+since a change was recorded are read under today's name.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class _Folded:
     exists: bool = False
     last: ChangesetRow | None = None
 
-    def apply(self, row: ChangesetRow) -> None:
+    def apply(self, row: ChangesetRow, names: AttributeNames) -> None:
         self.changesets += 1
         self.last = row
         self.type_name = row.type_name
@@ -70,7 +71,7 @@ class _Folded:
         elif row.operation == "deleted":
             self.exists = False
             return
-        for change in row.changes:
+        for change in names.today(row.changes, row.revision):
             prop = change["property"]
             if "added" in change or "removed" in change:
                 self.properties[prop] = apply_related_change(self.properties.get(prop, []), change)
@@ -78,7 +79,49 @@ class _Folded:
                 self.properties[prop] = list(change.get("new", []))
 
 
-def fold_elements(rows: Iterable[ChangesetRow]) -> dict[int, _Folded]:
+@dataclass(frozen=True)
+class AttributeNames:
+    """Attribute renames after a change was recorded: history keeps the name an attribute had then, and
+    reads render today's names. `renames` are (revision, old name, new name), oldest first."""
+
+    renames: tuple[tuple[int, str, str], ...] = ()
+
+    def current(self, name: str, recorded_at: int) -> str:
+        for revision, old, new in self.renames:
+            if revision > recorded_at and name == old:
+                name = new
+        return name
+
+    def today(self, changes: list[dict[str, Any]], recorded_at: int) -> list[dict[str, Any]]:
+        """The change list with attribute names (properties and relation attributes) as they are today."""
+        if not self.renames:
+            return changes
+        return [
+            {
+                key: self.current(value, recorded_at)
+                if key == "property"
+                else [self._entry(v, recorded_at) for v in value]
+                if key in ("old", "new", "added", "removed")
+                else value
+                for key, value in change.items()
+            }
+            for change in changes
+        ]
+
+    def _entry(self, value: Any, recorded_at: int) -> Any:
+        if isinstance(value, dict) and isinstance(value.get("attributes"), dict):
+            attributes = {self.current(k, recorded_at): v for k, v in value["attributes"].items()}
+            return {**value, "attributes": attributes}
+        return value
+
+
+def attribute_names(db: Session) -> AttributeNames:
+    return AttributeNames(tuple(repository.attribute_renames(db)))
+
+
+def fold_elements(
+    rows: Iterable[ChangesetRow], names: AttributeNames = AttributeNames()
+) -> dict[int, _Folded]:
     folded: dict[int, _Folded] = {}
     for row in rows:
         if row.element_id is None:
@@ -86,7 +129,7 @@ def fold_elements(rows: Iterable[ChangesetRow]) -> dict[int, _Folded]:
         element = folded.get(row.element_id)
         if element is None:
             element = folded[row.element_id] = _Folded(row.element_id)
-        element.apply(row)
+        element.apply(row, names)
     return folded
 
 
@@ -109,11 +152,11 @@ def read_elements_as_of(
 ) -> list[dict[str, Any]]:
     """The element JSON of `ids` (in that order) as it stood at `revision`, as `actor` may see it; ids that
     did not exist then as elements of this type are skipped. The counterpart of
-    `blockrepo.elements.view.read_elements` (same arguments plus the revision, same JSON): two queries per
+    `blockrepo.elements.view.read_elements` (same arguments plus the revision, same JSON): three queries per
     1,000 ids. The keys shown follow today's metamodel and permissions (a property since deleted from the
     metamodel is not shown). Checks no type permission itself."""
     view = view or ElementView.build(metamodel, actor, type_def, fields)
-    folded = fold_elements(repository.element_changesets_up_to(db, ids, revision))
+    folded = fold_elements(repository.element_changesets_up_to(db, ids, revision), attribute_names(db))
     alive = [
         folded[i]
         for i in dict.fromkeys(ids)

@@ -36,14 +36,16 @@ def apply_related_change(current: list[Any], change: dict[str, Any]) -> list[Any
     """A relation end's (or `children`') entries after one recorded `added`/`removed` change.
 
     Removed entries go; an entry both removed and added (its relation attributes changed) keeps its
-    place; added ones come last. When that is not the order the end ended up in (a write that added and
-    reordered at once), the change carries `order`, the ids in their new order, and that order wins."""
+    place, and the attributes it names replace those (a record may name only the attributes it changed,
+    as the removal of an attribute does); added ones come last. When that is not the order the end ended
+    up in (a write that added and reordered at once), the change carries `order`, the ids in their new
+    order, and that order wins."""
     replaced = {entry["id"]: entry for entry in change.get("added", [])}
     gone = {entry["id"] for entry in change.get("removed", [])}
     result = []
     for entry in current:
         if entry["id"] in replaced:
-            result.append(replaced.pop(entry["id"]))
+            result.append(_replaced_entry(entry, replaced.pop(entry["id"])))
         elif entry["id"] not in gone:
             result.append(entry)
     result.extend(entry for entry in change.get("added", []) if entry["id"] in replaced)
@@ -52,6 +54,13 @@ def apply_related_change(current: list[Any], change: dict[str, Any]) -> list[Any
         position = {entry_id: index for index, entry_id in enumerate(order)}
         result.sort(key=lambda entry: position.get(entry["id"], len(position)))
     return result
+
+
+def _replaced_entry(before: Any, after: Any) -> Any:
+    old_attributes, new_attributes = before.get("attributes"), after.get("attributes")
+    if isinstance(old_attributes, dict) and isinstance(new_attributes, dict):
+        return {**after, "attributes": {**old_attributes, **new_attributes}}
+    return after
 
 
 def _merged_order(known: dict[str, Any], change: dict[str, Any]) -> list[Any] | None:

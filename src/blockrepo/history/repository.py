@@ -223,6 +223,34 @@ def names_at(db: Session, element_ids: Iterable[int], revision: int) -> dict[int
     return found
 
 
+def attribute_renames(db: Session) -> list[tuple[int, str, str]]:
+    """(revision, old name, new name) of every attribute rename, oldest first. Metamodel changes carry no
+    type name, so the (type_name, revision) index finds them among few rows."""
+    statement = (
+        select(Change.revision, Change.subject, Change.changes)
+        .where(
+            Change.type_name.is_(None),
+            Change.entity == "metamodel",
+            Change.operation == "updated",
+            Change.subject.like("attribute %"),
+        )
+        .order_by(Change.revision, Change.id)
+    )
+    renames = []
+    for revision, subject, changes in db.execute(statement):
+        for change in changes:
+            old, new = change.get("old"), change.get("new")
+            if (
+                change.get("property") == "name"
+                and isinstance(old, list)
+                and isinstance(new, list)
+                and len(old) == len(new) == 1
+                and subject == f"attribute {new[0]}"
+            ):
+                renames.append((int(revision), str(old[0]), str(new[0])))
+    return renames
+
+
 def element_ids_alive_at(db: Session, type_name: str, revision: int) -> list[int]:
     """Ids of the elements of a type that existed at `revision` (created, not yet deleted), ascending."""
     statement = (

@@ -33,7 +33,7 @@ class Changeset(BaseModel):
     `entity` says which: for `element`, `type`/`id`/`name` name the element (its name after the change, or
     before a deletion) and `subject` is null; for `metamodel` and `administration`, `type`/`id`/`name` are
     null and `subject` names what changed as `<kind> <name>` (for example `user anna`, `role Editors`,
-    `attribute Costs`, `relationType BusinessProcess_InformationSystem`)."""
+    `attribute Costs`, `attribute group Finance`, `type Product`, `relation type BusinessUnit_Product`)."""
 
     revision: int = Field(
         description="the revision: assigned in commit order, shared by one request's changes"
@@ -108,7 +108,7 @@ repeats a changeset. A page may end inside a revision with many changesets; `nex
 
 Element changes of types the caller may not read are left out, and so are the properties the caller may not
 read; administration changes are shown to holders of the matching administration permission (`user` and
-`role` subjects: ADMIN_USERS / ADMIN_ROLES; `attribute`, `attributeGroup`: ADMIN_ATTRIBUTES). Needs
+`role` subjects: ADMIN_USERS / ADMIN_ROLES; `attribute`, `attribute group`: ADMIN_ATTRIBUTES). Needs
 VIEW_HISTORY."""
 
 ELEMENT_HISTORY_DESCRIPTION = """The changesets of one element, newest first, including its deletion. Relation

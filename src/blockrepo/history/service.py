@@ -25,8 +25,7 @@ MAX_REVISION = 2**31 - 1
 ADMINISTRATION_KIND_PERMISSIONS = {
     "user": "ADMIN_USERS",
     "role": "ADMIN_ROLES",
-    "attribute": "ADMIN_ATTRIBUTES",
-    "attributeGroup": "ADMIN_ATTRIBUTES",
+    "attribute": "ADMIN_ATTRIBUTES",  # also "attribute group …"
 }
 
 
