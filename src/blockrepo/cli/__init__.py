@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from blockrepo.cli import repository, serve, users
+from blockrepo.cli import repository, serve, transfer, users
 
 app = typer.Typer(
     name="blockrepo",
@@ -14,6 +14,7 @@ app = typer.Typer(
 )
 serve.register(app)
 repository.register(app)
+transfer.register(app)
 app.add_typer(users.app, name="user")
 
 

@@ -44,6 +44,7 @@ from blockrepo.errors import (
 )
 from blockrepo.history.recorder import ChangeLog
 from blockrepo.massdata import repository
+from blockrepo.massdata.reader import ElementReader
 from blockrepo.metamodel.snapshot import BlockTypeDef
 
 MODES = ("atomic", "perItem")
@@ -443,13 +444,12 @@ def _persist(writer: Writer, type_def: BlockTypeDef, items: Sequence[_Item], goo
     _insert_creates(writer, type_def, creates, items, touched, inserted)
     changed = _apply_updates(writer, type_def, updates, before, touched, inserted)
     written = {item.new_id for item in creates} | {item.element_id for item in changed}
-    after = elements_repository.load_elements(
-        db, type_def.id, [i for i in written if i is not None], full.selection
-    )
-    records: list[tuple[int, dict[str, Any] | None, dict[str, Any]]] = []
+    reader = ElementReader(full)
+    after = {element["id"][0]: element for element in reader.read(db, [i for i in written if i is not None])}
+    records: list[Written] = []
     for item in creates:
         assert item.new_id is not None
-        rendered = full.render(after[item.new_id])
+        rendered = after[item.new_id]
         writer.changes.element(
             "created",
             type_name=type_def.name,
@@ -461,10 +461,10 @@ def _persist(writer: Writer, type_def: BlockTypeDef, items: Sequence[_Item], goo
                 if key not in UNRECORDED_KEYS and value
             ],
         )
-        records.append((item.new_id, None, rendered))
+        records.append((type_def, item.new_id, None, rendered))
     for item in changed:
         assert item.element_id is not None
-        old, new = full.render(before[item.element_id]), full.render(after[item.element_id])
+        old, new = full.render(before[item.element_id]), after[item.element_id]
         writer.changes.element(
             "updated",
             type_name=type_def.name,
@@ -472,10 +472,10 @@ def _persist(writer: Writer, type_def: BlockTypeDef, items: Sequence[_Item], goo
             element_name=new["name"][0],
             changes=diff_elements(type_def, old, new),
         )
-        records.append((item.element_id, old, new))
+        records.append((type_def, item.element_id, old, new))
     skip = {i for i in written if i is not None}
-    mirror_neighbours(writer.changes, type_def, records, skip)
-    elements_repository.bump_elements(db, touched - skip, now=now, user=login)
+    neighbours = mirror_neighbours(writer.changes, records, skip)
+    elements_repository.bump_elements(db, neighbours, now=now, user=login)
 
 
 def _insert_creates(
@@ -672,14 +672,13 @@ def _entry_diff(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> tuple[l
     )
 
 
-def mirror_neighbours(
-    changes: ChangeLog,
-    type_def: BlockTypeDef,
-    records: Sequence[tuple[int, dict[str, Any] | None, dict[str, Any] | None]],
-    skip: set[int],
-) -> None:
+Written = tuple[BlockTypeDef, int, dict[str, Any] | None, dict[str, Any] | None]
+
+
+def mirror_neighbours(changes: ChangeLog, records: Sequence[Written], skip: set[int]) -> set[int]:
     """Record, once per element at the other end, the relation and children changes that the written
-    elements (id, JSON before, JSON after) caused there; elements in `skip` have their own record."""
+    elements (type, id, JSON before, JSON after) caused there; elements in `skip` have their own record.
+    Returns the ids of the elements recorded here: their JSON changed, so their revision must move."""
     mirrored: dict[int, dict[str, Any]] = {}
 
     def mirror(other_type: str, other: dict[str, Any], prop: str, entry: dict[str, Any], side: str) -> None:
@@ -689,7 +688,7 @@ def mirror_neighbours(
         change = record["changes"].setdefault(prop, {"property": prop, "added": [], "removed": []})
         change[side].append(entry)
 
-    for element_id, before, after in records:
+    for type_def, element_id, before, after in records:
         old_state, new_state = before or {}, after or {}
 
         def me(state: dict[str, Any], relation: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -719,6 +718,7 @@ def mirror_neighbours(
             element_name=record["name"],
             changes=list(record["changes"].values()),
         )
+    return set(mirrored)
 
 
 # --- bulk delete ---------------------------------------------------------------------------------------
@@ -768,7 +768,7 @@ def bulk_delete(writer: Writer, type_name: str, ids: Sequence[int], *, recursive
     full = ElementView.build(writer.metamodel, None, type_def)
     loaded = elements_repository.load_elements(db, type_def.id, doomed, full.selection)
     gone = set(doomed)
-    records = []
+    records: list[Written] = []
     touched: set[int] = set()
     for element_id in doomed:
         element = loaded[element_id]
@@ -784,11 +784,11 @@ def bulk_delete(writer: Writer, type_name: str, ids: Sequence[int], *, recursive
                 if key not in UNRECORDED_KEYS and value
             ],
         )
-        records.append((element_id, rendered, None))
+        records.append((type_def, element_id, rendered, None))
         touched.update(item.other_id for items in element.ends.values() for item in items)
         if element.parent_id is not None:
             touched.add(element.parent_id)
-    mirror_neighbours(writer.changes, type_def, records, gone)
+    neighbours = mirror_neighbours(writer.changes, records, gone)
     elements_repository.delete_elements(db, doomed)
-    elements_repository.bump_elements(db, touched - gone, now=writer.changes.now, user=writer.actor.login)
+    elements_repository.bump_elements(db, neighbours, now=writer.changes.now, user=writer.actor.login)
     return len(doomed)

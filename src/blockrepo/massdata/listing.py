@@ -146,7 +146,11 @@ def parse_sort(text: str | None, type_def: BlockTypeDef, actor: Actor) -> tuple[
         else:
             attribute = type_def.property_named(name)
             if attribute is None or not (attribute.builtin or actor.can_read_group(attribute.group_id)):
-                sortable = ", ".join([*_COLUMN_KEYS, *(p.name for p in type_def.properties)])
+                # Only what the actor may read: the message must not reveal a hidden attribute.
+                readable = (
+                    p.name for p in type_def.properties if p.builtin or actor.can_read_group(p.group_id)
+                )
+                sortable = ", ".join([*_COLUMN_KEYS, *readable])
                 raise _bad(
                     "sort", "invalid_sort", f"cannot sort {type_def.name} by {name!r}; sortable: {sortable}"
                 )
@@ -357,7 +361,8 @@ def begin_snapshot(db: Session) -> None:
 def iterate_matches(
     db: Session, metamodel: Metamodel, actor: Actor | None, listing: Listing, *, batch: int = STREAM_BATCH
 ) -> Iterator[list[dict[str, Any]]]:
-    """Every match, a batch of element JSON objects at a time, paging by keyset (flat memory)."""
+    """Every match, a batch of element JSON objects at a time, paging by keyset (flat memory). The objects
+    come from `ElementReader` (the JSON `read_elements` gives, built for throughput; treat as read-only)."""
     after = listing.after
     while True:
         rows = db.execute(listing.statement(batch, after)).all()

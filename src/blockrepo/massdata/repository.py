@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, bindparam, delete, func, insert, literal, or_, select, update
+from sqlalchemy import Table, and_, bindparam, delete, func, literal, or_, select, update
 from sqlalchemy.orm import Session
 
 from blockrepo.elements.models import Element, ElementValue
@@ -78,9 +78,37 @@ def last_child_positions(
     return positions
 
 
-def insert_elements(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
+def executemany_insert(db: Session, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
+    """INSERT many rows with one driver-level executemany per ROWS_PER_CALL rows.
+
+    Values pass through each column type's own bind processor, so they are stored exactly as an ORM or
+    Core insert stores them (dates as ISO text on SQLite, for instance); what is skipped is the per-row
+    bookkeeping of a Core executemany, which costs more than the insert itself on large batches."""
+    if not rows:
+        return
+    connection = db.connection()
+    dialect = connection.dialect
+    names = list(rows[0])
+    processors = [table.c[name].type.bind_processor(dialect) for name in names]
+    quote = dialect.identifier_preparer.quote
+    placeholder = "?" if dialect.paramstyle == "qmark" else "%s"
+    sql = (
+        f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) "
+        f"VALUES ({', '.join([placeholder] * len(names))})"
+    )
+    converting = [(index, p) for index, p in enumerate(processors) if p is not None]
     for start in range(0, len(rows), ROWS_PER_CALL):
-        db.execute(insert(ELEMENT), list(rows[start : start + ROWS_PER_CALL]))
+        batch = []
+        for row in rows[start : start + ROWS_PER_CALL]:
+            values = [row[name] for name in names]
+            for index, process in converting:
+                values[index] = process(values[index])
+            batch.append(tuple(values))
+        connection.exec_driver_sql(sql, batch)
+
+
+def insert_elements(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
+    executemany_insert(db, ELEMENT, rows)
 
 
 def ids_by_name(db: Session, type_id: int, names: Iterable[str]) -> dict[str, int]:
@@ -128,8 +156,7 @@ def update_elements(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
 
 
 def insert_values(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
-    for start in range(0, len(rows), ROWS_PER_CALL):
-        db.execute(insert(ELEMENT_VALUE), list(rows[start : start + ROWS_PER_CALL]))
+    executemany_insert(db, ELEMENT_VALUE, rows)
 
 
 def delete_values(db: Session, pairs: Iterable[tuple[int, int]]) -> None:
@@ -143,5 +170,23 @@ def delete_values(db: Session, pairs: Iterable[tuple[int, int]]) -> None:
             ELEMENT_VALUE.c.attribute_id == bindparam("attribute"),
         )
     )
+    for start in range(0, len(rows), ROWS_PER_CALL):
+        db.execute(statement, rows[start : start + ROWS_PER_CALL])
+
+
+def restore_stamps(db: Session, stamps: Sequence[tuple[int, int, Any, str]]) -> None:
+    """(element id, revision, last modified at, by): put back what a write that changed nothing moved."""
+    if not stamps:
+        return
+    statement = (
+        update(ELEMENT)
+        .where(ELEMENT.c.id == bindparam("element_id"))
+        .values(
+            revision=bindparam("old_revision"),
+            last_modified_at=bindparam("old_at"),
+            last_modified_by=bindparam("old_by"),
+        )
+    )
+    rows = [{"element_id": e, "old_revision": r, "old_at": a, "old_by": b} for e, r, a, b in stamps]
     for start in range(0, len(rows), ROWS_PER_CALL):
         db.execute(statement, rows[start : start + ROWS_PER_CALL])

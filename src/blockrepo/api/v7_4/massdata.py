@@ -3,9 +3,11 @@ export and import. Thin: the rules live in blockrepo.massdata."""
 
 from __future__ import annotations
 
+import io
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response, StreamingResponse
 
 from blockrepo.api.body import is_json_media_type, parse_json
@@ -15,6 +17,11 @@ from blockrepo.api.responses import JsonResponse
 from blockrepo.elements.service import Writer
 from blockrepo.errors import BadRequest, ErrorItem, UnsupportedMediaType
 from blockrepo.massdata import bulk, listing
+from blockrepo.massdata.transfer.document import Document, parse_json_document
+from blockrepo.massdata.transfer.export import stream_json
+from blockrepo.massdata.transfer.importer import import_document, parse_mode
+from blockrepo.massdata.transfer.plan import plan_export as export_plan
+from blockrepo.massdata.transfer.xlsx import read_workbook, stream_xlsx
 
 router = APIRouter(tags=["Massdata"])
 
@@ -92,6 +99,137 @@ def _stream(ctx: RequestContext, prepared: listing.Listing) -> StreamingResponse
         listing.stream_ndjson(services.read_sessions, ctx.metamodel, ctx.actor, prepared),
         media_type=NDJSON,
     )
+
+
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+REPORT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "title": "ImportReport",
+    "required": ["created", "updated", "deleted", "failed", "errors"],
+    "properties": {
+        "created": {"type": "integer"},
+        "updated": {"type": "integer", "description": "elements whose JSON the import changed"},
+        "deleted": {"type": "integer"},
+        "failed": {"type": "integer"},
+        "errors": {"type": "array", "items": {"type": "object"}},
+        "dryRun": {"type": "boolean"},
+    },
+}
+
+
+@router.get(
+    "/api/massdata/export",
+    summary="Export the repository",
+    description="The whole repository as the caller may read it (or the types in `types`): the metamodel it "
+    "needs (attribute groups, types with their built-ins, relation types, attributes) and every element, "
+    "streamed from one consistent snapshot. JSON: `{format, version, apiVersion, revision, metamodel, "
+    "elements: {Type: [record…]}}`, one record per line in hierarchy order (parents before children, "
+    "children in their order); a record holds `id`, `name`, `description`, `parent` (a name) and the "
+    "non-empty attributes and source relation ends (names, or `{name, attributes}`). xlsx: one sheet per "
+    "type, one per relation type with attributes, the metamodel in `_`-sheets (see docs/architecture.md). "
+    "Properties and types the caller may not read are left out. Needs EXPORT.",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "The export file",
+            "content": {
+                "application/json": {"schema": {"type": "object"}},
+                XLSX: {"schema": {"type": "string", "format": "binary"}},
+            },
+        },
+        **problem_responses(400, 401, 403, 404),
+    },
+)
+def export_repository(
+    ctx: Annotated[RequestContext, Depends(request_context)],
+    format: Annotated[str, Query(description="json (default) or xlsx")] = "json",
+    types: Annotated[
+        str | None, Query(description="comma-separated type names (default: every readable type)")
+    ] = None,
+) -> Response:
+    listing.require_massdata(ctx.actor, "EXPORT")
+    if format not in ("json", "xlsx"):
+        raise BadRequest(
+            "format is json or xlsx",
+            code="validation_failed",
+            errors=[ErrorItem("format", "wrong_value", "json or xlsx")],
+        )
+    names = [t.strip() for t in types.split(",") if t.strip()] if types else None
+    plan = export_plan(ctx.metamodel, ctx.actor, names)
+    sessions = ctx.services.read_sessions
+    if format == "json":
+        return StreamingResponse(
+            stream_json(sessions, plan),
+            media_type="application/json",
+            headers={"Content-Disposition": 'attachment; filename="blockrepo-export.json"'},
+        )
+    return StreamingResponse(
+        stream_xlsx(sessions, plan),
+        media_type=XLSX,
+        headers={"Content-Disposition": 'attachment; filename="blockrepo-export.xlsx"'},
+    )
+
+
+async def _import_document(request: Request) -> Document:
+    raw = await request.body()
+    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if is_json_media_type(media_type):
+        return parse_json_document(raw)
+    if media_type in (XLSX, "application/octet-stream") or raw[:2] == b"PK":
+        return await run_in_threadpool(read_workbook, io.BytesIO(raw))
+    raise UnsupportedMediaType(f"send an export as application/json or {XLSX}")
+
+
+@router.post(
+    "/api/massdata/import",
+    summary="Import an export",
+    description="Imports a JSON or xlsx export, all or nothing, as one revision. The metamodel the file "
+    "needs "
+    "is created where missing (needs EDIT_METAMODEL / ADMIN_ATTRIBUTES then); elements are matched by name "
+    "in their type: known ones are updated (a record is the element's whole state), the others created; "
+    "with `mode=cud` the elements of the file's types that the file does not hold are deleted. Relations of "
+    "the file's elements are replaced by the file's. Every problem is reported in one 400 (`errors[]` with "
+    "pointers like `/elements/InformationSystem/3/Costs/0`, and `report`); nothing is written then. "
+    "`dryRun=true` validates and reports without writing. Bodies up to 200 MiB. Needs IMPORT and create, "
+    "update (cud: delete) on the file's types.",
+    response_class=JsonResponse,
+    responses={
+        200: {
+            "description": "What was (or would be) imported",
+            "content": {"application/json": {"schema": REPORT_SCHEMA}},
+        },
+        **problem_responses(400, 401, 403, 404, 409, 413, 415),
+    },
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {"schema": {"type": "object"}},
+                XLSX: {"schema": {"type": "string", "format": "binary"}},
+            },
+        }
+    },
+)
+def import_repository(
+    ctx: Annotated[RequestContext, Depends(request_context)],
+    document: Annotated[Document, Depends(_import_document)],
+    mode: Annotated[str, Query(description="additive (default) or cud")] = "additive",
+    dry_run: Annotated[bool, Query(alias="dryRun", description="validate and report only")] = False,
+) -> JsonResponse:
+    listing.require_massdata(ctx.actor, "IMPORT")
+    report = import_document(
+        ctx.db,
+        ctx.metamodel,
+        ctx.actor,
+        ctx.changes,
+        document,
+        mode=parse_mode(mode),
+        hash_password=ctx.services.passwords.hash,
+    )
+    report.dry_run = dry_run
+    if not dry_run:
+        ctx.commit()
+    return JsonResponse(report.as_json())
 
 
 @router.get(

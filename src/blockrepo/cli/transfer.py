@@ -1,0 +1,181 @@
+"""`blockrepo export FILE` and `blockrepo import FILE`: the massdata export and import against the database
+directly, acting as a user (default `system`), with a progress bar."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from blockrepo.access.actor import SYSTEM_LOGIN, Actor, load_actor
+from blockrepo.access.models import User
+from blockrepo.auth.passwords import Passwords
+from blockrepo.cli.options import build_settings, console
+from blockrepo.cli.repository import initialize_repository
+from blockrepo.errors import BlockrepoError
+from blockrepo.history.recorder import ChangeLog
+from blockrepo.massdata.listing import begin_snapshot
+from blockrepo.massdata.transfer.document import Document, parse_json_document
+from blockrepo.massdata.transfer.export import json_chunks
+from blockrepo.massdata.transfer.importer import import_document, parse_mode
+from blockrepo.massdata.transfer.plan import plan_export
+from blockrepo.massdata.transfer.xlsx import read_workbook, write_workbook
+from blockrepo.metamodel.snapshot import Metamodel, load_metamodel, read_repository_state
+from blockrepo.storage.engine import build_engine, build_session_factory
+
+DatabaseOption = Annotated[
+    str | None, typer.Option("--database", help="the database (env BLOCKREPO_DATABASE_URL)")
+]
+UserOption = Annotated[str, typer.Option("--user", help="act as this user (their permissions apply)")]
+
+
+def _format(path: Path, given: str | None) -> str:
+    fmt = (given or path.suffix.lstrip(".") or "json").lower()
+    if fmt not in ("json", "xlsx"):
+        console.print(f"[red]unknown format {fmt!r}: use json or xlsx[/red]")
+        raise typer.Exit(2)
+    return fmt
+
+
+def _context(db: Session, login: str) -> tuple[Metamodel, Actor]:
+    state = read_repository_state(db)
+    user = db.scalar(select(User).where(User.login == login))
+    if user is None or not user.enabled:
+        console.print(f"[red]there is no enabled user {login!r}[/red]")
+        raise typer.Exit(1)
+    return load_metamodel(db, state.metamodel_revision), load_actor(db, user)
+
+
+def _fail(error: BlockrepoError) -> typer.Exit:
+    console.print(f"[red]{error.title}:[/red] {error.detail}")
+    for item in error.errors[:20]:
+        console.print(f"  {item.pointer}: {item.message}")
+    if len(error.errors) > 20:
+        console.print(f"  … and {len(error.errors) - 20} more")
+    return typer.Exit(1)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    )
+
+
+def export_command(
+    file: Annotated[Path, typer.Argument(help="where to write: .json or .xlsx")],
+    format: Annotated[
+        str | None, typer.Option("--format", help="json or xlsx (default: from the suffix)")
+    ] = None,
+    types: Annotated[
+        str | None, typer.Option("--types", help="comma-separated type names (default: all)")
+    ] = None,
+    user: UserOption = SYSTEM_LOGIN,
+    database: DatabaseOption = None,
+) -> None:
+    """Export the repository (metamodel, elements, relations) to FILE."""
+    settings = build_settings(database_url=database)
+    fmt = _format(file, format)
+    engine = build_engine(settings.database_url)
+    try:
+        with build_session_factory(engine)() as db:
+            begin_snapshot(db)
+            metamodel, actor = _context(db, user)
+            try:
+                plan = plan_export(metamodel, actor, [t.strip() for t in types.split(",")] if types else None)
+            except BlockrepoError as exc:
+                raise _fail(exc) from None
+            with _progress() as progress:
+                tasks = {p.type_def.name: progress.add_task(p.type_def.name, total=None) for p in plan.types}
+
+                def advance(type_name: str, done: int) -> None:
+                    progress.update(tasks[type_name], completed=done)
+
+                with file.open("wb") as target:
+                    if fmt == "json":
+                        for chunk in json_chunks(db, plan, advance):
+                            target.write(chunk)
+                    else:
+                        write_workbook(db, plan, target, advance)
+                for task in tasks.values():
+                    progress.update(task, total=progress.tasks[task].completed)
+    finally:
+        engine.dispose()
+    console.print(f"exported to {file}")
+
+
+def import_command(
+    file: Annotated[Path, typer.Argument(help="an export: .json or .xlsx")],
+    mode: Annotated[
+        str, typer.Option("--mode", help="additive or cud (also delete what the file lacks)")
+    ] = "additive",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="validate and report, write nothing")] = False,
+    user: UserOption = SYSTEM_LOGIN,
+    database: DatabaseOption = None,
+) -> None:
+    """Import an export FILE into the repository, all or nothing."""
+    settings = build_settings(database_url=database)
+    initialize_repository(settings)
+    try:
+        if _format(file, None) == "xlsx":
+            with file.open("rb") as source:
+                document: Document = read_workbook(source)
+        else:
+            document = parse_json_document(file.read_bytes())
+        mode = parse_mode(mode)
+    except BlockrepoError as exc:
+        raise _fail(exc) from None
+    engine = build_engine(settings.database_url)
+    write_engine = engine.execution_options(begin_immediate=True)
+    passwords = Passwords(settings)
+    try:
+        with build_session_factory(write_engine)() as db, _progress() as progress:
+            metamodel, actor = _context(db, user)
+            tasks: dict[str, TaskID] = {}
+
+            def advance(phase: str, done: int, total: int) -> None:
+                if phase not in tasks:
+                    tasks[phase] = progress.add_task(phase, total=total)
+                progress.update(tasks[phase], completed=done, total=total)
+
+            changes = ChangeLog(user_login=actor.login, request_id=f"cli-import-{uuid.uuid4().hex[:12]}")
+            try:
+                report = import_document(
+                    db,
+                    metamodel,
+                    actor,
+                    changes,
+                    document,
+                    mode=mode,
+                    hash_password=passwords.hash,
+                    progress=advance,
+                )
+            except BlockrepoError as exc:
+                db.rollback()
+                raise _fail(exc) from None
+            if dry_run:
+                db.rollback()
+            else:
+                changes.flush(db)
+                db.commit()
+    finally:
+        engine.dispose()
+    table = Table(title="dry run: nothing was written" if dry_run else "imported")
+    for column in ("created", "updated", "deleted", "failed"):
+        table.add_column(column, justify="right")
+    table.add_row(str(report.created), str(report.updated), str(report.deleted), str(report.failed))
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("export")(export_command)
+    app.command("import")(import_command)

@@ -1,0 +1,132 @@
+"""Streams the whole repository (or some types) as one JSON document, element by element in hierarchy
+order, from one consistent snapshot; memory holds one batch of elements and the id order of one type."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from blockrepo import API_VERSION
+from blockrepo.access.models import User
+from blockrepo.elements.models import Element
+from blockrepo.elements.repository import chunks
+from blockrepo.massdata.listing import begin_snapshot
+from blockrepo.massdata.reader import ElementReader
+from blockrepo.massdata.transfer.plan import FORMAT, FORMAT_VERSION, ExportPlan, TypePlan, metamodel_section
+from blockrepo.metamodel.models import RepositoryState
+
+EXPORT_BATCH = 1000
+Progress = Callable[[str, int], None]  # (type name, records done so far in it)
+
+
+def hierarchy_order(db: Session, type_id: int) -> list[int]:
+    """The type's element ids depth-first: each root, then its children by position, recursively. An
+    import in this order meets every parent before its children and restores the positions."""
+    children: dict[int | None, list[tuple[int, int]]] = {}
+    for element_id, parent_id, position in db.execute(
+        select(Element.id, Element.parent_id, Element.position).where(Element.type_id == type_id)
+    ):
+        children.setdefault(parent_id, []).append((position, element_id))
+    order: list[int] = []
+    stack = sorted(children.get(None, []), reverse=True)
+    while stack:
+        _, element_id = stack.pop()
+        order.append(element_id)
+        stack.extend(sorted(children.get(element_id, []), reverse=True))
+    return order
+
+
+def _record(plan: TypePlan, element: dict[str, Any]) -> dict[str, Any]:
+    """An element as an export record: scalars for name, description and parent (by name), non-empty
+    attribute lists, and source ends as names (with the non-empty relation attributes, if any)."""
+    record: dict[str, Any] = {"id": element["id"][0], "name": element["name"][0]}
+    if element.get("description"):
+        record["description"] = element["description"][0]
+    if element.get("parent"):
+        record["parent"] = element["parent"][0]["name"]
+    for attribute in plan.attributes:
+        values = element[attribute.name]
+        if values:
+            record[attribute.name] = values
+    for end in plan.ends:
+        entries = element[end.name]
+        if not entries:
+            continue
+        listed: list[Any] = []
+        for entry in entries:
+            attributes = {name: values for name, values in entry.get("attributes", {}).items() if values}
+            listed.append({"name": entry["name"], "attributes": attributes} if attributes else entry["name"])
+        record[end.name] = listed
+    return record
+
+
+def iterate_records(
+    db: Session, plan: TypePlan, *, batch: int = EXPORT_BATCH
+) -> Iterator[list[dict[str, Any]]]:
+    """The type's export records in hierarchy order, a batch at a time."""
+    reader = ElementReader(plan.view)
+    for chunk in chunks(hierarchy_order(db, plan.type_def.id), batch):
+        yield [_record(plan, element) for element in reader.read(db, chunk)]
+
+
+def current_revision(db: Session) -> int:
+    return int(db.scalar(select(RepositoryState.revision).where(RepositoryState.id == 1)) or 0)
+
+
+def responsible_logins(plan: TypePlan, records: list[dict[str, Any]]) -> set[str]:
+    names = [a.name for a in plan.attributes if a.value_type == "responsibility"]
+    return {login for record in records for name in names for login in record.get(name, ())}
+
+
+def users_section(db: Session, logins: set[str]) -> list[dict[str, str]]:
+    """The accounts that responsibility values name (login and names only: no roles, no secrets), so
+    that an import into another repository can keep those values."""
+    users = []
+    for chunk in chunks(sorted(logins)):
+        for login, first, last in db.execute(
+            select(User.login, User.first_name, User.last_name).where(User.login.in_(chunk))
+        ):
+            users.append({"login": login, "firstName": first, "lastName": last})
+    return sorted(users, key=lambda u: u["login"])
+
+
+def json_chunks(db: Session, plan: ExportPlan, progress: Progress | None = None) -> Iterator[bytes]:
+    """The export document as JSON, in pieces: a header, the metamodel, each type's records (one per line,
+    so that two exports diff well), then the users that responsibility values name."""
+    header = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "apiVersion": API_VERSION,
+        "revision": current_revision(db),
+    }
+    logins: set[str] = set()
+    yield (
+        orjson.dumps(header)[:-1]
+        + b',"metamodel":'
+        + orjson.dumps(metamodel_section(plan))
+        + b',"elements":{'
+    )
+    for index, type_plan in enumerate(plan.types):
+        yield (b",\n" if index else b"\n") + orjson.dumps(type_plan.type_def.name) + b":["
+        done = 0
+        for records in iterate_records(db, type_plan):
+            if not records:
+                continue
+            logins |= responsible_logins(type_plan, records)
+            yield (b",\n" if done else b"\n") + b",\n".join(orjson.dumps(record) for record in records)
+            done += len(records)
+            if progress is not None:
+                progress(type_plan.type_def.name, done)
+        yield b"]"
+    yield b'},\n"users":' + orjson.dumps(users_section(db, logins)) + b"}\n"
+
+
+def stream_json(open_session: Callable[[], Session], plan: ExportPlan) -> Iterator[bytes]:
+    """`json_chunks` from one snapshot in a session of its own (the request's is gone by then)."""
+    with open_session() as db:
+        begin_snapshot(db)
+        yield from json_chunks(db, plan)

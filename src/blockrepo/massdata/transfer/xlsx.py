@@ -1,0 +1,479 @@
+"""The export as an xlsx workbook, and an xlsx workbook read back into an import document.
+
+Layout: one sheet per type (a row per element in hierarchy order; columns id, name, description, parent,
+then one per attribute and per source relation end), one sheet per relation type whose relations carry
+attributes (source, target, one column per attribute), the metamodel in `_types`, `_attributeGroups`,
+`_relationTypes` and `_attributes`, and `_index`, which maps sheet titles (at most 31 characters in
+Excel) to the names they stand for. Several values in one cell, and relation ends, are `;`-separated
+(`\\;` and `\\\\` escape a `;` or `\\` inside a value). Single values keep their cell type (number, date,
+boolean); text cells are always text, so a value starting with `=` never becomes a formula. openpyxl's
+write-only mode streams rows to temporary files, so a large workbook does not build up in memory.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any
+
+import orjson
+from openpyxl import Workbook, load_workbook
+from openpyxl.cell import WriteOnlyCell
+from sqlalchemy.orm import Session
+
+from blockrepo.errors import BadRequest, ErrorItem
+from blockrepo.massdata.listing import begin_snapshot
+from blockrepo.massdata.transfer.document import Document
+from blockrepo.massdata.transfer.export import (
+    Progress,
+    current_revision,
+    iterate_records,
+    responsible_logins,
+    users_section,
+)
+from blockrepo.massdata.transfer.plan import FORMAT, FORMAT_VERSION, ExportPlan, metamodel_section
+
+INDEX_SHEET = "_index"
+USERS_SHEET = "_users"
+USER_COLUMNS = ("login", "firstName", "lastName")
+METAMODEL_SHEETS = {
+    "_types": (
+        "types",
+        ["name", "displayName", "abbreviation", "description", "hierarchical", "hidden", "builtins"],
+    ),
+    "_attributeGroups": ("attributeGroups", ["name", "description"]),
+    "_relationTypes": (
+        "relationTypes",
+        [
+            "name",
+            "description",
+            "source",
+            "sourceEnd",
+            "target",
+            "targetEnd",
+            "sourceMultiple",
+            "targetMultiple",
+            "attributable",
+        ],
+    ),
+    "_attributes": (
+        "attributes",
+        [
+            "name",
+            "description",
+            "valueType",
+            "multiple",
+            "mandatory",
+            "group",
+            "unit",
+            "min",
+            "max",
+            "literals",
+            "types",
+            "relationTypes",
+        ],
+    ),
+}
+JSON_COLUMNS = {"builtins", "literals"}
+LIST_COLUMNS = {"types", "relationTypes"}
+RECORD_COLUMNS = ["id", "name", "description", "parent"]
+# Characters an xlsx cell cannot hold (XML 1.0 forbids them); they are replaced, see docs/architecture.md.
+_ILLEGAL = re.compile(r"[\000-\010\013\014\016-\037]")
+_SHEET_TITLE_LENGTH = 31
+
+
+def join_values(values: Iterable[str]) -> str:
+    return ";".join(v.replace("\\", "\\\\").replace(";", "\\;") for v in values)
+
+
+def split_values(text: str) -> list[str]:
+    """The values of a `;`-separated cell (escapes `\\;` and `\\\\` undone); blank items are dropped."""
+    values: list[str] = []
+    current: list[str] = []
+    escaped = False
+    for char in text:
+        if escaped:
+            current.append(char)
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == ";":
+            values.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    values.append("".join(current))
+    return [v.strip() for v in values if v.strip()]
+
+
+def _text(value: str) -> str:
+    return _ILLEGAL.sub("\ufffd", value)
+
+
+def _scalar_text(value: Any) -> str:
+    """One value as text inside a `;`-separated cell."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):  # a date interval
+        return f"{value.get('start') or ''}/{value.get('end') or ''}"
+    return str(value)
+
+
+class _Titles:
+    """Unique sheet titles of at most 31 characters, and the `_index` rows that resolve them."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = {
+            INDEX_SHEET.lower(),
+            USERS_SHEET.lower(),
+            *(t.lower() for t in METAMODEL_SHEETS),
+        }
+        self.index: list[tuple[str, str, str]] = []
+
+    def take(self, kind: str, name: str) -> str:
+        base = re.sub(r"[\[\]:*?/\\]", "_", name)[:_SHEET_TITLE_LENGTH]
+        title, counter = base, 1
+        while title.lower() in self.used:
+            counter += 1
+            suffix = f"~{counter}"
+            title = base[: _SHEET_TITLE_LENGTH - len(suffix)] + suffix
+        self.used.add(title.lower())
+        self.index.append((title, kind, name))
+        return title
+
+
+def write_workbook(
+    db: Session, plan: ExportPlan, target: IO[bytes], progress: Progress | None = None
+) -> None:
+    """Write the export of `plan` as xlsx to `target` (read from `db`, which should hold a snapshot)."""
+    workbook = Workbook(write_only=True)
+    titles = _Titles()
+    revision = current_revision(db)
+
+    def text_cell(sheet: Any, value: str) -> WriteOnlyCell:
+        cell = WriteOnlyCell(sheet, value=_text(value))
+        cell.data_type = "s"
+        return cell
+
+    relation_sheets: dict[int, tuple[Any, list[str]]] = {}
+    type_sheets = []
+    for type_plan in plan.types:
+        sheet = workbook.create_sheet(titles.take("type", type_plan.type_def.name))
+        columns = [
+            *RECORD_COLUMNS,
+            *(a.name for a in type_plan.attributes),
+            *(e.name for e in type_plan.ends),
+        ]
+        sheet.append([text_cell(sheet, c) for c in columns])
+        type_sheets.append((type_plan, sheet))
+        for end in type_plan.ends:
+            attributes = type_plan.relation_attributes(end)
+            if attributes:
+                relation_sheet = workbook.create_sheet(titles.take("relationType", end.relation_type.name))
+                names = [a.name for a in attributes]
+                relation_sheet.append([text_cell(relation_sheet, c) for c in ("source", "target", *names)])
+                relation_sheets[end.relation_type.id] = (relation_sheet, names)
+    logins: set[str] = set()
+    for type_plan, sheet in type_sheets:
+        multiple = {a.name: a.multiple or a.value_type == "dateInterval" for a in type_plan.attributes}
+        done = 0
+        for records in iterate_records(db, type_plan):
+            logins |= responsible_logins(type_plan, records)
+            for record in records:
+                row: list[Any] = [record["id"], text_cell(sheet, record["name"])]
+                row.append(text_cell(sheet, record["description"]) if "description" in record else None)
+                row.append(text_cell(sheet, record["parent"]) if "parent" in record else None)
+                for attribute in type_plan.attributes:
+                    values = record.get(attribute.name)
+                    if not values:
+                        row.append(None)
+                    elif multiple[attribute.name] or len(values) > 1:
+                        row.append(text_cell(sheet, join_values(_scalar_text(v) for v in values)))
+                    elif attribute.value_type == "date":
+                        row.append(dt.date.fromisoformat(values[0]))
+                    elif isinstance(values[0], str):
+                        row.append(text_cell(sheet, values[0]))
+                    else:
+                        row.append(values[0])
+                for end in type_plan.ends:
+                    entries = record.get(end.name, [])
+                    names = [e if isinstance(e, str) else e["name"] for e in entries]
+                    row.append(text_cell(sheet, join_values(names)) if names else None)
+                    if end.relation_type.id in relation_sheets:
+                        relation_sheet, attribute_names = relation_sheets[end.relation_type.id]
+                        for entry in entries:
+                            target_name, entry_values = (
+                                (entry, {})
+                                if isinstance(entry, str)
+                                else (entry["name"], entry["attributes"])
+                            )
+                            relation_sheet.append(
+                                [
+                                    text_cell(relation_sheet, record["name"]),
+                                    text_cell(relation_sheet, target_name),
+                                    *(
+                                        text_cell(
+                                            relation_sheet,
+                                            join_values(_scalar_text(v) for v in entry_values[n]),
+                                        )
+                                        if entry_values.get(n)
+                                        else None
+                                        for n in attribute_names
+                                    ),
+                                ]
+                            )
+                sheet.append(row)
+            done += len(records)
+            if progress is not None:
+                progress(type_plan.type_def.name, done)
+    section = metamodel_section(plan)
+    for title, (key, columns) in METAMODEL_SHEETS.items():
+        sheet = workbook.create_sheet(title)
+        sheet.append([text_cell(sheet, c) for c in columns])
+        for item in section[key]:
+            row = []
+            for column in columns:
+                value = item.get(column)
+                if column in JSON_COLUMNS:
+                    row.append(text_cell(sheet, orjson.dumps(value).decode()))
+                elif column in LIST_COLUMNS:
+                    row.append(text_cell(sheet, join_values(value)) if value else None)
+                elif isinstance(value, str):
+                    row.append(text_cell(sheet, value) if value else None)
+                else:
+                    row.append(value)
+            sheet.append(row)
+    users = workbook.create_sheet(USERS_SHEET)
+    users.append([text_cell(users, c) for c in USER_COLUMNS])
+    for user in users_section(db, logins):
+        users.append([text_cell(users, user[c]) if user[c] else None for c in USER_COLUMNS])
+    index = workbook.create_sheet(INDEX_SHEET)
+    index.append([text_cell(index, c) for c in ("sheet", "kind", "name")])
+    index.append([text_cell(index, "(export)"), text_cell(index, FORMAT), f"{FORMAT_VERSION}/{revision}"])
+    for title, kind, name in titles.index:
+        index.append([text_cell(index, title), text_cell(index, kind), text_cell(index, name)])
+    workbook.save(target)
+
+
+# --- reading ---------------------------------------------------------------------------------------------
+
+
+def _rows(sheet: Any) -> Iterator[list[Any]]:
+    for row in sheet.iter_rows(values_only=True):
+        if row is not None and any(cell is not None and cell != "" for cell in row):
+            yield list(row)
+
+
+def _cell_text(value: Any) -> str:
+    if isinstance(value, dt.datetime):
+        return value.date().isoformat() if value.time() == dt.time() else value.isoformat()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _typed(value_type: str, raw: Any) -> Any:
+    """A cell value (or one `;`-separated item) in the API JSON form of the value type; what does not fit
+    is passed on as it is, for the import's validation to report."""
+    if value_type == "number":
+        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+            return raw
+        try:
+            number = float(str(raw))
+        except ValueError:
+            return raw
+        return (
+            int(number)
+            if number.is_integer() and "." not in str(raw) and "e" not in str(raw).lower()
+            else number
+        )
+    if value_type == "boolean":
+        if isinstance(raw, bool):
+            return raw
+        lowered = str(raw).strip().lower()
+        return True if lowered == "true" else False if lowered == "false" else raw
+    if value_type == "date":
+        return _cell_text(raw)
+    if value_type == "dateInterval":
+        text = _cell_text(raw)
+        if "/" not in text:
+            return text
+        start, end = text.split("/", 1)
+        return {"start": start.strip() or None, "end": end.strip() or None}
+    return _cell_text(raw)
+
+
+def read_workbook(source: IO[bytes]) -> Document:
+    """An import document from an xlsx export (or a workbook laid out like one)."""
+    try:
+        workbook = load_workbook(source, read_only=True, data_only=True)
+    except Exception as exc:  # openpyxl raises many kinds for a file that is no workbook
+        raise BadRequest(f"the file is not a readable xlsx workbook: {exc}", code="malformed_body") from None
+    try:
+        return _read(workbook)
+    finally:
+        workbook.close()
+
+
+def _bad(pointer: str, message: str) -> BadRequest:
+    return BadRequest(message, code="malformed_body", errors=[ErrorItem(pointer, "malformed_body", message)])
+
+
+def _read(workbook: Any) -> Document:
+    if INDEX_SHEET not in workbook.sheetnames:
+        raise _bad(INDEX_SHEET, f"the workbook has no {INDEX_SHEET} sheet (make it with an xlsx export)")
+    index_rows = list(_rows(workbook[INDEX_SHEET]))[1:]
+    metamodel: dict[str, Any] = {}
+    for title, (key, columns) in METAMODEL_SHEETS.items():
+        if title not in workbook.sheetnames:
+            continue
+        items = []
+        for row in list(_rows(workbook[title]))[1:]:
+            item: dict[str, Any] = {}
+            for column, value in zip(columns, row + [None] * (len(columns) - len(row)), strict=False):
+                if column in JSON_COLUMNS:
+                    try:
+                        item[column] = orjson.loads(value) if value else []
+                    except orjson.JSONDecodeError:
+                        raise _bad(f"{title}/{column}", f"{column} of {row[0]!r} is not JSON") from None
+                elif column in LIST_COLUMNS:
+                    item[column] = split_values(str(value)) if value else []
+                elif column in ("description", "abbreviation", "displayName"):
+                    item[column] = "" if value is None else str(value)
+                else:
+                    item[column] = value
+            items.append(item)
+        metamodel[key] = items
+    value_types: dict[str, str] = {
+        a["name"]: str(a.get("valueType")) for a in metamodel.get("attributes", [])
+    }
+    builtin_types: dict[str, dict[str, str]] = {
+        t["name"]: {
+            b["name"]: b.get("valueType", "text") for b in t.get("builtins", []) if isinstance(b, dict)
+        }
+        for t in metamodel.get("types", [])
+    }
+    multiple = {a["name"]: bool(a.get("multiple")) for a in metamodel.get("attributes", [])}
+    elements: dict[str, list[dict[str, Any]]] = {}
+    relation_sheets: list[tuple[str, str]] = []
+    for row in index_rows:
+        title, kind, name = [*row, None, None, None][:3]
+        if kind == "type" and title in workbook.sheetnames:
+            elements[str(name)] = _read_type_sheet(
+                workbook[title], str(title), builtin_types.get(str(name), {}), value_types, multiple
+            )
+        elif kind == "relationType" and title in workbook.sheetnames:
+            relation_sheets.append((str(title), str(name)))
+    relation_types = {r["name"]: r for r in metamodel.get("relationTypes", [])}
+    for title, name in relation_sheets:
+        relation_type = relation_types.get(name)
+        if relation_type is None:
+            raise _bad(title, f"relation type {name!r} is not in the _relationTypes sheet")
+        _merge_relation_sheet(workbook[title], title, relation_type, elements, value_types)
+    users = []
+    if USERS_SHEET in workbook.sheetnames:
+        for row in list(_rows(workbook[USERS_SHEET]))[1:]:
+            values = [*row, None, None, None][:3]
+            users.append(
+                {c: "" if v is None else _cell_text(v) for c, v in zip(USER_COLUMNS, values, strict=True)}
+            )
+    return Document(metamodel=metamodel or None, elements=elements, users=users)
+
+
+def _read_type_sheet(
+    sheet: Any,
+    title: str,
+    builtins: dict[str, str],
+    value_types: dict[str, str],
+    multiple: dict[str, bool],
+) -> list[dict[str, Any]]:
+    rows = _rows(sheet)
+    header = next(rows, None)
+    if header is None:
+        return []
+    columns = [None if c is None else str(c) for c in header]
+    records = []
+    for row in rows:
+        record: dict[str, Any] = {}
+        for column, value in zip(columns, row, strict=False):
+            if column is None or value is None or value == "":
+                continue
+            if column == "id":
+                record["id"] = value
+            elif column in ("name", "description", "parent"):
+                record[column] = _cell_text(value)
+            elif column in builtins or column in value_types:
+                value_type = builtins.get(column) or value_types[column]
+                many = multiple.get(column, False) or value_type == "dateInterval"
+                items = (
+                    split_values(_cell_text(value))
+                    if many or (isinstance(value, str) and ";" in value)
+                    else [value]
+                )
+                record[column] = [_typed(value_type, item) for item in items]
+            else:  # a relation end: names
+                record[column] = split_values(_cell_text(value))
+        records.append(record)
+    return records
+
+
+def _merge_relation_sheet(
+    sheet: Any,
+    title: str,
+    relation_type: dict[str, Any],
+    elements: dict[str, list[dict[str, Any]]],
+    value_types: dict[str, str],
+) -> None:
+    """Put the attribute values of a relation sheet on the source end entries of the type sheets."""
+    source_end = str(relation_type["sourceEnd"])
+    sources = {record.get("name"): record for record in elements.get(str(relation_type["source"]), [])}
+    rows = _rows(sheet)
+    header = next(rows, None)
+    if header is None:
+        return
+    attribute_names = [str(c) for c in header[2:] if c is not None]
+    for row in rows:
+        source_name, target_name = (
+            (_cell_text(row[0]) if row[0] is not None else None),
+            (_cell_text(row[1]) if len(row) > 1 and row[1] is not None else None),
+        )
+        record = sources.get(source_name)
+        if record is None or target_name is None:
+            raise _bad(
+                title, f"row {source_name!r} -> {target_name!r}: no such source element in the type sheet"
+            )
+        attributes = {}
+        for name, value in zip(attribute_names, row[2:], strict=False):
+            if value is None or value == "":
+                continue
+            items = split_values(_cell_text(value)) if isinstance(value, str) else [value]
+            attributes[name] = [_typed(value_types.get(name, "text"), item) for item in items]
+        entries = record.setdefault(source_end, [])
+        for index, entry in enumerate(entries):
+            if (entry if isinstance(entry, str) else entry.get("name")) == target_name:
+                entries[index] = (
+                    {"name": target_name, "attributes": attributes} if attributes else target_name
+                )
+                break
+        else:
+            entries.append({"name": target_name, "attributes": attributes} if attributes else target_name)
+
+
+def stream_xlsx(
+    open_session: Callable[[], Session], plan: ExportPlan, chunk_size: int = 1 << 16
+) -> Iterator[bytes]:
+    """The workbook, written (from one snapshot, in a session of its own) to a temporary file that
+    spills to disk beyond 16 MiB, then sent in chunks: an xlsx is a zip, complete only at its end."""
+    with tempfile.SpooledTemporaryFile(max_size=16 << 20) as buffer:
+        with open_session() as db:
+            begin_snapshot(db)
+            write_workbook(db, plan, buffer)
+        buffer.seek(0)
+        while chunk := buffer.read(chunk_size):
+            yield chunk
