@@ -17,6 +17,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,6 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy import Engine, event, insert, select
 from sqlalchemy.orm import Session
-
-warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
-from starlette.testclient import TestClient  # noqa: E402
 
 from blockrepo.app import create_app
 from blockrepo.auth.passwords import Passwords
@@ -36,6 +34,9 @@ from blockrepo.metamodel.models import AttributeLiteral, BlockType, RelationType
 from blockrepo.metamodel.snapshot import load_metamodel, read_repository_state
 from blockrepo.settings import Settings
 from blockrepo.storage.engine import build_engine
+
+warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
+from starlette.testclient import TestClient  # noqa: E402
 
 PASSWORD = "bench-password"
 
@@ -69,6 +70,10 @@ def ok(response: Any) -> Any:
             f"{response.request.method} {response.request.url}: {response.status_code} {response.text}"
         )
     return response.json() if response.content else None
+
+
+def read(client: TestClient, path: str) -> Any:
+    return ok(client.get(path))
 
 
 def populate(engine: Engine, count: int) -> None:
@@ -150,7 +155,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         url = args.database or f"sqlite:///{Path(directory) / 'bench.db'}"
-        settings = Settings(database_url=url, admin_password=PASSWORD)  # type: ignore[call-arg]
+        settings = Settings(database_url=url, admin_password=PASSWORD)
         engine = build_engine(url)
         initialize(engine, settings, Passwords(settings))
         app = create_app(settings)
@@ -179,7 +184,7 @@ def main() -> None:
             ):
                 ok(client.get(path))
                 rows.append(
-                    (label, f"{median_ms(lambda p=path: ok(client.get(p)), 50):.2f} ms (median of 50)", "-")
+                    (label, f"{median_ms(partial(read, client, path), 50):.2f} ms (median of 50)", "-")
                 )
             with Session(engine) as db:
                 revision = read_repository_state(db).metamodel_revision

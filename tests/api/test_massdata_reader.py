@@ -3,6 +3,8 @@ self relations, hierarchy, fields and hidden properties), with a fixed number of
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
@@ -38,7 +40,7 @@ def landscape(app: FastAPI, client: TestClient) -> None:
         app, "Mode", "enum", literals=["sync", "async"], relation_types=["BusinessProcess_InformationSystem"]
     )
     create_attribute(app, "Weight", "number", relation_types=["InformationSystem_successors"], multiple=True)
-    systems = []
+    systems: list[Any] = []
     for i in range(7):
         body = {
             "name": [f"IS{i}"],
