@@ -3,6 +3,8 @@ supervisors and the caller's effective permissions."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
@@ -149,22 +151,26 @@ def test_nobody_can_delete_themself(client: TestClient, app: FastAPI) -> None:
 
 
 def test_last_supervisor_is_protected(client: TestClient, app: FastAPI) -> None:
+    """Only a supervisor may touch a supervisor (see the supervisor_only tests), so the last one can only
+    try to remove themself: disabling or demoting is 409, deleting is refused as self-deletion."""
     create_role(client, "UserAdmins", functionalPermissions=["ADMIN_USERS"])
-    create_user(client, "admin", ["UserAdmins"])
     system_id = next(u["id"] for u in client.get(USERS).json() if u["login"] == "system")
-    with acting_as(app, "admin") as admin:
-        for attempt in (
-            lambda: admin.delete(f"{USERS}/{system_id}"),
-            lambda: admin.put(f"{USERS}/{system_id}", json={"enabled": False}),
-            lambda: admin.put(f"{USERS}/{system_id}", json={"roles": ["UserAdmins"]}),
-        ):
-            response = attempt()
-            assert response.status_code == 409 and response.json()["code"] == "last_supervisor"
-    assert client.get(f"{USERS}/{system_id}").json()["roles"] == ["Supervisor"]
-    # With a second supervisor, the first may go.
-    create_user(client, "boss", ["Supervisor"])
-    with acting_as(app, "boss") as boss:
-        assert boss.put(f"{USERS}/{system_id}", json={"enabled": False}).status_code == 200
+    bodies: list[dict[str, Any]] = [{"enabled": False}, {"roles": []}, {"roles": ["UserAdmins"]}]
+    for body in bodies:
+        response = client.put(f"{USERS}/{system_id}", json=body)
+        assert response.status_code == 409 and response.json()["code"] == "last_supervisor", body
+    response = client.delete(f"{USERS}/{system_id}")
+    assert response.status_code == 409 and response.json()["code"] == "self_deletion"
+    system = client.get(f"{USERS}/{system_id}").json()
+    assert system["roles"] == ["Supervisor"] and system["enabled"] is True
+    # With a second supervisor, the first may go; then the second is the last.
+    boss = create_user(client, "boss", ["Supervisor"])
+    with acting_as(app, "boss") as other:
+        assert other.put(f"{USERS}/{system_id}", json={"enabled": False}).status_code == 200
+        for body in ({"enabled": False}, {"roles": ["UserAdmins"]}):
+            response = other.put(f"{USERS}/{boss['id']}", json=body)
+            assert response.status_code == 409 and response.json()["code"] == "last_supervisor", body
+        assert other.get(f"{USERS}/{boss['id']}").json()["roles"] == ["Supervisor"]
 
 
 def test_user_administration_needs_admin_users(client: TestClient, app: FastAPI) -> None:
@@ -252,3 +258,109 @@ def test_a_lost_race_is_a_conflict_not_a_server_error(
     response = client.post(USERS, json={"login": "anna", "password": PASSWORD})
     assert response.status_code == 409 and response.headers["content-type"] == "application/problem+json"
     assert [u["login"] for u in client.get(USERS).json()] == ["anna", "system"]
+
+
+# --- a user administrator who is not a supervisor ----------------------------------------------------
+
+
+def _user_admin(client: TestClient) -> dict[str, Any]:
+    create_role(client, "UserAdmins", functionalPermissions=["ADMIN_USERS"])
+    return create_user(client, "admin", ["UserAdmins"])
+
+
+def test_admin_users_alone_lets_a_non_supervisor_administer_users(client: TestClient, app: FastAPI) -> None:
+    """ADMIN_USERS is enough: list, read, create, change (roles, password, enabled) and delete users."""
+    create_role(client, "Readers", typePermissions={"Project": ["read"]})
+    _user_admin(client)
+    with acting_as(app, "admin") as admin:
+        me = admin.get(CURRENT).json()
+        assert me["supervisor"] is False and me["functionalPermissions"] == ["ADMIN_USERS"]
+        assert me["typePermissions"] == {}
+        response = admin.post(USERS, json={"login": "anna", "password": PASSWORD, "roles": ["Readers"]})
+        assert response.status_code == 201, response.text
+        anna = response.json()
+        assert admin.get(f"{USERS}/{anna['id']}").json() == anna
+        assert {u["login"] for u in admin.get(USERS).json()} == {"admin", "anna", "system"}
+        response = admin.put(
+            f"{USERS}/{anna['id']}",
+            json={"email": "anna@example.com", "roles": [], "password": "anna-new-password"},
+        )
+        assert response.status_code == 200, response.text
+        assert response.json()["roles"] == [] and response.json()["email"] == "anna@example.com"
+        with acting_as(app, "anna", "anna-new-password") as anna_client:
+            assert anna_client.get(CURRENT).json()["effectiveRoles"] == []
+        assert admin.put(f"{USERS}/{anna['id']}", json={"enabled": False}).status_code == 200
+        with acting_as(app, "anna", "anna-new-password") as anna_client:
+            assert anna_client.get(CURRENT).status_code == 401
+        assert admin.delete(f"{USERS}/{anna['id']}").status_code == 204
+        assert admin.get(f"{USERS}/{anna['id']}").status_code == 404
+    assert [u["login"] for u in client.get(USERS).json()] == ["admin", "system"]
+
+
+def _supervisor_roles(client: TestClient) -> None:
+    """Admins carries Supervisor directly, Chiefs through Admins."""
+    create_role(client, "Admins", subRoles=["Supervisor"])
+    create_role(client, "Chiefs", subRoles=["Admins"])
+
+
+@pytest.mark.parametrize("role", ["Supervisor", "Admins", "Chiefs"])
+def test_only_a_supervisor_may_grant_a_role_that_carries_supervisor(
+    client: TestClient, app: FastAPI, role: str
+) -> None:
+    _supervisor_roles(client)
+    admin = _user_admin(client)
+    plain = create_user(client, "plain", [])
+    before = client.get(USERS).json()
+    with acting_as(app, "admin") as me:
+        attempts = [
+            me.post(USERS, json={"login": "puppet", "password": PASSWORD, "roles": ["UserAdmins", role]}),
+            me.put(f"{USERS}/{admin['id']}", json={"roles": ["UserAdmins", role]}),  # themself
+            me.put(f"{USERS}/{plain['id']}", json={"roles": [role], "email": "p@example.com"}),
+        ]
+        for response in attempts:
+            assert response.status_code == 403, response.text
+            problem = response.json()
+            assert problem["code"] == "supervisor_only" and role in problem["detail"]
+            assert [e["pointer"] for e in problem["errors"]] in (["/roles/1"], ["/roles/0"])
+        assert me.get(CURRENT).json()["supervisor"] is False
+    assert client.get(USERS).json() == before  # nothing changed, nobody created
+    # A supervisor may.
+    response = client.post(USERS, json={"login": "deputy", "password": PASSWORD, "roles": [role]})
+    assert response.status_code == 201
+    with acting_as(app, "deputy") as deputy:
+        assert deputy.get(CURRENT).json()["supervisor"] is True
+
+
+def test_only_a_supervisor_may_touch_a_supervisor(client: TestClient, app: FastAPI) -> None:
+    """Supervisors directly, through a role, and disabled ones: a user administrator may read them but not
+    change, disable, enable, re-password, demote or delete them."""
+    _supervisor_roles(client)
+    _user_admin(client)
+    system_id = next(u["id"] for u in client.get(USERS).json() if u["login"] == "system")
+    boss = create_user(client, "boss", ["Chiefs"])
+    sleeper = create_user(client, "sleeper", ["Supervisor"], enabled=False)
+    before = client.get(USERS).json()
+    with acting_as(app, "admin") as admin:
+        for target in (system_id, boss["id"], sleeper["id"]):
+            assert admin.get(f"{USERS}/{target}").status_code == 200
+            for body in (
+                {"email": "x@example.com"},
+                {"enabled": True},
+                {"enabled": False},
+                {"password": "taken-over-password"},
+                {"roles": ["UserAdmins"]},
+                {"login": "renamed"},
+            ):
+                response = admin.put(f"{USERS}/{target}", json=body)
+                assert response.status_code == 403, (target, body, response.text)
+                assert response.json()["code"] == "supervisor_only"
+            response = admin.delete(f"{USERS}/{target}")
+            assert response.status_code == 403 and response.json()["code"] == "supervisor_only"
+    assert client.get(USERS).json() == before
+    with acting_as(app, "sleeper", "taken-over-password") as sleeper_client:
+        assert sleeper_client.get(CURRENT).status_code == 401
+    with acting_as(app, "boss") as other_supervisor:  # the password is the old one still
+        assert other_supervisor.get(CURRENT).json()["supervisor"] is True
+        # A supervisor may do all of it.
+        assert other_supervisor.put(f"{USERS}/{sleeper['id']}", json={"enabled": True}).status_code == 200
+        assert other_supervisor.delete(f"{USERS}/{sleeper['id']}").status_code == 204

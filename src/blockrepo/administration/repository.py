@@ -118,11 +118,12 @@ def delete_user(db: Session, user_id: int) -> None:
     db.execute(delete(User).where(User.id == user_id))
 
 
-def count_enabled_supervisors(db: Session) -> int:
-    """Enabled users who hold Supervisor directly or through sub-roles."""
+def supervisor_roles(db: Session) -> dict[int, str]:
+    """The roles that carry Supervisor: the built-in role and every role that has it among its sub-roles,
+    directly or through others (id -> name)."""
     supervisor_id = db.scalar(select(Role.id).where(Role.name == SUPERVISOR_ROLE))
     if supervisor_id is None:
-        return 0
+        return {}
     parents: dict[int, set[int]] = {}
     for role_id, sub_role_id in db.execute(select(RoleSubRole.role_id, RoleSubRole.sub_role_id)):
         parents.setdefault(sub_role_id, set()).add(role_id)
@@ -133,6 +134,16 @@ def count_enabled_supervisors(db: Session) -> int:
             if parent not in granting:
                 granting.add(parent)
                 stack.append(parent)
+    return {
+        role_id: name for role_id, name in db.execute(select(Role.id, Role.name).where(Role.id.in_(granting)))
+    }
+
+
+def count_enabled_supervisors(db: Session) -> int:
+    """Enabled users who hold Supervisor directly or through sub-roles."""
+    granting = list(supervisor_roles(db))
+    if not granting:
+        return 0
     return int(
         db.scalar(
             select(func.count(func.distinct(User.id)))

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import FUNCTIONAL_PERMISSIONS, TYPE_ACTIONS, Actor
-from blockrepo.administration import repository
+from blockrepo.administration import repository, supervision
 from blockrepo.administration.schemas import RoleCreate, RoleOut, RoleUpdate
 from blockrepo.errors import Conflict, ErrorItem, Forbidden, NameConflict, NotFound, ValidationFailed
 from blockrepo.history.recorder import ChangeLog
@@ -125,6 +125,7 @@ def create_role(db: Session, actor: Actor, metamodel: Metamodel, changes: Change
     _require_admin(actor)
     type_permissions = _type_permissions(metamodel, body.type_permissions)
     sub_roles = _sub_role_ids(db, None, body.sub_roles)
+    supervision.refuse_granting(db, actor, body.sub_roles, "/subRoles", "add as a sub-role")
     if repository.role_name_taken(db, body.name):
         raise NameConflict(f"a role named '{body.name}' exists")
     role_id = repository.insert_role(db, body.name, body.description)
@@ -165,6 +166,9 @@ def update_role(
         )
     current = _existing(db, role_id)
     _ensure_mutable(current)
+    supervision.refuse_touching_role(db, actor, current.name, "change")
+    if body.sub_roles is not None:
+        supervision.refuse_granting(db, actor, body.sub_roles, "/subRoles", "add as a sub-role")
     record: list[dict[str, Any]] = []
     values: dict[str, Any] = {}
     if body.name is not None and body.name != current.name:
@@ -211,6 +215,7 @@ def delete_role(db: Session, actor: Actor, changes: ChangeLog, role_id: int) -> 
     _require_admin(actor)
     current = _existing(db, role_id)
     _ensure_mutable(current)
+    supervision.refuse_touching_role(db, actor, current.name, "delete")
     repository.delete_role(db, role_id)
     if repository.count_enabled_supervisors(db) == 0:
         raise Conflict("the last enabled supervisor cannot be demoted", code="last_supervisor")

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import FUNCTIONAL_PERMISSIONS, TYPE_ACTIONS, Actor
-from blockrepo.administration import repository
+from blockrepo.administration import repository, supervision
 from blockrepo.administration.schemas import CurrentUserOut, GroupAccess, UserCreate, UserOut, UserUpdate
 from blockrepo.errors import Conflict, ErrorItem, Forbidden, NameConflict, NotFound, ValidationFailed
 from blockrepo.history.recorder import ChangeLog
@@ -88,6 +88,7 @@ def create_user(
 ) -> int:
     _require_admin(actor)
     role_ids = _role_ids(db, body.roles)
+    supervision.refuse_granting(db, actor, body.roles, "/roles", "grant")
     if repository.login_taken(db, body.login):
         raise NameConflict(f"the login '{body.login}' is taken")
     user_id = repository.insert_user(
@@ -134,6 +135,7 @@ def update_user(
             "id does not match the path", errors=[ErrorItem("/id", "id_mismatch", "must match")]
         )
     current = _existing(db, user_id)
+    supervision.refuse_touching_user(db, actor, current.login, current.roles, "change")
     values: dict[str, Any] = {}
     record: list[dict[str, Any]] = []
     for attr, prop in (
@@ -160,6 +162,7 @@ def update_user(
     roles_changed = False
     if body.roles is not None:
         role_ids = _role_ids(db, body.roles)
+        supervision.refuse_granting(db, actor, body.roles, "/roles", "grant")
         if sorted(role_ids) != sorted(current.roles):
             repository.set_user_roles(db, user_id, role_ids.values())
             record.append({"property": "roles", "old": sorted(current.roles), "new": sorted(role_ids)})
@@ -178,6 +181,7 @@ def delete_user(db: Session, actor: Actor, changes: ChangeLog, user_id: int) -> 
     current = _existing(db, user_id)
     if user_id == actor.user_id:
         raise Conflict("nobody can delete themself", code="self_deletion")
+    supervision.refuse_touching_user(db, actor, current.login, current.roles, "delete")
     repository.delete_user(db, user_id)
     _ensure_a_supervisor_remains(db)
     changes.administration(

@@ -70,7 +70,9 @@ def list_users(ctx: RequestContext = Depends(request_context)) -> StarletteRespo
     summary="Create a user",
 )
 def create_user(body: UserCreate, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
-    """Needs ADMIN_USERS. The password is write-only and stored as an Argon2id hash."""
+    """Needs ADMIN_USERS. The password is write-only and stored as an Argon2id hash. Only a supervisor may
+    grant a role that carries Supervisor (`Supervisor` itself, or a role with it among its sub-roles,
+    directly or through others); anybody else gets 403 `supervisor_only`."""
     user_id = users.create_user(ctx.db, ctx.actor, ctx.changes, body, ctx.services.passwords.hash)
     ctx.commit()
     return model_response(
@@ -97,7 +99,9 @@ def update_user(
 ) -> StarletteResponse:
     """Needs ADMIN_USERS. Absent keys stay. A new password, a new login or disabling invalidates the
     user's sessions and cached credentials at once, in every process. The last enabled supervisor cannot
-    be disabled or demoted (409 `last_supervisor`)."""
+    be disabled or demoted (409 `last_supervisor`). Only a supervisor may change a user who is a
+    supervisor (holds a role that carries Supervisor, enabled or not) or grant a role that carries
+    Supervisor; anybody else gets 403 `supervisor_only` and nothing changes."""
     outcome = users.update_user(ctx.db, ctx.actor, ctx.changes, id, body, ctx.services.passwords.hash)
     ctx.commit()
     if outcome.credentials_changed:
@@ -113,7 +117,8 @@ def update_user(
 )
 def delete_user(id: int = Id, ctx: RequestContext = Depends(request_context)) -> Response:
     """Needs ADMIN_USERS. Nobody can delete themself (409 `self_deletion`), and the last enabled supervisor
-    cannot be deleted (409 `last_supervisor`)."""
+    cannot be deleted (409 `last_supervisor`). Only a supervisor may delete a user who is a supervisor
+    (403 `supervisor_only`)."""
     users.delete_user(ctx.db, ctx.actor, ctx.changes, id)
     ctx.commit()
     ctx.services.credentials.forget_user(id)
@@ -137,7 +142,9 @@ def list_roles(ctx: RequestContext = Depends(request_context)) -> StarletteRespo
     summary="Create a role",
 )
 def create_role(body: RoleCreate, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
-    """Needs ADMIN_ROLES. A role inherits every right of its sub-roles (transitively)."""
+    """Needs ADMIN_ROLES. A role inherits every right of its sub-roles (transitively). Only a supervisor
+    may name a role that carries Supervisor (`Supervisor` itself, or a role with it among its sub-roles)
+    as a sub-role; anybody else gets 403 `supervisor_only`."""
     role_id = roles.create_role(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, body)
     ctx.commit()
     return model_response(
@@ -163,7 +170,10 @@ def update_role(
     body: RoleUpdate, id: int = Id, ctx: RequestContext = Depends(request_context)
 ) -> StarletteResponse:
     """Needs ADMIN_ROLES. Absent keys stay; a sent list or map replaces the whole value. The built-in
-    `Supervisor` cannot be changed (409 `immutable_role`); sub-role cycles are refused (400)."""
+    `Supervisor` cannot be changed (409 `immutable_role`); sub-role cycles are refused (400). Only a
+    supervisor may change a role that carries Supervisor or add such a role as a sub-role (403
+    `supervisor_only`). Other rights may be granted to any role, one the caller holds included: give
+    ADMIN_ROLES to trusted administrators only."""
     roles.update_role(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, id, body)
     ctx.commit()
     return model_response(roles.read_role(ctx.db, ctx.metamodel, id))
@@ -176,7 +186,8 @@ def update_role(
     summary="Delete a role",
 )
 def delete_role(id: int = Id, ctx: RequestContext = Depends(request_context)) -> Response:
-    """Needs ADMIN_ROLES. The built-in `Supervisor` cannot be deleted (409 `immutable_role`)."""
+    """Needs ADMIN_ROLES. The built-in `Supervisor` cannot be deleted (409 `immutable_role`); only a
+    supervisor may delete a role that carries Supervisor (403 `supervisor_only`)."""
     roles.delete_role(ctx.db, ctx.actor, ctx.changes, id)
     ctx.commit()
     return Response(status_code=204)
