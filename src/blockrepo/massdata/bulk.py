@@ -7,7 +7,8 @@ Order of work, with a fixed number of statements per chunk of items rather than 
    aside, every other reference is resolved at once (`resolve_references`, `check_partners`);
 3. rules across items: hierarchy cycles, single-valued partners claimed twice, names (against the
    database and the request), items depending on a failed item;
-4. atomic: any failure -> 400 with every item's problems, nothing written; perItem: the good ones go on;
+4. atomic: any failure -> 400 with every item's problems (403 when an item writes what the caller may
+   not), nothing written; perItem: the good ones go on;
 5. creates: one executemany for elements, one lookup of their ids by name, values and relations in
    executemany batches; updates: each item's plan (`service.plan_update`) applied in batches;
 6. history: created and updated elements are re-read in batches and recorded as a single write would
@@ -37,6 +38,7 @@ from blockrepo.elements.validation import (
 from blockrepo.elements.view import ElementView
 from blockrepo.errors import (
     ErrorItem,
+    Forbidden,
     HasChildren,
     NotFound,
     PayloadTooLarge,
@@ -169,6 +171,9 @@ def bulk_write(writer: Writer, type_name: str, request: BulkRequest) -> BulkOutc
             for e in item.errors
         ]
         detail = f"{len(failed)} of {len(items)} element(s) failed; nothing was written"
+        if any(item.status == 403 for item in failed):
+            # Writing what the caller may not write is 403, as in the element API, with every problem.
+            raise Forbidden(detail, errors=errors, extra={"results": results})
         raise ValidationFailed(detail, errors=errors, extra={"results": results})
     good = [item for item in items if not item.failed]
     if not request.dry_run:

@@ -488,7 +488,9 @@ async def _json_object(request: Request) -> dict[str, Any]:
     "an element of that name to update. Relation ends and `parent` may name elements that earlier items "
     'of the same request create (`{"name": …}`). `mode: "atomic"` (default) writes all or nothing: any '
     "failure answers 400 with every item's problems (`errors[].pointer` like `/elements/3/Costs/0`, and "
-    '`results`) and writes nothing. `mode: "perItem"` writes the good items and reports each one '
+    "`results`) and writes nothing; 403 instead when an item is refused for want of a right (a type "
+    "action, or a property in an attribute group the caller may not write). "
+    '`mode: "perItem"` writes the good items and reports each one '
     "(`status` 201 created, 200 updated, 400, 403, 404, 409). `dryRun: true` validates and reports without "
     "writing. At most 10,000 elements per request (else 413). The whole request is one revision in "
     "history, recorded per element as single writes are. Names resolve against the repository as it was "
