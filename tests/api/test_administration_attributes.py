@@ -282,6 +282,49 @@ def test_attribute_administration_needs_admin_attributes(client: TestClient, app
         assert modeller.delete(f"{ATTRIBUTES}/{attribute['id']}").status_code == 403
 
 
+def test_admin_attributes_alone_lets_a_non_supervisor_administer_attributes(
+    client: TestClient, app: FastAPI
+) -> None:
+    """ADMIN_ATTRIBUTES is enough: list, read, create, change and delete attributes (no type rights, no
+    EDIT_METAMODEL); the definitions reach the element API."""
+    create_role(client, "AttributeAdmins", functionalPermissions=["ADMIN_ATTRIBUTES"])
+    create_user(client, "curator", ["AttributeAdmins"])
+    project = create_element(client, "Project", {"name": ["Migration"]})["id"][0]
+    with acting_as(app, "curator") as curator:
+        me = curator.get("/api/administration/users/current").json()
+        assert me["supervisor"] is False and me["functionalPermissions"] == ["ADMIN_ATTRIBUTES"]
+        response = curator.post(
+            ATTRIBUTES,
+            json={
+                "name": "Risk",
+                "valueType": "enum",
+                "literals": [{"name": "low"}, {"name": "high"}],
+                "types": ["Project"],
+            },
+        )
+        assert response.status_code == 201, response.text
+        risk = response.json()
+        assert curator.get(f"{ATTRIBUTES}/{risk['id']}").json() == risk
+        assert [a["name"] for a in curator.get(ATTRIBUTES).json()] == ["Risk"]
+    assert element(client, "Project", project)["Risk"] == []
+    assert client.put(f"/api/element/Project/{project}", json={"Risk": ["high"]}).status_code == 200
+    with acting_as(app, "curator") as curator:
+        response = curator.put(
+            f"{ATTRIBUTES}/{risk['id']}",
+            json={
+                "description": "Project risk",
+                "literals": [{"name": "low"}, {"name": "high"}, {"name": "fatal"}],
+            },
+        )
+        assert response.status_code == 200, response.text
+        assert [lit["name"] for lit in response.json()["literals"]] == ["low", "high", "fatal"]
+    assert client.put(f"/api/element/Project/{project}", json={"Risk": ["fatal"]}).status_code == 200
+    with acting_as(app, "curator") as curator:
+        assert curator.delete(f"{ATTRIBUTES}/{risk['id']}").status_code == 204
+        assert curator.get(ATTRIBUTES).json() == []
+    assert "Risk" not in element(client, "Project", project)
+
+
 def test_new_attribute_is_writable_at_once_through_another_app_instance(
     client: TestClient, settings: Settings
 ) -> None:

@@ -111,6 +111,43 @@ def test_group_administration_needs_admin_attributes(client: TestClient, app: Fa
         assert modeller.delete(f"{GROUPS}/{group['id']}").status_code == 403
 
 
+def test_admin_attributes_alone_lets_a_non_supervisor_administer_groups(
+    client: TestClient, app: FastAPI
+) -> None:
+    """ADMIN_ATTRIBUTES is enough: list, read, create, change (members, permissions) and delete groups."""
+    create_role(client, "AttributeAdmins", functionalPermissions=["ADMIN_ATTRIBUTES"])
+    create_role(client, "Controllers", typePermissions={"Project": ["read"]})
+    create_user(client, "curator", ["AttributeAdmins"])
+    create_user(client, "reader", ["Controllers"])
+    client.post(
+        "/api/administration/attributes", json={"name": "Costs", "valueType": "number", "types": ["Project"]}
+    )
+    project = client.post("/api/element/Project", json={"name": ["P"], "Costs": [5]}).json()["id"][0]
+    with acting_as(app, "curator") as curator:
+        me = curator.get("/api/administration/users/current").json()
+        assert me["supervisor"] is False and me["functionalPermissions"] == ["ADMIN_ATTRIBUTES"]
+        response = curator.post(GROUPS, json={"name": "Finance", "attributes": ["Costs"]})
+        assert response.status_code == 201, response.text
+        group = response.json()
+        assert curator.get(f"{GROUPS}/{group['id']}").json() == group
+        assert [g["name"] for g in curator.get(GROUPS).json()] == [DEFAULT, "Finance"]
+        # Restricting the group to a role the reader lacks hides it from her at once.
+        response = curator.put(
+            f"{GROUPS}/{group['id']}",
+            json={"description": "Money", "permissions": [{"role": "AttributeAdmins", "read": True}]},
+        )
+        assert response.status_code == 200, response.text
+        assert response.json()["permissions"] == [{"role": "AttributeAdmins", "read": True, "write": False}]
+    with acting_as(app, "reader") as reader:
+        assert "Costs" not in reader.get(f"/api/element/Project/{project}").json()
+    with acting_as(app, "curator") as curator:
+        assert curator.delete(f"{GROUPS}/{group['id']}").status_code == 204
+        assert [g["name"] for g in curator.get(GROUPS).json()] == [DEFAULT]
+    assert attribute(client, "Costs")["group"] == DEFAULT
+    with acting_as(app, "reader") as reader:
+        assert reader.get(f"/api/element/Project/{project}").json()["Costs"] == [5]
+
+
 # The rule: if no role has read on a group, everyone may read it; otherwise only those roles. Write needs
 # read; if no role has write, only an unrestricted group is writable.
 RULE_CASES = [
@@ -188,3 +225,59 @@ def test_restricting_a_group_applies_to_the_next_request(client: TestClient, app
         assert "Costs" not in reader.get(f"/api/element/Project/{project}").json()
         client.put(f"{GROUPS}/{group['id']}", json={"permissions": []})
         assert reader.get(f"/api/element/Project/{project}").json()["Costs"] == [5]
+
+
+def test_write_without_read_is_refused_and_grants_nothing(client: TestClient, app: FastAPI) -> None:
+    """API.md §6 "Write needs read": a permission entry with write but not read is refused (400
+    `write_needs_read`), on create and on change, and nothing is stored: the restricted group stays closed
+    to the role that asked for write, and the unrestricted group stays open to everybody."""
+    project_rights = {"Project": ["read", "create", "update"]}
+    create_role(client, "Controllers", typePermissions=project_rights)
+    create_role(client, "Writers", typePermissions=project_rights)
+    create_role(client, "Others", typePermissions=project_rights)
+    for name in ("Costs", "Notes"):
+        client.post(
+            "/api/administration/attributes", json={"name": name, "valueType": "text", "types": ["Project"]}
+        )
+    finance = create_group(
+        client,
+        "Finance",
+        attributes=["Costs"],
+        permissions=[{"role": "Controllers", "read": True, "write": True}],
+    )
+    open_group = create_group(client, "Open", attributes=["Notes"])
+    project = client.post("/api/element/Project", json={"name": ["P"], "Costs": ["5"], "Notes": ["n"]}).json()
+    project_id = project["id"][0]
+    create_user(client, "wanda", ["Writers"])
+    create_user(client, "otto", ["Others"])
+    write_only = {"role": "Writers", "read": False, "write": True}
+
+    response = client.post(
+        GROUPS, json={"name": "Sneaky", "attributes": ["Costs"], "permissions": [write_only]}
+    )
+    assert response.status_code == 400 and response.json()["code"] == "validation_failed"
+    assert [(e["pointer"], e["code"]) for e in response.json()["errors"]] == [
+        ("/permissions/0/write", "write_needs_read")
+    ]
+    for group, permissions in (
+        (finance, [{"role": "Controllers", "read": True, "write": True}, write_only]),
+        (open_group, [write_only]),
+    ):
+        response = client.put(f"{GROUPS}/{group['id']}", json={"permissions": permissions})
+        assert response.status_code == 400, response.text
+        assert response.json()["errors"][0]["code"] == "write_needs_read"
+        assert client.get(f"{GROUPS}/{group['id']}").json() == group
+    assert [g["name"] for g in client.get(GROUPS).json()] == [DEFAULT, "Finance", "Open"]
+    assert attribute(client, "Costs")["group"] == "Finance"
+
+    with acting_as(app, "wanda") as wanda:
+        body = wanda.get(f"/api/element/Project/{project_id}").json()
+        assert "Costs" not in body and body["Notes"] == ["n"]
+        groups = wanda.get("/api/administration/users/current").json()["attributeGroups"]
+        assert {"name": "Open", "read": True, "write": True} in groups
+        assert "Finance" not in {g["name"] for g in groups}
+        assert wanda.put(f"/api/element/Project/{project_id}", json={"Costs": ["0"]}).status_code == 403
+        assert wanda.put(f"/api/element/Project/{project_id}", json={"Notes": ["w"]}).status_code == 200
+    with acting_as(app, "otto") as otto:  # the open group stays writable for everybody else too
+        assert otto.put(f"/api/element/Project/{project_id}", json={"Notes": ["o"]}).status_code == 200
+    assert client.get(f"/api/element/Project/{project_id}").json()["Costs"] == ["5"]

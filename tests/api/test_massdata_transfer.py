@@ -273,6 +273,50 @@ def test_export_and_import_need_their_permissions(app: FastAPI, client: TestClie
         assert import_file(reader, orjson.dumps(document)).status_code == 403
 
 
+def test_import_and_the_type_rights_alone_let_a_non_supervisor_import(
+    app: FastAPI, client: TestClient
+) -> None:
+    """IMPORT plus read/create/update on the file's types is enough (no MASSDATA, EXPORT or supervisor);
+    `cud` needs delete as well, and a type without the rights is refused whole."""
+    create_role(
+        app, "importer", types={"InformationSystem": ["read", "create", "update"]}, functional=["IMPORT"]
+    )
+    create_user(app, "importer", "importer-password", ["importer"])
+    kept = client.post("/api/element/InformationSystem", json={"name": ["Kept"]}).json()["id"][0]
+    document = {
+        "format": "blockrepo-export",
+        "elements": {"InformationSystem": [{"name": "Kept", "description": "updated"}, {"name": "New"}]},
+    }
+    with client_as(app, "importer", "importer-password") as importer:
+        me = importer.get("/api/administration/users/current").json()
+        assert me["supervisor"] is False and me["functionalPermissions"] == ["IMPORT"]
+        assert importer.get("/api/massdata/InformationSystem").status_code == 403  # no MASSDATA
+        assert importer.get("/api/massdata/export").status_code == 403  # no EXPORT
+        dry = import_file(importer, orjson.dumps(document), dryRun="true")
+        assert dry.status_code == 200, dry.text
+        assert dry.json() == {
+            "created": 1,
+            "updated": 1,
+            "deleted": 0,
+            "failed": 0,
+            "errors": [],
+            "dryRun": True,
+        }
+        assert element_count(app) == 1
+        response = import_file(importer, orjson.dumps(document))
+        assert response.status_code == 200, response.text
+        assert response.json() == {"created": 1, "updated": 1, "deleted": 0, "failed": 0, "errors": []}
+        assert importer.get(f"/api/element/InformationSystem/{kept}").json()["description"] == ["updated"]
+        assert import_file(importer, orjson.dumps(document), mode="cud").status_code == 403  # no delete
+        other = {"format": "blockrepo-export", "elements": {"Project": [{"name": "P"}]}}
+        assert import_file(importer, orjson.dumps(other)).status_code == 403  # no rights on Project
+    assert element_count(app) == 2
+    assert {i["name"][0] for i in client.get("/api/massdata/InformationSystem").json()["items"]} == {
+        "Kept",
+        "New",
+    }
+
+
 def test_exports_leave_out_what_the_caller_cannot_read(
     app: FastAPI, client: TestClient, landscape: None
 ) -> None:
