@@ -1,5 +1,7 @@
-"""End to end over HTTP only: an administrator models a new part of the landscape, restricts some of it to
-one role, and the restricted and unrestricted users see and may write exactly what the rules say.
+"""Through the API only (in-process, with TestClient): an administrator models a new part of the landscape,
+restricts some of it to one role, and the restricted and unrestricted users see and may write exactly what
+the rules say. The same scenario against a live `blockrepo serve --workers 2` over real HTTP, with a user
+who isolates the group rule from the type rule, is tests/e2e/test_access_scenario_live.py.
 
 Cast:
 - `system` (Supervisor) sets everything up.
