@@ -279,3 +279,10 @@ def test_as_of_needs_view_history_and_hides_what_the_caller_may_not_read(
         assert response.json()["code"] == "query_invalid"
         response = hist.post("/api/massdata/query", json={"query": "Project;", "asOf": revision})
         assert response.status_code == 403
+
+
+def test_export_refuses_as_of_instead_of_answering_with_today(client: TestClient) -> None:
+    response = client.get("/api/massdata/export", params={"asOf": "1"})
+    assert response.status_code == 400
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["code"] == "asof_unsupported"

@@ -152,7 +152,9 @@ REPORT_SCHEMA: dict[str, Any] = {
     "children in their order); a record holds `id`, `name`, `description`, `parent` (a name) and the "
     "non-empty attributes and source relation ends (names, or `{name, attributes}`). xlsx: one sheet per "
     "type, one per relation type with attributes, the metamodel in `_`-sheets (see docs/architecture.md). "
-    "Properties and types the caller may not read are left out. Needs EXPORT.",
+    "Properties and types the caller may not read are left out. Needs EXPORT. An export is always of "
+    "today's state: `asOf` is refused (400 `asof_unsupported`); past states are read with "
+    "`GET /api/massdata/{type}?asOf=…`.",
     response_class=Response,
     responses={
         200: {
@@ -171,8 +173,15 @@ def export_repository(
     types: Annotated[
         str | None, Query(description="comma-separated type names (default: every readable type)")
     ] = None,
+    as_of: Annotated[str | None, Query(alias="asOf", description="not supported: answered with 400")] = None,
 ) -> Response:
     listing.require_massdata(ctx.actor, "EXPORT")
+    if as_of is not None:
+        # Refused rather than ignored: a client must never take today's data for a past state.
+        message = "an export is of the current state; read past states with GET /api/massdata/{type}?asOf="
+        raise BadRequest(
+            message, code="asof_unsupported", errors=[ErrorItem("query:asOf", "asof_unsupported", message)]
+        )
     if format not in ("json", "xlsx"):
         raise BadRequest(
             "format is json or xlsx",
