@@ -86,7 +86,9 @@ def replay(feed: list[dict[str, Any]]) -> tuple[dict[tuple[str, int], dict[str, 
         for value in state.values():
             for entry in value if isinstance(value, list) else ():
                 attributes = entry.get("attributes") if isinstance(entry, dict) else None
-                for prop, after in renamed.items() if isinstance(attributes, dict) else ():
+                if not isinstance(attributes, dict):
+                    continue
+                for prop, after in renamed.items():
                     if prop in attributes:
                         attributes[after] = attributes.pop(prop)
         for value in state.values():
