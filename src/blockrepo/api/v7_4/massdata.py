@@ -224,8 +224,8 @@ async def _import_document(request: Request) -> Document:
     "with `mode=cud` the elements of the file's types that the file does not hold are deleted. Relations of "
     "the file's elements are replaced by the file's. Every problem is reported in one 400 (`errors[]` with "
     "pointers like `/elements/InformationSystem/3/Costs/0`, and `report`); nothing is written then. "
-    "`dryRun=true` validates and reports without writing. Bodies up to 200 MiB. Needs IMPORT and create, "
-    "update (cud: delete) on the file's types.",
+    "`dryRun=true` validates and reports without writing. Bodies up to 20 times the body limit (200 MiB "
+    "by default). Needs IMPORT and create, update (cud: delete) on the file's types.",
     response_class=JsonResponse,
     responses={
         200: {
