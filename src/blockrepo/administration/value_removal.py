@@ -34,6 +34,21 @@ def _typed(row: Any) -> TypedValue:
     )
 
 
+NewValue = Callable[[int | None, Any], Any]  # (literal id, encoded old value) -> new value, None: dropped
+
+
+def _kept_unless(literal_ids: Collection[int] | None) -> NewValue:
+    """Removal: a value stays only when the removal names literals and not its own."""
+    return lambda literal_id, encoded: (
+        encoded if literal_ids is not None and literal_id not in literal_ids else None
+    )
+
+
+def _renamed_to(renamed: Mapping[int, str]) -> NewValue:
+    """Renaming: a value of a renamed literal reads under the new name; others stay."""
+    return lambda literal_id, encoded: renamed.get(literal_id, encoded) if literal_id is not None else encoded
+
+
 def remove_element_values(
     db: Session,
     metamodel: Metamodel,
@@ -61,10 +76,9 @@ def remove_element_values(
         read_condition = and_(condition, _holds_element_literal(attribute, literal_ids))
         condition = and_(condition, ElementValue.literal_id.in_(list(literal_ids)))
 
-    def kept(literal_id: int | None, encoded: Any) -> Any:
-        return encoded if literal_ids is not None and literal_id not in literal_ids else None
-
-    touched = _record_element_values(db, metamodel, changes, attribute, read_condition, kept, login, now)
+    touched = _record_element_values(
+        db, metamodel, changes, attribute, read_condition, _kept_unless(literal_ids), login, now
+    )
     db.execute(delete(ElementValue).where(condition).execution_options(synchronize_session=False))
     return touched
 
@@ -87,10 +101,9 @@ def rename_element_literals(
         return 0
     condition = and_(ElementValue.attribute_id == attribute.id, _holds_element_literal(attribute, renamed))
 
-    def new_name(literal_id: int | None, encoded: Any) -> Any:
-        return renamed.get(literal_id, encoded) if literal_id is not None else encoded
-
-    return _record_element_values(db, metamodel, changes, attribute, condition, new_name, login, now)
+    return _record_element_values(
+        db, metamodel, changes, attribute, condition, _renamed_to(renamed), login, now
+    )
 
 
 def _holds_element_literal(attribute: AttributeDef, literal_ids: Collection[int]) -> Any:
@@ -107,7 +120,7 @@ def _record_element_values(
     changes: ChangeLog,
     attribute: AttributeDef,
     condition: Any,
-    new_value: Callable[[int | None, Any], Any],
+    new_value: NewValue,
     login: str,
     now: dt.datetime,
 ) -> int:
@@ -170,10 +183,9 @@ def remove_relation_values(
         read_condition = and_(condition, _holds_relation_literal(attribute, literal_ids))
         condition = and_(condition, RelationValue.literal_id.in_(list(literal_ids)))
 
-    def kept(literal_id: int | None, encoded: Any) -> Any:
-        return encoded if literal_ids is not None and literal_id not in literal_ids else None
-
-    touched = _record_relation_values(db, metamodel, changes, attribute, read_condition, kept, login, now)
+    touched = _record_relation_values(
+        db, metamodel, changes, attribute, read_condition, _kept_unless(literal_ids), login, now
+    )
     db.execute(delete(RelationValue).where(condition).execution_options(synchronize_session=False))
     return touched
 
@@ -193,10 +205,9 @@ def rename_relation_literals(
         return 0
     condition = and_(RelationValue.attribute_id == attribute.id, _holds_relation_literal(attribute, renamed))
 
-    def new_name(literal_id: int | None, encoded: Any) -> Any:
-        return renamed.get(literal_id, encoded) if literal_id is not None else encoded
-
-    return _record_relation_values(db, metamodel, changes, attribute, condition, new_name, login, now)
+    return _record_relation_values(
+        db, metamodel, changes, attribute, condition, _renamed_to(renamed), login, now
+    )
 
 
 def _holds_relation_literal(attribute: AttributeDef, literal_ids: Collection[int]) -> Any:
@@ -213,7 +224,7 @@ def _record_relation_values(
     changes: ChangeLog,
     attribute: AttributeDef,
     condition: Any,
-    new_value: Callable[[int | None, Any], Any],
+    new_value: NewValue,
     login: str,
     now: dt.datetime,
 ) -> int:
