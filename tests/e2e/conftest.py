@@ -32,6 +32,15 @@ class LiveServer:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def stop(self) -> None:
+        """Terminate the server (and its workers) and wait for it to exit."""
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
 
 StartServer = Callable[..., LiveServer]
 
@@ -41,17 +50,26 @@ def start_server(database_url: str, tmp_path: Path) -> Iterator[StartServer]:
     """Returns a function that starts a server over this test's repository; every server is stopped after."""
     servers: list[LiveServer] = []
 
-    def start(*extra_args: str, env: dict[str, str] | None = None, cheap_hashing: bool = True) -> LiveServer:
+    def start(
+        *extra_args: str,
+        env: dict[str, str] | None = None,
+        cheap_hashing: bool = True,
+        database: str | None = None,
+        admin_password: str | None = ADMIN_PASSWORD,
+    ) -> LiveServer:
+        """`database` replaces this test's repository; `admin_password=None` leaves BLOCKREPO_ADMIN_PASSWORD
+        unset (a first start then generates and prints the password of `system`)."""
         port = free_port()
         log_path = tmp_path / f"server-{port}.log"
         environment = {k: v for k, v in os.environ.items() if not k.startswith("BLOCKREPO_")}
-        environment["BLOCKREPO_ADMIN_PASSWORD"] = ADMIN_PASSWORD
+        if admin_password is not None:
+            environment["BLOCKREPO_ADMIN_PASSWORD"] = admin_password
         if cheap_hashing:
             environment.update({f"BLOCKREPO_{k.upper()}": str(v) for k, v in CHEAP_HASHING.items()})
         environment.update(env or {})
         command = [
             sys.executable, "-m", "blockrepo", "serve",
-            "--host", "127.0.0.1", "--port", str(port), "--database", database_url, *extra_args,
+            "--host", "127.0.0.1", "--port", str(port), "--database", database or database_url, *extra_args,
         ]  # fmt: skip
         with log_path.open("wb") as log_file:
             process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=environment)
@@ -72,12 +90,7 @@ def start_server(database_url: str, tmp_path: Path) -> Iterator[StartServer]:
 
     yield start
     for server in servers:
-        server.process.terminate()
-        try:
-            server.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.process.kill()
-            server.process.wait()
+        server.stop()
 
 
 @pytest.fixture
