@@ -1,4 +1,5 @@
-"""Live-server fixtures: start `blockrepo serve` as a separate process on a free loopback port."""
+"""Live-server fixtures: start `blockrepo serve` as a separate process on a free loopback port; and which
+worker process of a server holds a connection (read from /proc, Linux only)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -96,3 +98,70 @@ def start_server(database_url: str, tmp_path: Path) -> Iterator[StartServer]:
 @pytest.fixture
 def live_server(start_server: StartServer) -> LiveServer:
     return start_server()
+
+
+# --- worker processes (Linux /proc) ----------------------------------------------------------------------
+
+
+def child_pids(pid: int) -> list[int]:
+    """Processes whose parent is `pid`."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # exited meanwhile
+        # Fields after "(comm)": state, ppid, ...; comm may hold spaces and parentheses.
+        if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid:
+            children.append(int(entry.name))
+    return children
+
+
+def worker_pids(server: LiveServer, count: int) -> list[int]:
+    """The uvicorn worker processes of a server started with `--workers count`: the children of the
+    master that multiprocessing spawned (the resource tracker, also a child, is not one). Waits until all
+    have started (bounded)."""
+    deadline = time.monotonic() + 60
+    while True:
+        workers = []
+        for pid in child_pids(server.process.pid):
+            try:
+                if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    workers.append(pid)
+            except OSError:
+                continue
+        if len(workers) == count or time.monotonic() > deadline:
+            assert len(workers) == count, f"expected {count} workers, found {workers}:\n{server.log()}"
+            return sorted(workers)
+        time.sleep(0.1)
+
+
+def connection_owner(server: LiveServer, client_port: int, candidates: list[int]) -> int | None:
+    """Which of the processes `candidates` holds the server side of our open connection from
+    127.0.0.1:client_port; None if it cannot be told (the connection is already gone)."""
+    server_port = urlsplit(server.base_url).port
+    assert server_port is not None
+    local, remote = f"0100007F:{server_port:04X}", f"0100007F:{client_port:04X}"
+    inode = None
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == local and fields[2] == remote and fields[9] != "0":
+            inode = fields[9]
+            break
+    if inode is None:
+        return None
+    target = f"socket:[{inode}]"
+    for pid in candidates:
+        try:
+            descriptors = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:
+            continue
+        for descriptor in descriptors:
+            try:
+                if os.readlink(descriptor) == target:
+                    return pid
+            except OSError:
+                continue
+    return None
