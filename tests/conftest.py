@@ -104,6 +104,21 @@ def database_url(template_database: str, tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
+def empty_database_url(tmp_path: Path) -> Iterator[str]:
+    """A database with nothing in it, not even the schema (a first start): an empty SQLite file, or a new
+    empty PostgreSQL database (dropped again) when BLOCKREPO_TEST_DATABASE_URL is set."""
+    if PG_URL:
+        name = f"br_empty_{uuid.uuid4().hex[:12]}"
+        _pg_execute(PG_URL, f'CREATE DATABASE "{name}"')
+        yield _with_database(PG_URL, name)
+        _pg_execute(PG_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    else:
+        path = tmp_path / f"empty-{uuid.uuid4().hex[:8]}.db"
+        path.touch()
+        yield f"sqlite:///{path}"
+
+
+@pytest.fixture
 def settings(database_url: str) -> Settings:
     return make_settings(database_url)
 

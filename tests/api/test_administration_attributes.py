@@ -208,6 +208,7 @@ def test_literals_are_renamed_by_id_and_removed_with_their_values(
     )
     ids = {lit["name"]: lit["id"] for lit in attribute["literals"]}
     created = create_element(client, "Project", {"name": ["P"], "Tags": ["a", "b"]})
+    other = create_element(client, "Project", {"name": ["Q"], "Tags": ["c"]})
     response = client.put(
         f"{ATTRIBUTES}/{attribute['id']}",
         json={
@@ -219,10 +220,81 @@ def test_literals_are_renamed_by_id_and_removed_with_their_values(
     assert (
         response.json()["literals"][0]["id"] == ids["b"] and response.json()["literals"][1]["id"] == ids["c"]
     )
-    assert element(client, "Project", created["id"][0])["Tags"] == ["bee"]
+    renamed = element(client, "Project", created["id"][0])
+    assert renamed["Tags"] == ["bee"]
+    # The removal of `a` and the rename of `b` fold into one changeset and one new revision.
+    assert renamed["revision"] == [created["revision"][0] + 1]
     assert element_changes(database_url, created["id"][0])[-1].changes == [
-        {"property": "Tags", "old": ["a", "b"], "new": ["b"]}
+        {"property": "Tags", "old": ["a", "b"], "new": ["bee"]}
     ]
+    # An element holding only an untouched literal is not touched.
+    assert element(client, "Project", other["id"][0])["revision"] == other["revision"]
+    assert len(element_changes(database_url, other["id"][0])) == 1
+
+
+def test_renamed_literals_are_recorded_on_the_elements_and_relations_that_hold_them(
+    client: TestClient, database_url: str
+) -> None:
+    """The values keep their literal ids, but element JSON and history name literals: a rename is an
+    "updated" changeset of every holder, so the feed and `asOf` show the new name from then on and the old
+    name before."""
+    level = create_attribute(
+        client, "Level", "enum", literals=[{"name": "low"}, {"name": "high"}], types=["InformationSystem"]
+    )
+    mode = create_attribute(
+        client,
+        "Mode",
+        "enum",
+        literals=[{"name": "batch"}, {"name": "online"}],
+        relation_types=["BusinessProcess_InformationSystem"],
+    )
+    system = create_element(client, "InformationSystem", {"name": ["ERP"], "Level": ["low"]})
+    process = create_element(
+        client,
+        "BusinessProcess",
+        {
+            "name": ["Sell"],
+            "informationSystems": [{"id": system["id"][0], "attributes": {"Mode": ["batch"]}}],
+        },
+    )
+    before = client.get("/api/history", params={"sinceRevision": 0, "limit": 1000}).json()["items"][-1][
+        "revision"
+    ]
+    low, high = (lit["id"] for lit in level["literals"])
+    response = client.put(
+        f"{ATTRIBUTES}/{level['id']}",
+        json={"literals": [{"id": low, "name": "minor"}, {"id": high, "name": "high"}]},
+    )
+    assert response.status_code == 200, response.text
+    batch, online = (lit["id"] for lit in mode["literals"])
+    response = client.put(
+        f"{ATTRIBUTES}/{mode['id']}",
+        json={"literals": [{"id": batch, "name": "bulk"}, {"id": online, "name": "online"}]},
+    )
+    assert response.status_code == 200, response.text
+
+    now_system = element(client, "InformationSystem", system["id"][0])
+    now_process = element(client, "BusinessProcess", process["id"][0])
+    assert now_system["Level"] == ["minor"]
+    assert now_process["informationSystems"][0]["attributes"] == {"Mode": ["bulk"]}
+    assert element_changes(database_url, system["id"][0])[-2].changes == [
+        {"property": "Level", "old": ["low"], "new": ["minor"]}
+    ]
+    assert element_changes(database_url, process["id"][0])[-1].changes == [
+        {
+            "property": "informationSystems",
+            "added": [{"id": system["id"][0], "name": "ERP", "attributes": {"Mode": ["bulk"]}}],
+            "removed": [{"id": system["id"][0], "name": "ERP", "attributes": {"Mode": ["batch"]}}],
+        }
+    ]
+    newest = client.get("/api/history", params={"sinceRevision": 0, "limit": 1000}).json()["items"][-1][
+        "revision"
+    ]
+    for type_name, current in (("InformationSystem", now_system), ("BusinessProcess", now_process)):
+        path = f"/api/element/{type_name}/{current['id'][0]}"
+        assert client.get(path, params={"asOf": newest}).json() == current
+    then = client.get(f"/api/element/InformationSystem/{system['id'][0]}", params={"asOf": before}).json()
+    assert then["Level"] == ["low"]
 
 
 def test_deactivating_a_type_removes_values_there_only(client: TestClient, database_url: str) -> None:

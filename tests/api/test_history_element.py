@@ -185,3 +185,34 @@ def test_element_history_walks_the_element_revision_index(app: FastAPI, client: 
             rows = connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)
             plan = "\n".join(str(r[-1]) for r in rows)
     assert "ix_change_element_revision" in plan, plan
+
+
+def test_relation_changes_written_through_the_api_read_as_added_and_removed_on_both_ends(
+    client: TestClient,
+) -> None:
+    """The history endpoints over real writes (not hand-made records): a relation added from one end and
+    removed from the other shows on both elements' histories, newest first."""
+    system = client.post("/api/element/InformationSystem", json={"name": ["ERP"]}).json()
+    process = client.post(
+        "/api/element/BusinessProcess", json={"name": ["Sell"], "informationSystems": [system["id"][0]]}
+    ).json()
+    response = client.put(f"/api/element/InformationSystem/{system['id'][0]}", json={"businessProcesses": []})
+    assert response.status_code == 200, response.text
+    # The business mapping is attributable: its entries carry their (here empty) attributes.
+    erp = {"id": system["id"][0], "name": "ERP", "attributes": {}}
+    sell = {"id": process["id"][0], "name": "Sell", "attributes": {}}
+
+    def history(type_name: str, element_id: int) -> list[dict[str, Any]]:
+        response = client.get(f"/api/history/{type_name}/{element_id}")
+        assert response.status_code == 200, response.text
+        return response.json()["items"]  # type: ignore[no-any-return]
+
+    of_system = history("InformationSystem", system["id"][0])
+    assert [item["operation"] for item in of_system] == ["updated", "updated", "created"]
+    assert of_system[0]["changes"] == [{"property": "businessProcesses", "added": [], "removed": [sell]}]
+    assert of_system[1]["changes"] == [{"property": "businessProcesses", "added": [sell], "removed": []}]
+    of_process = history("BusinessProcess", process["id"][0])
+    assert [item["operation"] for item in of_process] == ["updated", "created"]
+    assert of_process[0]["changes"] == [{"property": "informationSystems", "added": [], "removed": [erp]}]
+    assert {"property": "informationSystems", "old": [], "new": [erp]} in of_process[1]["changes"]
+    assert of_process[0]["revision"] == of_system[0]["revision"]  # one request, one revision

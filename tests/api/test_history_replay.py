@@ -51,7 +51,14 @@ def replay(feed: list[dict[str, Any]]) -> tuple[dict[tuple[str, int], dict[str, 
     elements: dict[tuple[str, int], dict[str, Any]] = {}
     deleted: set[tuple[str, int]] = set()
     names: dict[int, str] = {}
+    renamed: dict[str, str] = {}  # attribute name when recorded -> name today
     for item in feed:
+        if item["entity"] == "metamodel" and str(item.get("subject", "")).startswith("attribute "):
+            for change in item["changes"]:
+                if change["property"] == "name":
+                    old, new = change["old"][0], change["new"][0]
+                    renamed = {k: (new if v == old else v) for k, v in renamed.items()}
+                    renamed.setdefault(old, new)
         if item["entity"] != "element":
             continue
         key = (item["type"], item["id"])
@@ -72,6 +79,18 @@ def replay(feed: list[dict[str, Any]]) -> tuple[dict[tuple[str, int], dict[str, 
             else:
                 state[prop] = change["new"]
     for state in elements.values():
+        for prop, after in renamed.items():
+            # Attributes renamed since a change was recorded: the feed's metamodel changes say so.
+            if prop in state:
+                state[after] = state.pop(prop)
+        for value in state.values():
+            for entry in value if isinstance(value, list) else ():
+                attributes = entry.get("attributes") if isinstance(entry, dict) else None
+                if not isinstance(attributes, dict):
+                    continue
+                for prop, after in renamed.items():
+                    if prop in attributes:
+                        attributes[after] = attributes.pop(prop)
         for value in state.values():
             for entry in value if isinstance(value, list) else ():
                 if isinstance(entry, dict) and "id" in entry and "name" in entry:
@@ -151,3 +170,44 @@ def test_the_feed_alone_rebuilds_the_repository(app: FastAPI, client: TestClient
     # The story covers every kind of recorded change: values, relation ends with attributes, reorders.
     assert any("order" in c for c in changes) and any(c["property"] == "children" for c in changes)
     assert any(c["property"] == "informationSystems" and "removed" in c and c["removed"] for c in changes)
+
+
+def test_the_feed_rebuilds_the_repository_across_metamodel_changes(app: FastAPI, client: TestClient) -> None:
+    """Metamodel edits that rewrite element JSON (a literal renamed or removed, an attribute renamed or
+    deleted, a relation type deleted) reach the elements through the feed as well."""
+    create_attribute(app, "Criticality", "enum", types=["BusinessProcess"], literals=["low", "high"])
+    create_attribute(app, "Costs", "number", types=["InformationSystem"])
+    create_attribute(app, "Share", "number", relation_types=["BusinessProcess_InformationSystem"])
+    attributes = {a["name"]: a for a in client.get("/api/administration/attributes").json()}
+    rng = random.Random(20261123)
+    ids: dict[str, list[int]] = {t: [] for t in TYPES}
+
+    def edit(name: str, body: dict[str, Any]) -> None:
+        response = client.put(f"/api/administration/attributes/{attributes[name]['id']}", json=body)
+        assert response.status_code == 200, response.text
+
+    _random_writes(client, rng, ids, range(0, 60))
+    for name, level in (("Low one", "low"), ("High one", "high")):
+        response = client.post("/api/element/BusinessProcess", json={"name": [name], "Criticality": [level]})
+        assert response.status_code == 201, response.text
+    low, high = (lit["id"] for lit in attributes["Criticality"]["literals"])
+    edit("Criticality", {"literals": [{"id": low, "name": "minor"}, {"id": high, "name": "high"}]})
+    _compare(client)
+    edit("Costs", {"name": "Run costs"})
+    VALUES["InformationSystem"] = ("Run costs", [7, 8])
+    try:
+        _random_writes(client, rng, ids, range(60, 100))
+        _compare(client)
+        edit("Criticality", {"literals": [{"id": low, "name": "minor"}]})  # "high" values go
+        edit("Share", {"name": "Portion"})
+        _compare(client)
+        response = client.delete(f"/api/administration/attributes/{attributes['Costs']['id']}")
+        assert response.status_code == 204, response.text
+        response = client.delete("/api/metamodel/relationtypes/BusinessProcess_InformationSystem")
+        assert response.status_code == 204, response.text
+        feed = _compare(client)
+    finally:
+        VALUES["InformationSystem"] = ("Costs", [1, 2.5, 300])
+    changes = [c for i in feed if i["entity"] == "element" for c in i["changes"]]
+    assert any(c["property"] == "Criticality" and c["new"] == ["minor"] for c in changes)
+    assert any(c["property"] == "Criticality" and c["old"] == ["high"] and c["new"] == [] for c in changes)

@@ -396,3 +396,21 @@ def test_hidden_properties_stay_hidden(reader: TestClient) -> None:
     assert all("Secret" not in orjson.loads(line) for line in streamed.content.splitlines())
     for params in ({"filter": '@Secret = "secret 1"'}, {"sort": "Secret"}, {"fields": "Secret"}):
         assert reader.get("/api/massdata/InformationSystem", params=params).status_code == 400
+
+
+def test_pages_by_modification_time_keep_ties_of_one_bulk_write(client: TestClient) -> None:
+    """Elements of one bulk request share their time stamp; the keyset must still page through all of them
+    (bulk inserts once stored the stamp in another text format on SQLite: equal times compared unequal)."""
+    elements = [{"name": [f"Tie {index}"]} for index in range(5)]
+    response = client.post("/api/massdata/InformationSystem", json={"elements": elements})
+    assert response.status_code == 200, response.text
+    seen: list[str] = []
+    cursor = None
+    while True:
+        params = {"sort": "-lastModificationTime", "limit": 2, **({"cursor": cursor} if cursor else {})}
+        body = client.get("/api/massdata/InformationSystem", params=params).json()
+        seen.extend(names(body["items"]))
+        cursor = body["nextCursor"]
+        if cursor is None:
+            break
+    assert sorted(seen) == [f"Tie {index}" for index in range(5)]

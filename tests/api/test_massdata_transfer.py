@@ -14,11 +14,14 @@ from openpyxl import load_workbook
 from sqlalchemy import func, select
 from starlette.testclient import TestClient
 
+from blockrepo.demo import load_demo
 from blockrepo.elements.models import Element
+from blockrepo.settings import Settings
 from tests.api.history_support import all_pages
 from tests.api.massdata_landscape import build_landscape, empty_repository
 from tests.api.test_history_replay import replay
-from tests.helpers import client_as, create_role, create_user, session_of
+from tests.conftest import make_settings
+from tests.helpers import client_as, create_role, create_user, engine_of, session_of
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
@@ -150,6 +153,31 @@ def test_xlsx_round_trip_through_an_empty_repository(
         second = other.get("/api/massdata/export", params={"format": "xlsx"}).content
         assert _workbook_rows(second) == sheets
         assert without_ids(export_json(other)) == without_ids(export_json(client))
+
+
+def test_the_demo_repository_round_trips_in_json_and_xlsx(
+    app: FastAPI, client: TestClient, settings: Settings, template_database: str, tmp_path: Path
+) -> None:
+    """The must-show of the massdata issue on the demo landscape itself: export, import into an empty
+    repository, export again: identical but for ids, in JSON and in xlsx."""
+    result = load_demo(engine_of(app), make_settings(settings.database_url, demo_password="demo-password"))
+    assert result.loaded
+    first = export_json(client)
+    assert sum(len(records) for records in first["elements"].values()) == 178
+    assert len(first["elements"]) == 14
+    workbook = client.get("/api/massdata/export", params={"format": "xlsx"}).content
+    with empty_repository(template_database, tmp_path) as (_, other):
+        response = import_file(other, orjson.dumps(first))
+        assert response.status_code == 200, response.text
+        assert (response.json()["created"], response.json()["failed"]) == (178, 0)
+        assert without_ids(export_json(other)) == without_ids(first)
+    with empty_repository(template_database, tmp_path) as (_, other):
+        response = import_file(other, workbook, XLSX)
+        assert response.status_code == 200, response.text
+        assert (response.json()["created"], response.json()["failed"]) == (178, 0)
+        again = other.get("/api/massdata/export", params={"format": "xlsx"}).content
+        assert _workbook_rows(again) == _workbook_rows(workbook)
+        assert without_ids(export_json(other)) == without_ids(first)
 
 
 # --- modes, failures, reports ----------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Live-server fixtures: start `blockrepo serve` as a separate process on a free loopback port."""
+"""Live-server fixtures: start `blockrepo serve` as a separate process on a free loopback port; and which
+worker process of a server holds a connection (read from /proc, Linux only)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -32,6 +34,15 @@ class LiveServer:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def stop(self) -> None:
+        """Terminate the server (and its workers) and wait for it to exit."""
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
 
 StartServer = Callable[..., LiveServer]
 
@@ -41,17 +52,26 @@ def start_server(database_url: str, tmp_path: Path) -> Iterator[StartServer]:
     """Returns a function that starts a server over this test's repository; every server is stopped after."""
     servers: list[LiveServer] = []
 
-    def start(*extra_args: str, env: dict[str, str] | None = None, cheap_hashing: bool = True) -> LiveServer:
+    def start(
+        *extra_args: str,
+        env: dict[str, str] | None = None,
+        cheap_hashing: bool = True,
+        database: str | None = None,
+        admin_password: str | None = ADMIN_PASSWORD,
+    ) -> LiveServer:
+        """`database` replaces this test's repository; `admin_password=None` leaves BLOCKREPO_ADMIN_PASSWORD
+        unset (a first start then generates and prints the password of `system`)."""
         port = free_port()
         log_path = tmp_path / f"server-{port}.log"
         environment = {k: v for k, v in os.environ.items() if not k.startswith("BLOCKREPO_")}
-        environment["BLOCKREPO_ADMIN_PASSWORD"] = ADMIN_PASSWORD
+        if admin_password is not None:
+            environment["BLOCKREPO_ADMIN_PASSWORD"] = admin_password
         if cheap_hashing:
             environment.update({f"BLOCKREPO_{k.upper()}": str(v) for k, v in CHEAP_HASHING.items()})
         environment.update(env or {})
         command = [
             sys.executable, "-m", "blockrepo", "serve",
-            "--host", "127.0.0.1", "--port", str(port), "--database", database_url, *extra_args,
+            "--host", "127.0.0.1", "--port", str(port), "--database", database or database_url, *extra_args,
         ]  # fmt: skip
         with log_path.open("wb") as log_file:
             process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=environment)
@@ -72,14 +92,76 @@ def start_server(database_url: str, tmp_path: Path) -> Iterator[StartServer]:
 
     yield start
     for server in servers:
-        server.process.terminate()
-        try:
-            server.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.process.kill()
-            server.process.wait()
+        server.stop()
 
 
 @pytest.fixture
 def live_server(start_server: StartServer) -> LiveServer:
     return start_server()
+
+
+# --- worker processes (Linux /proc) ----------------------------------------------------------------------
+
+
+def child_pids(pid: int) -> list[int]:
+    """Processes whose parent is `pid`."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # exited meanwhile
+        # Fields after "(comm)": state, ppid, ...; comm may hold spaces and parentheses.
+        if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid:
+            children.append(int(entry.name))
+    return children
+
+
+def worker_pids(server: LiveServer, count: int) -> list[int]:
+    """The uvicorn worker processes of a server started with `--workers count`: the children of the
+    master that multiprocessing spawned (the resource tracker, also a child, is not one). Waits until all
+    have started (bounded)."""
+    deadline = time.monotonic() + 60
+    while True:
+        workers = []
+        for pid in child_pids(server.process.pid):
+            try:
+                if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    workers.append(pid)
+            except OSError:
+                continue
+        if len(workers) == count or time.monotonic() > deadline:
+            assert len(workers) == count, f"expected {count} workers, found {workers}:\n{server.log()}"
+            return sorted(workers)
+        time.sleep(0.1)
+
+
+def connection_owner(server: LiveServer, client_port: int, candidates: list[int]) -> int | None:
+    """Which of the processes `candidates` holds the server side of our open connection from
+    127.0.0.1:client_port; None if it cannot be told (the connection is already gone)."""
+    server_port = urlsplit(server.base_url).port
+    assert server_port is not None
+    local, remote = f"0100007F:{server_port:04X}", f"0100007F:{client_port:04X}"
+    inode = None
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == local and fields[2] == remote and fields[9] != "0":
+            inode = fields[9]
+            break
+    if inode is None:
+        return None
+    target = f"socket:[{inode}]"
+    for pid in candidates:
+        try:
+            descriptors = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:
+            continue
+        for descriptor in descriptors:
+            try:
+                if os.readlink(descriptor) == target:
+                    return pid
+            except OSError:
+                continue
+    return None

@@ -1,20 +1,66 @@
 """`blockrepo serve --workers 2`: sessions live in the shared store (database or Redis), so one cookie
-works whichever worker process answers, and a logout ends it in every worker."""
+works whichever worker process answers, and a logout ends it in every worker.
+
+Which worker answered is read from /proc (the worker process that holds the server side of the
+connection), so the product needs no extra surface for it. CPU time would not do: idle uvicorn workers
+wake ten times a second and accumulate CPU time without serving anything."""
 
 from __future__ import annotations
 
+import http.client
+from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
 from tests.conftest import ADMIN_PASSWORD
-from tests.e2e.conftest import StartServer
+from tests.e2e.conftest import LiveServer, StartServer, connection_owner, worker_pids
 
-pytestmark = pytest.mark.e2e
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads worker processes from Linux /proc"),
+]
 
 REQUESTS = 300
 WRITES = 50
+WORKERS = 2
+# Connections opened at once per round, and the most rounds before giving up on seeing every worker.
+AT_ONCE = 4
+MAX_ROUNDS = 250
+
+
+def statuses_by_worker(server: LiveServer, url: str, headers: dict[str, str]) -> dict[int, set[int]]:
+    """GET `url` on fresh connections, AT_ONCE at a time so that the kernel hands them to different
+    workers, until every worker has answered at least once (at most MAX_ROUNDS rounds); the statuses each
+    worker answered with."""
+    workers = worker_pids(server, WORKERS)
+    parts = urlsplit(url)
+    assert parts.hostname == "127.0.0.1" and parts.port is not None
+    answered: dict[int, set[int]] = defaultdict(set)
+    for _ in range(MAX_ROUNDS):
+        connections = [
+            http.client.HTTPConnection("127.0.0.1", parts.port, timeout=30) for _ in range(AT_ONCE)
+        ]
+        try:
+            for connection in connections:
+                connection.request("GET", parts.path, headers=headers)
+            for connection in connections:
+                response = connection.getresponse()
+                response.read()
+                # The connection is still open (keep-alive): its server side is in one worker's descriptors.
+                assert connection.sock is not None
+                owner = connection_owner(server, connection.sock.getsockname()[1], workers)
+                if owner is not None:
+                    answered[owner].add(response.status)
+        finally:
+            for connection in connections:
+                connection.close()
+        if len(answered) == WORKERS:
+            break
+    return dict(answered)
 
 
 def test_one_cookie_works_on_every_worker(start_server: StartServer, auth_store: dict[str, str]) -> None:
@@ -52,9 +98,18 @@ def test_one_cookie_works_on_every_worker(start_server: StartServer, auth_store:
         assert writes == [200] * WRITES
         assert fresh_connections.get(url, headers=session).json()["revision"] == [1 + WRITES]
 
+        # Both worker processes answered requests that carried only the cookie, and accepted it.
+        answered = statuses_by_worker(server, url, session)
+        assert sorted(answered) == worker_pids(server, WORKERS), answered
+        assert all(statuses == {200} for statuses in answered.values()), answered
+
         logout = fresh_connections.post(
             f"{base}/j_service_logout", headers={**session, "X-XSRF-TOKEN": token}
         )
         assert logout.status_code == 204
         after_logout = list(pool.map(read, range(REQUESTS // 3)))
         assert after_logout == [401] * (REQUESTS // 3)
+        # ... and every worker refuses it after the logout.
+        answered = statuses_by_worker(server, url, session)
+        assert sorted(answered) == worker_pids(server, WORKERS), answered
+        assert all(statuses == {401} for statuses in answered.values()), answered

@@ -13,7 +13,12 @@ from blockrepo.access.actor import Actor
 from blockrepo.administration import repository
 from blockrepo.administration.repository import LiteralRow
 from blockrepo.administration.schemas import AttributeCreate, AttributeUpdate
-from blockrepo.administration.value_removal import remove_element_values, remove_relation_values
+from blockrepo.administration.value_removal import (
+    remove_element_values,
+    remove_relation_values,
+    rename_element_literals,
+    rename_relation_literals,
+)
 from blockrepo.errors import Conflict, ErrorItem, Forbidden, NameConflict, NotFound, ValidationFailed
 from blockrepo.history.recorder import ChangeLog
 from blockrepo.metamodel.names import attribute_name_problem, clash_on_type
@@ -334,6 +339,14 @@ def update_attribute(
             for lit, row in zip(current.literals, literal_rows, strict=True)
         )
         if not unchanged:
+            current_names = {lit.id: lit.name for lit in current.literals}
+            renamed = {
+                row.id: row.name
+                for row in literal_rows
+                if row.id is not None and current_names.get(row.id, row.name) != row.name
+            }
+            rename_element_literals(db, metamodel, changes, current, renamed, login=login, now=now)
+            rename_relation_literals(db, metamodel, changes, current, renamed, login=login, now=now)
             repository.write_literals(db, attribute_id, literal_rows, removed_literals)
             record.append({"property": "literals", "old": old_literals, "new": new_literals})
     fields = {

@@ -21,6 +21,7 @@ FunctionalPermission = Literal[
 ]
 LOGIN_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@\-]{0,127}$"
 PASSWORD_MIN_LENGTH = 8
+PASSWORD_MAX_LENGTH = 1024
 
 # --- users ---------------------------------------------------------------------------------------------
 
@@ -75,7 +76,9 @@ class UserCreate(ApiModel):
     enabled: bool = True
     roles: list[str] = Field(default_factory=list)
     password: str = Field(
-        min_length=PASSWORD_MIN_LENGTH, max_length=1024, description="write-only; stored as an Argon2id hash"
+        min_length=PASSWORD_MIN_LENGTH,
+        max_length=PASSWORD_MAX_LENGTH,
+        description="write-only; stored as an Argon2id hash",
     )
     id: int | None = Field(None, description="ignored")
 
@@ -94,7 +97,7 @@ class UserUpdate(ApiModel):
     email: str | None = Field(None, max_length=255)
     enabled: bool | None = None
     roles: list[str] | None = None
-    password: str | None = Field(None, min_length=PASSWORD_MIN_LENGTH, max_length=1024)
+    password: str | None = Field(None, min_length=PASSWORD_MIN_LENGTH, max_length=PASSWORD_MAX_LENGTH)
     id: int | None = Field(None, description="must match the path if sent")
 
 

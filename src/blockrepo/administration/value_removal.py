@@ -1,4 +1,5 @@
-"""Removing stored values when the metamodel takes an attribute (or some of its literals) away.
+"""Removing stored values when the metamodel takes an attribute (or some of its literals) away, and
+recording renamed literals on the elements that hold them.
 
 Set-based: one query reads every affected value with its element, one UPDATE per chunk bumps the elements'
 revisions, one DELETE removes the values; each affected element gets one "updated" change in history in the
@@ -9,7 +10,7 @@ old attribute values and `added` with the new ones).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from sqlalchemy import and_, delete, select
@@ -33,6 +34,21 @@ def _typed(row: Any) -> TypedValue:
     )
 
 
+NewValue = Callable[[int | None, Any], Any]  # (literal id, encoded old value) -> new value, None: dropped
+
+
+def _kept_unless(literal_ids: Collection[int] | None) -> NewValue:
+    """Removal: a value stays only when the removal names literals and not its own."""
+    return lambda literal_id, encoded: (
+        encoded if literal_ids is not None and literal_id not in literal_ids else None
+    )
+
+
+def _renamed_to(renamed: Mapping[int, str]) -> NewValue:
+    """Renaming: a value of a renamed literal reads under the new name; others stay."""
+    return lambda literal_id, encoded: renamed.get(literal_id, encoded) if literal_id is not None else encoded
+
+
 def remove_element_values(
     db: Session,
     metamodel: Metamodel,
@@ -54,18 +70,66 @@ def remove_element_values(
             condition,
             ElementValue.element_id.in_(select(Element.id).where(Element.type_id.in_(list(type_ids)))),
         )
+    read_condition = condition
     if literal_ids is not None:
-        having_literal = select(ElementValue.element_id).where(
+        # Read every value of the affected elements, so history shows the whole old and new list.
+        read_condition = and_(condition, _holds_element_literal(attribute, literal_ids))
+        condition = and_(condition, ElementValue.literal_id.in_(list(literal_ids)))
+
+    touched = _record_element_values(
+        db, metamodel, changes, attribute, read_condition, _kept_unless(literal_ids), login, now
+    )
+    db.execute(delete(ElementValue).where(condition).execution_options(synchronize_session=False))
+    return touched
+
+
+def rename_element_literals(
+    db: Session,
+    metamodel: Metamodel,
+    changes: ChangeLog,
+    attribute: AttributeDef,
+    renamed: Mapping[int, str],
+    *,
+    login: str,
+    now: dt.datetime,
+) -> int:
+    """Record renamed enum literals on every element that holds one: the values are literal ids and stay
+    as they are, but the element JSON and history name literals, so each such element gets an "updated"
+    change (old names -> new names) and a new revision, as if it had been written. Without it a replay of
+    the feed, and `asOf` reads, would keep the old name forever."""
+    if not renamed:
+        return 0
+    condition = and_(ElementValue.attribute_id == attribute.id, _holds_element_literal(attribute, renamed))
+
+    return _record_element_values(
+        db, metamodel, changes, attribute, condition, _renamed_to(renamed), login, now
+    )
+
+
+def _holds_element_literal(attribute: AttributeDef, literal_ids: Collection[int]) -> Any:
+    return ElementValue.element_id.in_(
+        select(ElementValue.element_id).where(
             ElementValue.attribute_id == attribute.id, ElementValue.literal_id.in_(list(literal_ids))
         )
-        # Read every value of the affected elements, so history shows the whole old and new list.
-        read_condition = and_(condition, ElementValue.element_id.in_(having_literal))
-    else:
-        read_condition = condition
+    )
+
+
+def _record_element_values(
+    db: Session,
+    metamodel: Metamodel,
+    changes: ChangeLog,
+    attribute: AttributeDef,
+    condition: Any,
+    new_value: NewValue,
+    login: str,
+    now: dt.datetime,
+) -> int:
+    """Read the attribute's values that match `condition`, record per element the old list and the list of
+    `new_value(literal id, encoded old value)` (None drops the value), and bump those elements once."""
     rows = db.execute(
         select(ElementValue, Element.name, Element.type_id)
         .join(Element, Element.id == ElementValue.element_id)
-        .where(read_condition)
+        .where(condition)
         .order_by(ElementValue.element_id, ElementValue.position, ElementValue.id)
     ).all()
     affected: dict[int, tuple[int, str, list[Any], list[Any]]] = {}
@@ -73,8 +137,10 @@ def remove_element_values(
         entry = affected.setdefault(value.element_id, (type_id, element_name, [], []))
         encoded = encode_value(attribute, _typed(value))
         entry[2].append(encoded)
-        if literal_ids is not None and value.literal_id not in literal_ids:
-            entry[3].append(encoded)
+        replacement = new_value(value.literal_id, encoded)
+        if replacement is not None:
+            entry[3].append(replacement)
+    fresh = changes.unrecorded(affected)
     for element_id, (type_id, element_name, old, new) in affected.items():
         changes.element(
             "updated",
@@ -83,10 +149,7 @@ def remove_element_values(
             element_name=element_name,
             changes=[{"property": attribute.name, "old": old, "new": new}],
         )
-    bump_elements(db, affected, now=now, user=login)
-    if literal_ids is not None:
-        condition = and_(condition, ElementValue.literal_id.in_(list(literal_ids)))
-    db.execute(delete(ElementValue).where(condition).execution_options(synchronize_session=False))
+    bump_elements(db, fresh, now=now, user=login)
     return len(affected)
 
 
@@ -117,15 +180,57 @@ def remove_relation_values(
         )
     read_condition = condition
     if literal_ids is not None:
-        read_condition = and_(
-            condition,
-            RelationValue.relation_id.in_(
-                select(RelationValue.relation_id).where(
-                    RelationValue.attribute_id == attribute.id,
-                    RelationValue.literal_id.in_(list(literal_ids)),
-                )
-            ),
+        read_condition = and_(condition, _holds_relation_literal(attribute, literal_ids))
+        condition = and_(condition, RelationValue.literal_id.in_(list(literal_ids)))
+
+    touched = _record_relation_values(
+        db, metamodel, changes, attribute, read_condition, _kept_unless(literal_ids), login, now
+    )
+    db.execute(delete(RelationValue).where(condition).execution_options(synchronize_session=False))
+    return touched
+
+
+def rename_relation_literals(
+    db: Session,
+    metamodel: Metamodel,
+    changes: ChangeLog,
+    attribute: AttributeDef,
+    renamed: Mapping[int, str],
+    *,
+    login: str,
+    now: dt.datetime,
+) -> int:
+    """`rename_element_literals` for relation attributes: both elements of each relation record it."""
+    if not renamed:
+        return 0
+    condition = and_(RelationValue.attribute_id == attribute.id, _holds_relation_literal(attribute, renamed))
+
+    return _record_relation_values(
+        db, metamodel, changes, attribute, condition, _renamed_to(renamed), login, now
+    )
+
+
+def _holds_relation_literal(attribute: AttributeDef, literal_ids: Collection[int]) -> Any:
+    return RelationValue.relation_id.in_(
+        select(RelationValue.relation_id).where(
+            RelationValue.attribute_id == attribute.id, RelationValue.literal_id.in_(list(literal_ids))
         )
+    )
+
+
+def _record_relation_values(
+    db: Session,
+    metamodel: Metamodel,
+    changes: ChangeLog,
+    attribute: AttributeDef,
+    condition: Any,
+    new_value: NewValue,
+    login: str,
+    now: dt.datetime,
+) -> int:
+    """Read the attribute's relation values that match `condition`; on both elements of each relation,
+    record the entry as removed with the old values and added with `new_value(...)` of each (None drops
+    it), and bump those elements once. Returns the number of relations."""
     source = aliased(Element)
     target = aliased(Element)
     rows = db.execute(
@@ -142,7 +247,7 @@ def remove_relation_values(
         .join(Relation, Relation.id == RelationValue.relation_id)
         .join(source, source.id == Relation.source_id)
         .join(target, target.id == Relation.target_id)
-        .where(read_condition)
+        .where(condition)
         .order_by(RelationValue.relation_id, RelationValue.position, RelationValue.id)
     ).all()
     relations: dict[int, dict[str, Any]] = {}
@@ -168,8 +273,9 @@ def remove_relation_values(
         )
         encoded = encode_value(attribute, _typed(value))
         relation["old"].append(encoded)
-        if literal_ids is not None and value.literal_id not in literal_ids:
-            relation["new"].append(encoded)
+        replacement = new_value(value.literal_id, encoded)
+        if replacement is not None:
+            relation["new"].append(replacement)
     per_element: dict[int, tuple[str, str, dict[str, dict[str, list[Any]]]]] = {}
     for relation in relations.values():
         relation_type = metamodel.relation_type_by_id(relation["relation_type_id"])
@@ -189,6 +295,7 @@ def remove_relation_values(
             change["added"].append(
                 {"id": other_id, "name": other_name, "attributes": {attribute.name: relation["new"]}}
             )
+    fresh = changes.unrecorded(per_element)
     for element_id, (type_name, element_name, ends) in per_element.items():
         changes.element(
             "updated",
@@ -197,8 +304,5 @@ def remove_relation_values(
             element_name=element_name,
             changes=[{"property": end, **change} for end, change in ends.items()],
         )
-    bump_elements(db, per_element, now=now, user=login)
-    if literal_ids is not None:
-        condition = and_(condition, RelationValue.literal_id.in_(list(literal_ids)))
-    db.execute(delete(RelationValue).where(condition).execution_options(synchronize_session=False))
+    bump_elements(db, fresh, now=now, user=login)
     return len(relations)

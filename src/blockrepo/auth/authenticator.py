@@ -1,13 +1,21 @@
-"""Verifies Basic credentials against the user table, paying for an Argon2 hash only on a cache miss."""
+"""Verifies Basic credentials against the user table, paying for an Argon2 hash only on a cache miss.
+
+A cache hit still reads the user's credentials version and enabled flag (one primary-key read): an entry
+made before they changed (in this process or another) is verified again instead of being trusted or
+rejected, so credentials that became valid again (a password changed back, an account enabled again)
+work at once in every process, and ones that stopped being valid never pass."""
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from blockrepo.access.models import User
 from blockrepo.auth.basic import CredentialCache, Principal
 from blockrepo.auth.passwords import Passwords
+
+# Built once (hot path: every cached Basic request reads it).
+_CREDENTIALS_STATUS = select(User.credentials_version, User.enabled).where(User.id == bindparam("user_id"))
 
 
 class Authenticator:
@@ -23,7 +31,15 @@ class Authenticator:
         digest = self.cache.digest(login, password)
         cached = self.cache.get(digest)
         if cached is not None:
-            return cached
+            with self._session_factory() as db:
+                current = db.execute(_CREDENTIALS_STATUS, {"user_id": cached.user_id}).one_or_none()
+            if (
+                current is not None
+                and current.enabled
+                and current.credentials_version == cached.credentials_version
+            ):
+                return cached
+            self.cache.forget(digest)
         with self._session_factory() as db:
             user = db.scalar(select(User).where(User.login == login))
             password_hash = user.password_hash if user is not None else None

@@ -1,8 +1,12 @@
 """HTTP Basic (RFC 7617) parsing and a bounded cache of recently verified credentials.
 
-The cache is keyed by an HMAC of `login:password` under a per-process random key, so it never holds a
-password, and each entry remembers the user's credentials version: a password change or disabling bumps
-the version in the database, and the request layer then rejects the cached entry in every process.
+The cache is keyed by an HMAC of the login and the password under a per-process random key, so it never
+holds a password. The HMAC's input is the login's length, the login, then the password, so that no two
+(login, password) pairs share a key (with `login:password`, `a:b` + `c` and `a` + `b:c` would). Each entry
+remembers the user's credentials version: a password change or disabling bumps the version in the
+database; the authenticator compares it on every hit and verifies the password again when it moved.
+Entries expire `ttl_seconds` after the password was verified (a hit does not extend that); the least
+recently used entry goes when the cache is full.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -43,18 +48,30 @@ def parse_basic(header: str) -> tuple[str, str] | None:
     return login, password
 
 
-class CredentialCache:
-    """LRU with a time-to-live; thread-safe."""
+def credential_message(login: str, password: str) -> bytes:
+    """The HMAC input for a login and password: unambiguous, whatever characters either contains."""
+    login_bytes = login.encode()
+    return len(login_bytes).to_bytes(8, "big") + login_bytes + password.encode()
 
-    def __init__(self, max_entries: int, ttl_seconds: float) -> None:
+
+class CredentialCache:
+    """LRU with a time-to-live; thread-safe. `clock` (monotonic seconds) is replaceable for tests."""
+
+    def __init__(
+        self, max_entries: int, ttl_seconds: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._key = secrets.token_bytes(32)
         self._max = max_entries
         self._ttl = ttl_seconds
+        self.clock = clock
         self._lock = threading.Lock()
         self._entries: OrderedDict[bytes, tuple[float, Principal]] = OrderedDict()
 
+    def __len__(self) -> int:
+        return len(self._entries)
+
     def digest(self, login: str, password: str) -> bytes:
-        return hmac.new(self._key, f"{login}:{password}".encode(), hashlib.sha256).digest()
+        return hmac.new(self._key, credential_message(login, password), hashlib.sha256).digest()
 
     def get(self, digest: bytes) -> Principal | None:
         if self._max == 0:
@@ -64,7 +81,7 @@ class CredentialCache:
             if entry is None:
                 return None
             stored_at, principal = entry
-            if time.monotonic() - stored_at > self._ttl:
+            if self.clock() - stored_at > self._ttl:
                 del self._entries[digest]
                 return None
             self._entries.move_to_end(digest)
@@ -74,10 +91,14 @@ class CredentialCache:
         if self._max == 0:
             return
         with self._lock:
-            self._entries[digest] = (time.monotonic(), principal)
+            self._entries[digest] = (self.clock(), principal)
             self._entries.move_to_end(digest)
             while len(self._entries) > self._max:
                 self._entries.popitem(last=False)
+
+    def forget(self, digest: bytes) -> None:
+        with self._lock:
+            self._entries.pop(digest, None)
 
     def forget_user(self, user_id: int) -> None:
         with self._lock:

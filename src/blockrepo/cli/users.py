@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 import typer
@@ -9,6 +10,8 @@ from sqlalchemy import select
 
 from blockrepo.access.actor import SUPERVISOR_ROLE
 from blockrepo.access.models import Role, User, UserRole
+from blockrepo.administration.repository import login_taken
+from blockrepo.administration.schemas import LOGIN_PATTERN, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH
 from blockrepo.auth.passwords import Passwords
 from blockrepo.cli.options import build_settings, console
 from blockrepo.cli.repository import initialize_repository
@@ -23,10 +26,28 @@ DatabaseOption = Annotated[
 
 
 def _ask_password(password: str | None) -> str:
-    if password:
-        return password
-    entered: str = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
-    return entered
+    """The given password, or one typed twice; refused (exit 1) when the API would refuse it."""
+    secret: str = (
+        password
+        if password is not None
+        else typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+    )
+    if not PASSWORD_MIN_LENGTH <= len(secret) <= PASSWORD_MAX_LENGTH:
+        console.print(
+            f"[red]the password must have {PASSWORD_MIN_LENGTH} to {PASSWORD_MAX_LENGTH} characters[/red]"
+        )
+        raise typer.Exit(1)
+    return secret
+
+
+def _check_login(login: str) -> None:
+    """The API's rule: letters, digits, '.', '_', '@', '-' (no ':', which HTTP Basic cannot carry)."""
+    if re.fullmatch(LOGIN_PATTERN, login) is None:
+        console.print(
+            f"[red]invalid login {login!r}: use letters, digits, '.', '_', '@' and '-', "
+            "starting with a letter or digit, at most 128 characters[/red]"
+        )
+        raise typer.Exit(1)
 
 
 @app.command("add")
@@ -38,6 +59,7 @@ def add_user(
     database: DatabaseOption = None,
 ) -> None:
     """Create a user."""
+    _check_login(login)
     settings = build_settings(database_url=database)
     initialize_repository(settings)
     roles = list(role or []) + ([SUPERVISOR_ROLE] if supervisor else [])
@@ -45,7 +67,7 @@ def add_user(
     engine = build_engine(settings.database_url)
     try:
         with build_session_factory(engine)() as db:
-            if db.scalar(select(User.id).where(User.login == login)) is not None:
+            if login_taken(db, login):  # ignoring case, as the API does
                 console.print(f"[red]user {login!r} exists[/red]")
                 raise typer.Exit(1)
             role_rows = list(db.scalars(select(Role).where(Role.name.in_(roles)))) if roles else []

@@ -9,6 +9,7 @@ a client polling the feed with `sinceRevision` never misses or repeats one.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,6 +154,12 @@ class ChangeLog:
         else:
             known.changes = _merge_property_changes(known.changes, changes)
         known.element_name = element_name
+
+    def unrecorded(self, element_ids: Iterable[int]) -> list[int]:
+        """The ids this request has recorded no change of yet: those whose revision a writer still has to
+        bump (an element gets one new revision per request, however many records fold into its one
+        changeset)."""
+        return [element_id for element_id in element_ids if element_id not in self._by_element]
 
     def metamodel(self, operation: str, subject: str, changes: list[dict[str, Any]]) -> None:
         self.metamodel_changed = True

@@ -13,7 +13,7 @@ import binascii
 import datetime as dt
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -26,6 +26,7 @@ from blockrepo.elements.view import ElementView, read_elements
 from blockrepo.errors import BadRequest, ErrorItem, Forbidden, UnknownType
 from blockrepo.massdata.query.compiler import compile_filter, compile_query
 from blockrepo.massdata.query.parser import parse_predicate, parse_query
+from blockrepo.massdata.query.syntax import Predicate, Query
 from blockrepo.metamodel.models import AttributeLiteral
 from blockrepo.metamodel.snapshot import AttributeDef, BlockTypeDef, Metamodel
 
@@ -235,13 +236,17 @@ def decode_cursor(token: str, type_name: str, keys: Sequence[SortKey]) -> list[A
 
 @dataclass(frozen=True)
 class Listing:
-    """A prepared read: the type, the iteraQL condition, the order, the fields and where to start."""
+    """A prepared read: the type, the iteraQL condition, the order, the fields and where to start. The
+    syntax tree it was compiled from (`predicate` of a filter, or the whole `query`) serves `asOf` reads,
+    which evaluate it on past states (massdata/asof.py)."""
 
     type_def: BlockTypeDef
     condition: Condition | None
     keys: tuple[SortKey, ...]
     view: ElementView
     after: list[Any] | None
+    predicate: Predicate | None = None
+    query: Query | None = None
 
     def statement(self, limit: int, after: Sequence[Any] | None) -> Select[Any]:
         statement = select(Element.id, *(key.expression for key in self.keys)).where(
@@ -291,11 +296,12 @@ def prepare_listing(
 ) -> Listing:
     """`GET /api/massdata/{type}`: elements of one type, optionally filtered by an iteraQL predicate."""
     type_def = readable_type(metamodel, actor, type_name)
-    condition = None
+    condition = predicate = None
     if filter_text is not None and filter_text.strip():
         predicate = parse_predicate(filter_text, pointer="filter")
         condition = compile_filter(predicate, type_def, metamodel, actor, text=filter_text, pointer="filter")
-    return _listing(metamodel, actor, type_def, condition, sort, fields, cursor)
+    prepared = _listing(metamodel, actor, type_def, condition, sort, fields, cursor)
+    return replace(prepared, predicate=predicate)
 
 
 def prepare_query(
@@ -308,8 +314,10 @@ def prepare_query(
     cursor: str | None = None,
 ) -> Listing:
     """`POST /api/massdata/query`: the elements an iteraQL query selects (of its last step's type)."""
-    compiled = compile_query(parse_query(query_text), metamodel, actor, text=query_text)
-    return _listing(metamodel, actor, compiled.type_def, compiled.condition, sort, fields, cursor)
+    query = parse_query(query_text)
+    compiled = compile_query(query, metamodel, actor, text=query_text)
+    prepared = _listing(metamodel, actor, compiled.type_def, compiled.condition, sort, fields, cursor)
+    return replace(prepared, query=query)
 
 
 def _listing(

@@ -89,7 +89,9 @@ def executemany_insert(db: Session, table: Table, rows: Sequence[Mapping[str, An
     connection = db.connection()
     dialect = connection.dialect
     names = list(rows[0])
-    processors = [table.c[name].type.bind_processor(dialect) for name in names]
+    # The dialect's own implementation of each type: the generic DateTime has no bind processor, and the
+    # sqlite3 driver's default adapter would store another text format than every other write path.
+    processors = [table.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in names]
     quote = dialect.identifier_preparer.quote
     placeholder = "?" if dialect.paramstyle == "qmark" else "%s"
     sql = (

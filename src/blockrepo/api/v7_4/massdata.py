@@ -16,6 +16,7 @@ from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.elements.service import Writer
 from blockrepo.errors import BadRequest, ErrorItem, UnsupportedMediaType
+from blockrepo.massdata import asof as past
 from blockrepo.massdata import bulk, listing
 from blockrepo.massdata.transfer.document import Document, parse_json_document
 from blockrepo.massdata.transfer.export import stream_json
@@ -93,12 +94,36 @@ def _limit(ctx: RequestContext, limit: int | None) -> int:
     return limit
 
 
-def _stream(ctx: RequestContext, prepared: listing.Listing) -> StreamingResponse:
-    services = ctx.services
-    return StreamingResponse(
-        listing.stream_ndjson(services.read_sessions, ctx.metamodel, ctx.actor, prepared),
-        media_type=NDJSON,
+def _stream(ctx: RequestContext, prepared: listing.Listing, revision: int | None) -> StreamingResponse:
+    open_session = ctx.services.read_sessions
+    if revision is None:
+        lines = listing.stream_ndjson(open_session, ctx.metamodel, ctx.actor, prepared)
+    else:
+        lines = past.stream_ndjson_as_of(open_session, ctx.metamodel, ctx.actor, prepared, revision)
+    return StreamingResponse(lines, media_type=NDJSON)
+
+
+def _page(
+    ctx: RequestContext, prepared: listing.Listing, revision: int | None, limit: int, count: bool
+) -> listing.Page:
+    if revision is None:
+        return listing.read_page(ctx.db, ctx.metamodel, ctx.actor, prepared, limit=limit, count=count)
+    return past.read_page_as_of(
+        ctx.db, ctx.metamodel, ctx.actor, prepared, revision, limit=limit, count=count
     )
+
+
+def _revision(ctx: RequestContext, as_of: str | int | None) -> int | None:
+    """The past revision an `asOf` names, or None for today (checked before any streaming starts)."""
+    return None if as_of is None else past.past_revision(ctx.db, ctx.actor, str(as_of))
+
+
+AS_OF_HELP = (
+    "With `asOf` (a revision number or an ISO-8601 time) the answer is the repository as it stood then, "
+    "deleted elements included: filter, sort, cursor and `count` apply to that state, evaluated on the "
+    "elements folded from history (cost in proportion to the type's history, not the page). Needs "
+    "VIEW_HISTORY as well."
+)
 
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -127,7 +152,9 @@ REPORT_SCHEMA: dict[str, Any] = {
     "children in their order); a record holds `id`, `name`, `description`, `parent` (a name) and the "
     "non-empty attributes and source relation ends (names, or `{name, attributes}`). xlsx: one sheet per "
     "type, one per relation type with attributes, the metamodel in `_`-sheets (see docs/architecture.md). "
-    "Properties and types the caller may not read are left out. Needs EXPORT.",
+    "Properties and types the caller may not read are left out. Needs EXPORT. An export is always of "
+    "today's state: `asOf` is refused (400 `asof_unsupported`); past states are read with "
+    "`GET /api/massdata/{type}?asOf=…`.",
     response_class=Response,
     responses={
         200: {
@@ -146,8 +173,15 @@ def export_repository(
     types: Annotated[
         str | None, Query(description="comma-separated type names (default: every readable type)")
     ] = None,
+    as_of: Annotated[str | None, Query(alias="asOf", description="not supported: answered with 400")] = None,
 ) -> Response:
     listing.require_massdata(ctx.actor, "EXPORT")
+    if as_of is not None:
+        # Refused rather than ignored: a client must never take today's data for a past state.
+        message = "an export is of the current state; read past states with GET /api/massdata/{type}?asOf="
+        raise BadRequest(
+            message, code="asof_unsupported", errors=[ErrorItem("query:asOf", "asof_unsupported", message)]
+        )
     if format not in ("json", "xlsx"):
         raise BadRequest(
             "format is json or xlsx",
@@ -190,8 +224,8 @@ async def _import_document(request: Request) -> Document:
     "with `mode=cud` the elements of the file's types that the file does not hold are deleted. Relations of "
     "the file's elements are replaced by the file's. Every problem is reported in one 400 (`errors[]` with "
     "pointers like `/elements/InformationSystem/3/Costs/0`, and `report`); nothing is written then. "
-    "`dryRun=true` validates and reports without writing. Bodies up to 200 MiB. Needs IMPORT and create, "
-    "update (cud: delete) on the file's types.",
+    "`dryRun=true` validates and reports without writing. Bodies up to 20 times the body limit (200 MiB "
+    "by default). Needs IMPORT and create, update (cud: delete) on the file's types.",
     response_class=JsonResponse,
     responses={
         200: {
@@ -241,7 +275,10 @@ def import_repository(
     "paginated by an opaque keyset `cursor` that stays correct while others insert or delete. `fields` "
     "limits the properties returned (`id` is always there). With `Accept: application/x-ndjson` every "
     "match is streamed, one element per line, from one consistent snapshot (`limit` and `count` do not "
-    "apply; a `cursor` resumes). Needs MASSDATA and read on the type.\n\n" + ITERAQL_HELP,
+    "apply; a `cursor` resumes). Needs MASSDATA and read on the type.\n\n"
+    + AS_OF_HELP
+    + "\n\n"
+    + ITERAQL_HELP,
     response_class=JsonResponse,
     responses={
         200: {
@@ -268,16 +305,19 @@ def list_elements(
     limit: Annotated[int | None, Query(description="page size, 1 to 1000 (default 100)")] = None,
     cursor: Annotated[str | None, Query(description="`nextCursor` of the previous page")] = None,
     count: Annotated[bool, Query(description="also return `total`, the number of matches")] = False,
+    as_of: Annotated[
+        str | None,
+        Query(alias="asOf", description="a revision number or an ISO-8601 time: the state as it was then"),
+    ] = None,
 ) -> Response:
     listing.require_massdata(ctx.actor)
     prepared = listing.prepare_listing(
         ctx.metamodel, ctx.actor, type_name, filter_text=filter, sort=sort, fields=fields, cursor=cursor
     )
+    revision = _revision(ctx, as_of)
     if _wants_ndjson(request):
-        return _stream(ctx, prepared)
-    page = listing.read_page(
-        ctx.db, ctx.metamodel, ctx.actor, prepared, limit=_limit(ctx, limit), count=count
-    )
+        return _stream(ctx, prepared, revision)
+    page = _page(ctx, prepared, revision, _limit(ctx, limit), count)
     body: dict[str, Any] = {
         "type": prepared.type_def.name,
         "items": page.items,
@@ -299,6 +339,11 @@ QUERY_BODY_SCHEMA: dict[str, Any] = {
         "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
         "cursor": {"type": "string"},
         "count": {"type": "boolean"},
+        "asOf": {
+            "type": ["string", "integer"],
+            "description": "a revision number or an ISO-8601 time: query the state as it was then",
+            "example": 42,
+        },
     },
     "additionalProperties": False,
 }
@@ -336,6 +381,10 @@ def _query_request(body: dict[str, Any]) -> dict[str, Any]:
         elif key == "limit":
             if isinstance(value, bool) or not isinstance(value, int):
                 errors.append(ErrorItem("/limit", "wrong_type", "limit must be an integer"))
+        elif key == "asOf":
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (str, int))):
+                message = "asOf must be a revision number or an ISO-8601 time"
+                errors.append(ErrorItem("/asOf", "wrong_type", message))
         elif key in checks:
             expected, words = checks[key]
             if value is not None and not isinstance(value, expected):
@@ -357,7 +406,10 @@ def _query_request(body: dict[str, Any]) -> dict[str, Any]:
     description="Runs an iteraQL query in the database and returns the elements of its last step's type, "
     "paginated like the list endpoint (`limit`, `cursor`, `sort`, `fields`, `count`). The body is a JSON "
     "object or the bare query as `text/plain`. With `Accept: application/x-ndjson` every match is "
-    "streamed. Needs MASSDATA and read on every type the query passes.\n\n" + ITERAQL_HELP,
+    "streamed. Needs MASSDATA and read on every type the query passes.\n\n"
+    + AS_OF_HELP
+    + "\n\n"
+    + ITERAQL_HELP,
     response_class=JsonResponse,
     responses={
         200: {
@@ -398,16 +450,10 @@ def run_query(
         fields=body.get("fields"),
         cursor=body.get("cursor"),
     )
+    revision = _revision(ctx, body.get("asOf"))
     if _wants_ndjson(request):
-        return _stream(ctx, prepared)
-    page = listing.read_page(
-        ctx.db,
-        ctx.metamodel,
-        ctx.actor,
-        prepared,
-        limit=_limit(ctx, body.get("limit")),
-        count=bool(body.get("count")),
-    )
+        return _stream(ctx, prepared, revision)
+    page = _page(ctx, prepared, revision, _limit(ctx, body.get("limit")), bool(body.get("count")))
     result: dict[str, Any] = {
         "query": text,
         "type": prepared.type_def.name,

@@ -116,7 +116,7 @@ class CompiledQuery:
 
 
 @dataclass(frozen=True)
-class _Property:
+class ResolvedProperty:
     """What a `@name` refers to on one type."""
 
     kind: str  # "column", "attribute", "end", "parent", "children"
@@ -136,7 +136,10 @@ _CORE_COLUMNS = {
 }
 
 
-class _Compiler:
+class QueryCompiler:
+    """Resolves the names of a query for one actor (400 `query_invalid` or 403 where it may not) and
+    builds its SQL; the as-of evaluator reuses the resolution."""
+
     def __init__(self, metamodel: Metamodel, actor: Actor, text: str, pointer: str) -> None:
         self.metamodel = metamodel
         self.actor = actor
@@ -167,22 +170,22 @@ class _Compiler:
         names = sorted(e.name for e in type_def.ends.values() if self.actor.can_type(e.other_type_id, "read"))
         return [*names, PARENT, CHILDREN] if type_def.hierarchical else names
 
-    def resolve(self, type_def: BlockTypeDef, ref: PropertyRef) -> _Property:
+    def resolve(self, type_def: BlockTypeDef, ref: PropertyRef) -> ResolvedProperty:
         name = ref.name
-        found: _Property | None = None
+        found: ResolvedProperty | None = None
         if name in _CORE_COLUMNS:
             value_type, column = _CORE_COLUMNS[name]
-            found = _Property("column", value_type, column=column)
+            found = ResolvedProperty("column", value_type, column=column)
         elif name in (PARENT, CHILDREN) and type_def.hierarchical:
-            found = _Property(name, "reference")
+            found = ResolvedProperty(name, "reference")
         else:
             attribute = type_def.property_named(name)
             if attribute is not None and (attribute.builtin or self.actor.can_read_group(attribute.group_id)):
-                found = _Property("attribute", attribute.value_type, attribute=attribute)
+                found = ResolvedProperty("attribute", attribute.value_type, attribute=attribute)
             else:
                 end = self.visible_end(type_def, name)
                 if end is not None:
-                    found = _Property("end", "reference", end=end)
+                    found = ResolvedProperty("end", "reference", end=end)
         if found is None:
             raise self.error(f"type {type_def.name} has no property '{name}'", ref.pos)
         if ref.part is not None and not (found.value_type == "dateInterval" and ref.part in ("start", "end")):
@@ -217,10 +220,10 @@ class _Compiler:
             previous = select(table.id).where(*conditions)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def link(self, holder: BlockTypeDef, step: Step) -> _Property:
+    def link(self, holder: BlockTypeDef, step: Step) -> ResolvedProperty:
         """A relation end, `parent` or `children` of the holder type, to navigate or count along."""
         if step.name in (PARENT, CHILDREN) and holder.hierarchical:
-            return _Property(step.name, "reference")
+            return ResolvedProperty(step.name, "reference")
         end = self.visible_end(holder, step.name)
         if end is None:
             raise self.error(
@@ -228,16 +231,16 @@ class _Compiler:
                 f"navigable: {', '.join(self.navigable_names(holder))}",
                 step.pos,
             )
-        return _Property("end", "reference", end=end)
+        return ResolvedProperty("end", "reference", end=end)
 
-    def reverse(self, link: _Property) -> _Property:
+    def reverse(self, link: ResolvedProperty) -> ResolvedProperty:
         if link.kind == PARENT:
-            return _Property(CHILDREN, "reference")
+            return ResolvedProperty(CHILDREN, "reference")
         if link.kind == CHILDREN:
-            return _Property(PARENT, "reference")
+            return ResolvedProperty(PARENT, "reference")
         end = link.end
         assert end is not None
-        return _Property(
+        return ResolvedProperty(
             "end", "reference", end=self.metamodel.type_by_id(end.other_type_id).ends[end.opposite_name]
         )
 
@@ -297,7 +300,7 @@ class _Compiler:
             return not_(self.has_value(table, prop.attribute, column == operand))
         return self.has_value(table, prop.attribute, _compare(column, op, operand))
 
-    def enum_comparison(self, prop: _Property, node: Comparison, table: ElementTable) -> Condition:
+    def enum_comparison(self, prop: ResolvedProperty, node: Comparison, table: ElementTable) -> Condition:
         attribute = prop.attribute
         assert attribute is not None
         value = node.value
@@ -316,7 +319,9 @@ class _Compiler:
         else:
             # Literals are ordered as the metamodel lists them: `@Criticality > "low"`.
             ids = [
-                lit.id for lit in attribute.literals if _ordered(lit.position, node.op, literal_def.position)
+                lit.id
+                for lit in attribute.literals
+                if literal_order_matches(lit.position, node.op, literal_def.position)
             ]
         matches = self.has_value(table, attribute, ElementValue.literal_id.in_(ids)) if ids else false()
         return not_(matches) if node.op == "!=" else matches
@@ -331,7 +336,7 @@ class _Compiler:
         if prop.value_type == "enum":
             attribute = prop.attribute
             assert attribute is not None
-            ids = [lit.id for lit in attribute.literals if _python_text_match(lit.name, node.method, needle)]
+            ids = [lit.id for lit in attribute.literals if text_matches(lit.name, node.method, needle)]
             return self.has_value(table, attribute, ElementValue.literal_id.in_(ids)) if ids else false()
         if prop.value_type not in ("text", "richtext", "responsibility"):
             raise self.error(f"{node.method}() applies to text, not to '@{node.prop.name}'", node.pos)
@@ -370,7 +375,7 @@ class _Compiler:
 
     # --- building blocks ---------------------------------------------------------------------------
 
-    def operand(self, prop: _Property, value: Value, ref: PropertyRef) -> Any:
+    def operand(self, prop: ResolvedProperty, value: Value, ref: PropertyRef) -> Any:
         """The Python value to bind for a comparison with a property of the given value type."""
         value_type = prop.value_type
         if prop.kind == "attribute" and value_type == "dateInterval":
@@ -417,7 +422,7 @@ class _Compiler:
             select(ElementValue.element_id).where(ElementValue.attribute_id == attribute.id, condition)
         )
 
-    def present(self, prop: _Property, table: ElementTable, ref: PropertyRef) -> Condition:
+    def present(self, prop: ResolvedProperty, table: ElementTable, ref: PropertyRef) -> Condition:
         """The property is not empty."""
         if prop.kind == "column":
             if prop.column == "description":
@@ -432,7 +437,7 @@ class _Compiler:
 
     def reference(
         self,
-        link: _Property,
+        link: ResolvedProperty,
         table: ElementTable,
         condition: Callable[[ElementTable], Condition] | None = None,
         *,
@@ -467,7 +472,10 @@ class _Compiler:
         return table.id.in_(related)  # type: ignore[no-any-return]
 
     def reference_count(
-        self, link: _Property, table: ElementTable, condition: Callable[[ElementTable], Condition] | None
+        self,
+        link: ResolvedProperty,
+        table: ElementTable,
+        condition: Callable[[ElementTable], Condition] | None,
     ) -> Any:
         """How many elements the element refers to along the link (that satisfy the condition)."""
         other = aliased(Element)
@@ -505,11 +513,11 @@ def _value_column(attribute: AttributeDef, part: str | None) -> Any:
     return _VALUE_COLUMNS[attribute.value_type]
 
 
-def _ordered(left: int, op: str, right: int) -> bool:
+def literal_order_matches(left: int, op: str, right: int) -> bool:
     return {"<": left < right, ">": left > right, "<=": left <= right, ">=": left >= right}[op]
 
 
-def _python_text_match(text: str, method: str, needle: str) -> bool:
+def text_matches(text: str, method: str, needle: str) -> bool:
     if method == "contains":
         return needle in text
     if method == "startsWith":
@@ -544,7 +552,7 @@ def compile_query(
     pointer: str = "/query",
 ) -> CompiledQuery:
     """The result type of `Type[…]/end[…]…` and the condition selecting its elements on `target`."""
-    return _Compiler(metamodel, actor, text or "", pointer).query(query, target)
+    return QueryCompiler(metamodel, actor, text or "", pointer).query(query, target)
 
 
 def compile_filter(
@@ -558,4 +566,4 @@ def compile_filter(
     pointer: str = "filter",
 ) -> Condition:
     """The condition of a `filter` parameter (the inside of `[...]`) on elements of one type."""
-    return _Compiler(metamodel, actor, text or "", pointer).predicate(predicate, target, type_def)
+    return QueryCompiler(metamodel, actor, text or "", pointer).predicate(predicate, target, type_def)

@@ -1,0 +1,166 @@
+"""Massdata reads as of a past revision: list pages, streams and queries over states folded from history.
+
+A past state is not in today's tables, so the iteraQL condition cannot run in SQL. Instead the type's
+elements as they stood (`history.asof`) are read a batch at a time, the listing's syntax tree is evaluated
+on them (`query.evaluator`), and only the sort key values and ids of the matches are kept; they are sorted
+as the SQL listing sorts, the keyset cursor applies the same way, and only the page (or a stream's current
+batch) is rendered with the requested fields. The cost grows with the type's history, not with the page
+size; memory holds one batch of elements plus a key per match.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+import orjson
+from sqlalchemy.orm import Session
+
+from blockrepo.access.actor import Actor
+from blockrepo.history.asof import element_ids_as_of, read_elements_as_of, resolve_as_of
+from blockrepo.history.service import require_history
+from blockrepo.massdata.listing import Listing, Page, SortKey, begin_snapshot, encode_cursor, log
+from blockrepo.massdata.query.compiler import QueryCompiler
+from blockrepo.massdata.query.evaluator import ElementJson, Evaluator, attribute_value, column_value
+from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
+
+# Elements folded per round trip: `read_elements_as_of` costs a fixed number of queries per 1,000 ids.
+BATCH = 1000
+# Elements rendered per NDJSON chunk.
+STREAM_BATCH = 500
+
+Keyed = tuple[list[Any], int]  # (sort key values ending with the id, id)
+
+
+def past_revision(db: Session, actor: Actor, raw: str) -> int:
+    """The revision an `asOf` parameter names; reading the past needs VIEW_HISTORY (it is history)."""
+    require_history(actor)
+    return resolve_as_of(db, raw)
+
+
+def _batches(ids: Sequence[int], size: int) -> Iterator[Sequence[int]]:
+    for start in range(0, len(ids), size):
+        yield ids[start : start + size]
+
+
+class _PastState:
+    """Loads elements as they stood at one revision, as one actor may read them (every readable key)."""
+
+    def __init__(self, db: Session, metamodel: Metamodel, actor: Actor, revision: int) -> None:
+        self.db, self.metamodel, self.actor, self.revision = db, metamodel, actor, revision
+
+    def load(self, type_def: BlockTypeDef, ids: Sequence[int]) -> list[ElementJson]:
+        found: list[ElementJson] = []
+        for chunk in _batches(ids, BATCH):
+            found.extend(
+                read_elements_as_of(self.db, self.metamodel, self.actor, type_def, chunk, self.revision)
+            )
+        return found
+
+    def scan(self, type_def: BlockTypeDef) -> Iterable[list[ElementJson]]:
+        ids = element_ids_as_of(self.db, type_def, self.revision)
+        for chunk in _batches(ids, BATCH):
+            yield self.load(type_def, chunk)
+
+
+def _sort_value(key: SortKey, type_def: BlockTypeDef, element: ElementJson) -> Any:
+    """The value the SQL listing sorts by: a column (the keys that are never empty), or an attribute's
+    smallest (largest when descending) value, None when empty."""
+    attribute = type_def.property_named(key.name) if key.nullable else None
+    if attribute is None:
+        return column_value(element, key.name)
+    present = [
+        value
+        for value in (attribute_value(attribute, raw) for raw in element.get(key.name) or [])
+        if value is not None
+    ]
+    if not present:
+        return None
+    return max(present) if key.descending else min(present)
+
+
+def _compare_keys(keys: Sequence[SortKey], left: Sequence[Any], right: Sequence[Any]) -> int:
+    """-1, 0 or 1 as `left` sorts before, with or after `right`: directions per key, empty values last."""
+    for key, a, b in zip(keys, left, right, strict=True):
+        if a == b:
+            continue
+        if a is None:
+            return 1
+        if b is None:
+            return -1
+        before = a < b
+        return (1 if before else -1) if key.descending else (-1 if before else 1)
+    return 0
+
+
+def _sorted_matches(state: _PastState, listing: Listing) -> list[Keyed]:
+    """Sort key values and ids of every match (the cursor aside), in listing order."""
+    evaluator = Evaluator(QueryCompiler(state.metamodel, state.actor, "", "filter"), state.load)
+    type_def = listing.type_def
+    batches: Iterable[list[ElementJson]]
+    if listing.query is not None:
+        batches = [evaluator.query_elements(listing.query, state.scan)]
+    else:
+        batches = (evaluator.filter(listing.predicate, type_def, batch) for batch in state.scan(type_def))
+    keyed: list[Keyed] = [
+        ([_sort_value(key, type_def, element) for key in listing.keys], element["id"][0])
+        for batch in batches
+        for element in batch
+    ]
+
+    def order(left: Keyed, right: Keyed) -> int:
+        return _compare_keys(listing.keys, left[0], right[0])
+
+    keyed.sort(key=functools.cmp_to_key(order))
+    return keyed
+
+
+def _after_cursor(listing: Listing, keyed: list[Keyed]) -> list[Keyed]:
+    if listing.after is None:
+        return keyed
+    after = listing.after
+    return [item for item in keyed if _compare_keys(listing.keys, item[0], after) > 0]
+
+
+def read_page_as_of(
+    db: Session,
+    metamodel: Metamodel,
+    actor: Actor,
+    listing: Listing,
+    revision: int,
+    *,
+    limit: int,
+    count: bool,
+) -> Page:
+    """A page of the listing as the repository stood at `revision` (the counterpart of `read_page`)."""
+    matches = _sorted_matches(_PastState(db, metamodel, actor, revision), listing)
+    remaining = _after_cursor(listing, matches)
+    page = remaining[:limit]
+    items = read_elements_as_of(
+        db, metamodel, actor, listing.type_def, [i for _, i in page], revision, view=listing.view
+    )
+    more = len(remaining) > limit
+    next_cursor = encode_cursor(listing.type_def.name, listing.keys, page[-1][0]) if more else None
+    # `total` counts every match, as the SQL listing does, not only those after the cursor.
+    return Page(items, next_cursor, len(matches) if count else None)
+
+
+def stream_ndjson_as_of(
+    open_session: Callable[[], Session], metamodel: Metamodel, actor: Actor, listing: Listing, revision: int
+) -> Iterator[bytes]:
+    """NDJSON lines of every match as of `revision` (the counterpart of `listing.stream_ndjson`)."""
+    with open_session() as db:
+        begin_snapshot(db)
+        try:
+            state = _PastState(db, metamodel, actor, revision)
+            matches = _after_cursor(listing, _sorted_matches(state, listing))
+            ids = [element_id for _, element_id in matches]
+            for chunk in _batches(ids, STREAM_BATCH):
+                items = read_elements_as_of(
+                    db, metamodel, actor, listing.type_def, chunk, revision, view=listing.view
+                )
+                yield b"".join(orjson.dumps(item) + b"\n" for item in items)
+        except Exception:
+            log.exception("streaming %s elements as of revision %s failed", listing.type_def.name, revision)
+            raise
