@@ -42,7 +42,7 @@ class Settings(BaseSettings):
     argon2_time_cost: int = Field(3, ge=1, description="Argon2id iterations")
     argon2_memory_cost: int = Field(65536, ge=8, description="Argon2id memory in KiB")
     argon2_parallelism: int = Field(4, ge=1, description="Argon2id lanes")
-    db_pool_size: int = Field(10, ge=1, description="connections per process (PostgreSQL)")
+    db_pool_size: int = Field(10, ge=1, description="connections kept per process (as many more on demand)")
     log_level: str = Field("info", description="log level")
 
     @property

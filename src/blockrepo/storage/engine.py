@@ -41,7 +41,13 @@ def build_engine(url: str, *, pool_size: int = 10) -> Engine:
     url = normalize_url(url)
     if url.startswith("sqlite"):
         engine = create_engine(
-            url, connect_args={"check_same_thread": False, "timeout": 30}, json_deserializer=orjson.loads
+            url,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            json_deserializer=orjson.loads,
+            # SQLAlchemy's default keeps 5 and closes every connection beyond them on return: under load
+            # each request then opens a connection, runs the PRAGMAs and starts with a cold page cache.
+            pool_size=pool_size,
+            max_overflow=pool_size,
         )
         event.listen(engine, "connect", _configure_sqlite)
         event.listen(engine, "begin", _begin_sqlite)
