@@ -6,7 +6,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, bindparam, delete, func, literal, or_, select, update
+from sqlalchemy import (
+    ARRAY,
+    Select,
+    String,
+    Table,
+    and_,
+    bindparam,
+    delete,
+    func,
+    literal,
+    or_,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from blockrepo.elements.models import Element, ElementValue
@@ -114,12 +128,31 @@ def insert_elements(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
 def ids_by_name(db: Session, type_id: int, names: Iterable[str]) -> dict[str, int]:
     """name -> id of the type's elements among `names` (names are unique per type)."""
     found: dict[str, int] = {}
+    postgresql = db.get_bind().dialect.name == "postgresql"
     for chunk in chunks(sorted(set(names))):
-        for row in db.execute(
-            select(Element.id, Element.name).where(Element.type_id == type_id, Element.name.in_(chunk))
-        ):
-            found[row.name] = row.id
+        statement = (
+            _ids_by_name_postgresql(type_id)
+            if postgresql
+            else select(Element.name, Element.id).where(Element.type_id == type_id, Element.name.in_(chunk))
+        )
+        for name, element_id in db.execute(statement, {"names": list(chunk)} if postgresql else {}):
+            found[name] = element_id
     return found
+
+
+def _ids_by_name_postgresql(type_id: int) -> Select[tuple[str, int]]:
+    """One lookup in the (type, name) index per name. Before autovacuum has analyzed a table that a bulk
+    load has just filled, PostgreSQL plans `name IN (…)` as a filter over every element of the type, which
+    made a load of 100,000 elements slow down with every request (bench/massdata_scale.py); a lateral
+    lookup with LIMIT 1 is planned as an index probe whatever the statistics say."""
+    names = func.unnest(bindparam("names", type_=ARRAY(String))).table_valued("name").render_derived(name="n")
+    match = (
+        select(Element.id)
+        .where(Element.type_id == type_id, Element.name == names.c.name)
+        .limit(1)
+        .lateral("e")
+    )
+    return select(names.c.name, match.c.id).select_from(names).join(match, true())
 
 
 def set_parents(db: Session, parents: Mapping[int, int]) -> None:
