@@ -93,7 +93,7 @@ def last_child_positions(
 
 
 def executemany_insert(db: Session, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
-    """INSERT many rows with one driver-level executemany per ROWS_PER_CALL rows.
+    """INSERT many rows with one driver-level executemany per ROWS_PER_CALL rows (PostgreSQL: one COPY).
 
     Values pass through each column type's own bind processor, so they are stored exactly as an ORM or
     Core insert stores them (dates as ISO text on SQLite, for instance); what is skipped is the per-row
@@ -111,6 +111,20 @@ def executemany_insert(db: Session, table: Table, rows: Sequence[Mapping[str, An
         f"VALUES ({', '.join([placeholder] * len(names))})"
     )
     converting = [(index, p) for index, p in enumerate(processors) if p is not None]
+    if dialect.name == "postgresql":
+        # COPY: PostgreSQL executes row-by-row INSERTs one by one even when pipelined; COPY takes the rows
+        # as one stream, about three times faster for element values (bench/massdata_scale.py).
+        columns = ", ".join(quote(n) for n in names)
+        with (
+            connection.connection.driver_connection.cursor() as cursor,  # type: ignore[union-attr]
+            cursor.copy(f"COPY {quote(table.name)} ({columns}) FROM STDIN") as copy,
+        ):
+            for row in rows:
+                values = [row[name] for name in names]
+                for index, process in converting:
+                    values[index] = process(values[index])
+                copy.write_row(values)
+        return
     for start in range(0, len(rows), ROWS_PER_CALL):
         batch = []
         for row in rows[start : start + ROWS_PER_CALL]:
