@@ -273,6 +273,7 @@ def rate(count: int, seconds: float) -> str:
 
 def run(database: str | None, elements: int, repeat: int, keep: bool, console: Console) -> list[Figure]:
     figures: list[Figure] = []
+    load_before = os.getloadavg()[0]  # the machine may be shared: a high load explains odd figures
     with ExitStack() as stack:
         logs = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="blockrepo-bench-logs-")))
         url = stack.enter_context(scratch_database(database, "source", keep))
@@ -379,7 +380,8 @@ def run(database: str | None, elements: int, repeat: int, keep: bool, console: C
         figures.append(Figure("  peak RSS of the server during the import", f"{peak:,.0f} MB"))
         console.print(
             f"[bold]{dialect}[/]: {elements:,} {TYPE} elements with {len(ATTRIBUTES)} attribute values and "
-            f"2 {END} each, {targets:,} {TARGET_TYPE} elements; {os.cpu_count()} CPUs"
+            f"2 {END} each, {targets:,} {TARGET_TYPE} elements; {os.cpu_count()} CPUs, load average "
+            f"{load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
         )
         if keep:
             console.print(f"kept: {url} and {target_url}")
