@@ -147,6 +147,7 @@ class BulkOutcome:
 def bulk_write(writer: Writer, type_name: str, request: BulkRequest) -> BulkOutcome:
     """Create and update many elements of one type; see the module docstring."""
     type_def = element_service.resolve_type(writer.metamodel, writer.actor, type_name)
+    repository.plan_with_parameters(writer.db)
     items = [_Item(i, raw if isinstance(raw, dict) else None) for i, raw in enumerate(request.elements)]
     for item in items:
         if item.body is None:
