@@ -20,6 +20,7 @@ from blockrepo.cli.options import build_settings, console
 from blockrepo.cli.repository import initialize_repository
 from blockrepo.errors import BlockrepoError
 from blockrepo.history.recorder import ChangeLog
+from blockrepo.massdata.collector import collector_paused
 from blockrepo.massdata.listing import begin_snapshot
 from blockrepo.massdata.transfer.document import Document, parse_json_document
 from blockrepo.massdata.transfer.export import json_chunks
@@ -138,7 +139,7 @@ def import_command(
     write_engine = engine.execution_options(begin_immediate=True)
     passwords = Passwords(settings)
     try:
-        with build_session_factory(write_engine)() as db, _progress() as progress:
+        with build_session_factory(write_engine)() as db, _progress() as progress, collector_paused():
             metamodel, actor = _context(db, user)
             tasks: dict[str, TaskID] = {}
 

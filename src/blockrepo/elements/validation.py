@@ -34,7 +34,14 @@ LARGEST_ID = 2**31 - 1
 
 def pointer(*parts: str | int) -> str:
     """A JSON pointer (RFC 6901) from its unescaped parts."""
-    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
+    out = ""
+    for part in parts:
+        text = str(part)
+        # Escaping is rare (names hold no "/"), and a bulk write builds several pointers per element.
+        if "~" in text or "/" in text:
+            text = text.replace("~", "~0").replace("/", "~1")
+        out += "/" + text
+    return out
 
 
 @dataclass
@@ -98,14 +105,13 @@ def parse_body(
     """Check a body against the metamodel and the actor's rights without touching the database."""
     draft = ElementDraft(type_def=type_def, element_id=element_id)
     for key, raw in body.items():
-        where = pointer(key)
         if key == "id":
             _check_id(draft, raw)
             continue
         if key in READ_ONLY_KEYS:
             continue
         if not isinstance(raw, list):
-            draft.error(where, "not_an_array", f"{key} takes an array of values, got {json_type(raw)}")
+            draft.error(pointer(key), "not_an_array", f"{key} takes an array of values, got {json_type(raw)}")
             continue
         if key == "name":
             _parse_name(draft, raw)
@@ -118,7 +124,7 @@ def parse_body(
         elif (end := type_def.ends.get(key)) is not None:
             _parse_end(draft, metamodel, actor, end, raw)
         else:
-            draft.error(where, "unknown_property", f"{type_def.name} has no property {key!r}")
+            draft.error(pointer(key), "unknown_property", f"{type_def.name} has no property {key!r}")
     _check_mandatory(draft, actor, body)
     return draft
 
@@ -168,9 +174,8 @@ def _parse_parent(draft: ElementDraft, raw: list[Any]) -> None:
 
 
 def _parse_values(draft: ElementDraft, actor: Actor, prop: AttributeDef, raw: list[Any]) -> None:
-    where = pointer(prop.name)
     if not prop.builtin and not actor.can_write_group(prop.group_id):
-        draft.forbidden.append(ErrorItem(where, "forbidden", f"you may not write {prop.name}"))
+        draft.forbidden.append(ErrorItem(pointer(prop.name), "forbidden", f"you may not write {prop.name}"))
         return
     if not prop.multiple and _too_many(draft, prop.name, raw):
         return
@@ -184,6 +189,7 @@ def _decode_all(
 ) -> list[TypedValue] | None:
     values: list[TypedValue] = []
     seen: set[TypedValue] = set()  # a set, not `in values`: a 10 MiB body must not cost quadratic time
+    several = len(raw) > 1  # a single value cannot repeat: spare its hashing
     ok = True
     for index, item in enumerate(raw):
         try:
@@ -192,13 +198,14 @@ def _decode_all(
             draft.error(pointer(*path, index), problem.code, problem.message)
             ok = False
             continue
-        if value in seen:
-            draft.error(pointer(*path, index), "duplicate", f"{prop.name} lists this value twice")
-            ok = False
-            continue
+        if several:
+            if value in seen:
+                draft.error(pointer(*path, index), "duplicate", f"{prop.name} lists this value twice")
+                ok = False
+                continue
+            seen.add(value)
         if prop.value_type == "responsibility" and value.text is not None:
             draft.logins.append((pointer(*path, index), value.text))
-        seen.add(value)
         values.append(value)
     return values if ok else None
 
@@ -206,9 +213,9 @@ def _decode_all(
 def _parse_end(
     draft: ElementDraft, metamodel: Metamodel, actor: Actor, end: RelationEnd, raw: list[Any]
 ) -> None:
-    where = pointer(end.name)
     if not actor.can_type(end.other_type_id, "read"):
-        draft.forbidden.append(ErrorItem(where, "forbidden", f"you may not read {end.other_type} elements"))
+        message = f"you may not read {end.other_type} elements"
+        draft.forbidden.append(ErrorItem(pointer(end.name), "forbidden", message))
         return
     if not end.multiple and _too_many(draft, end.name, raw):
         return

@@ -11,13 +11,15 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import insert, update
+from sqlalchemy import Table, insert, update
 from sqlalchemy.orm import Session
 
 from blockrepo.history.models import Change, Revision
 from blockrepo.metamodel.models import RepositoryState
+
+CHANGE = cast(Table, Change.__table__)
 
 JsonValue = Any
 
@@ -193,8 +195,9 @@ class ChangeLog:
             )
         )
         if entries:
+            # The table, not the mapped class: a Core executemany skips the ORM's per-row bookkeeping.
             db.execute(
-                insert(Change),
+                insert(CHANGE),
                 [
                     {
                         "revision": revision,

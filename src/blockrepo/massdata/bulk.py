@@ -149,6 +149,7 @@ class BulkOutcome:
 def bulk_write(writer: Writer, type_name: str, request: BulkRequest) -> BulkOutcome:
     """Create and update many elements of one type; see the module docstring."""
     type_def = element_service.resolve_type(writer.metamodel, writer.actor, type_name)
+    repository.plan_with_parameters(writer.db)
     items = [_Item(i, raw if isinstance(raw, dict) else None) for i, raw in enumerate(request.elements)]
     for item in items:
         if item.body is None:
@@ -703,7 +704,10 @@ def mirror_neighbours(changes: ChangeLog, records: Sequence[Written], skip: set[
             return entry
 
         for end_name, end in type_def.ends.items():
-            added, removed = _entry_diff(old_state.get(end_name, []), new_state.get(end_name, []))
+            old_entries, new_entries = old_state.get(end_name), new_state.get(end_name)
+            if not old_entries and not new_entries:
+                continue  # most ends of most elements are empty: nothing to diff
+            added, removed = _entry_diff(old_entries or [], new_entries or [])
             for entry in removed:
                 mirror(end.other_type, entry, end.opposite_name, me(old_state, entry), "removed")
             for entry in added:

@@ -1,7 +1,8 @@
 """Filtered, sorted reads of one type: keyset-paginated pages, or every match streamed as NDJSON.
 
 A page costs one query for the ids (the iteraQL condition, the sort and the keyset run in the database),
-`read_elements` for their JSON, and one more for `total` when asked: the same number for 1 or 1000 items.
+a fixed number for their JSON (`reader.ElementReader`, the JSON `read_elements` gives), and one more for
+`total` when asked: the same number for 1 or 1000 items.
 The cursor carries the sort key values and the id of the last row, so the next page starts right after it
 however many rows were inserted or deleted before it meanwhile (no offset drift).
 """
@@ -22,18 +23,19 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.elements.models import Element, ElementValue
-from blockrepo.elements.view import ElementView, read_elements
+from blockrepo.elements.view import ElementView
 from blockrepo.errors import BadRequest, ErrorItem, Forbidden, UnknownType
 from blockrepo.massdata.query.compiler import compile_filter, compile_query
 from blockrepo.massdata.query.parser import parse_predicate, parse_query
 from blockrepo.massdata.query.syntax import Predicate, Query
+from blockrepo.massdata.reader import ElementReader
 from blockrepo.metamodel.models import AttributeLiteral
 from blockrepo.metamodel.snapshot import AttributeDef, BlockTypeDef, Metamodel
 
 log = logging.getLogger("blockrepo.massdata")
 Condition = ColumnElement[bool]
 # Rows per round trip of a stream: large enough to amortise the queries, small enough to keep memory flat.
-STREAM_BATCH = 500
+STREAM_BATCH = 1000
 
 _COLUMN_KEYS: dict[str, tuple[Any, str]] = {
     "id": (Element.id, "integer"),
@@ -351,7 +353,8 @@ def read_page(
     rows = db.execute(listing.statement(limit + 1, listing.after)).all()
     more = len(rows) > limit
     rows = rows[:limit]
-    items = read_elements(db, metamodel, actor, listing.type_def, [row[0] for row in rows], view=listing.view)
+    # The columnar reader: a page of elements with hundreds of relations each renders several times faster.
+    items = ElementReader(listing.view).read(db, [row[0] for row in rows])
     next_cursor = encode_cursor(listing.type_def.name, listing.keys, list(rows[-1][1:])) if more else None
     total = int(db.scalar(listing.count_statement()) or 0) if count else None
     return Page(items, next_cursor, total)
@@ -372,13 +375,12 @@ def iterate_matches(
     """Every match, a batch of element JSON objects at a time, paging by keyset (flat memory). The objects
     come from `ElementReader` (the JSON `read_elements` gives, built for throughput; treat as read-only)."""
     after = listing.after
+    reader = ElementReader(listing.view)
     while True:
         rows = db.execute(listing.statement(batch, after)).all()
         if not rows:
             return
-        yield read_elements(
-            db, metamodel, actor, listing.type_def, [row[0] for row in rows], view=listing.view
-        )
+        yield reader.read(db, [row[0] for row in rows])
         if len(rows) < batch:
             return
         after = list(rows[-1][1:])
@@ -398,7 +400,7 @@ def stream_ndjson(
         begin_snapshot(db)
         try:
             for items in iterate_matches(db, metamodel, actor, listing, batch=batch or STREAM_BATCH):
-                yield b"".join(orjson.dumps(item) + b"\n" for item in items)
+                yield b"".join([orjson.dumps(item, option=orjson.OPT_APPEND_NEWLINE) for item in items])
         except Exception:
             # The status line is gone already; all that is left is to end the stream early and log why.
             log.exception("streaming %s elements failed", listing.type_def.name)

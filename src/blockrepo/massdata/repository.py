@@ -6,7 +6,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, bindparam, delete, func, literal, or_, select, update
+from sqlalchemy import (
+    ARRAY,
+    Select,
+    String,
+    Table,
+    and_,
+    bindparam,
+    delete,
+    func,
+    literal,
+    or_,
+    select,
+    text,
+    true,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from blockrepo.elements.models import Element, ElementValue
@@ -16,6 +31,19 @@ ELEMENT = cast(Table, Element.__table__)
 ELEMENT_VALUE = cast(Table, ElementValue.__table__)
 # Rows per executemany call: bounds the memory of one batch of parameter dictionaries.
 ROWS_PER_CALL = 5000
+
+
+def plan_with_parameters(db: Session) -> None:
+    """PostgreSQL: plan the rest of the transaction's statements with their actual parameters.
+
+    psycopg prepares a statement at its fifth execution, and PostgreSQL may then keep, per connection, a
+    generic plan made while a table was small or had no statistics yet (a bulk load into a new repository,
+    before autovacuum analyzes it): name lookups then scanned every element of the type, and each
+    10,000-element request of a 100,000-element load took longer than the one before (6.7 s, 22 s, 37 s,
+    54 s …; bench/massdata_scale.py). A bulk write plans its few dozen statements at no noticeable cost;
+    reads keep their cached plans, which planning 1,000-id arrays anew would slow down."""
+    if db.get_bind().dialect.name == "postgresql":
+        db.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
 
 
 def existing_ids(db: Session, type_id: int, ids: Iterable[int], *, lock: bool) -> set[int]:
@@ -79,7 +107,7 @@ def last_child_positions(
 
 
 def executemany_insert(db: Session, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
-    """INSERT many rows with one driver-level executemany per ROWS_PER_CALL rows.
+    """INSERT many rows with one driver-level executemany per ROWS_PER_CALL rows (PostgreSQL: one COPY).
 
     Values pass through each column type's own bind processor, so they are stored exactly as an ORM or
     Core insert stores them (dates as ISO text on SQLite, for instance); what is skipped is the per-row
@@ -99,6 +127,20 @@ def executemany_insert(db: Session, table: Table, rows: Sequence[Mapping[str, An
         f"VALUES ({', '.join([placeholder] * len(names))})"
     )
     converting = [(index, p) for index, p in enumerate(processors) if p is not None]
+    if dialect.name == "postgresql":
+        # COPY: PostgreSQL executes row-by-row INSERTs one by one even when pipelined; COPY takes the rows
+        # as one stream, about three times faster for element values (bench/massdata_scale.py).
+        columns = ", ".join(quote(n) for n in names)
+        with (
+            connection.connection.driver_connection.cursor() as cursor,  # type: ignore[union-attr]
+            cursor.copy(f"COPY {quote(table.name)} ({columns}) FROM STDIN") as copy,
+        ):
+            for row in rows:
+                values = [row[name] for name in names]
+                for index, process in converting:
+                    values[index] = process(values[index])
+                copy.write_row(values)
+        return
     for start in range(0, len(rows), ROWS_PER_CALL):
         batch = []
         for row in rows[start : start + ROWS_PER_CALL]:
@@ -116,12 +158,31 @@ def insert_elements(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
 def ids_by_name(db: Session, type_id: int, names: Iterable[str]) -> dict[str, int]:
     """name -> id of the type's elements among `names` (names are unique per type)."""
     found: dict[str, int] = {}
+    postgresql = db.get_bind().dialect.name == "postgresql"
     for chunk in chunks(sorted(set(names))):
-        for row in db.execute(
-            select(Element.id, Element.name).where(Element.type_id == type_id, Element.name.in_(chunk))
-        ):
-            found[row.name] = row.id
+        statement = (
+            _ids_by_name_postgresql(type_id)
+            if postgresql
+            else select(Element.name, Element.id).where(Element.type_id == type_id, Element.name.in_(chunk))
+        )
+        for name, element_id in db.execute(statement, {"names": list(chunk)} if postgresql else {}):
+            found[name] = element_id
     return found
+
+
+def _ids_by_name_postgresql(type_id: int) -> Select[tuple[str, int]]:
+    """One lookup in the (type, name) index per name. Before autovacuum has analyzed a table that a bulk
+    load has just filled, PostgreSQL plans `name IN (…)` as a filter over every element of the type, which
+    made a load of 100,000 elements slow down with every request (bench/massdata_scale.py); a lateral
+    lookup with LIMIT 1 is planned as an index probe whatever the statistics say."""
+    names = func.unnest(bindparam("names", type_=ARRAY(String))).table_valued("name").render_derived(name="n")
+    match = (
+        select(Element.id)
+        .where(Element.type_id == type_id, Element.name == names.c.name)
+        .limit(1)
+        .lateral("e")
+    )
+    return select(names.c.name, match.c.id).select_from(names).join(match, true())
 
 
 def set_parents(db: Session, parents: Mapping[int, int]) -> None:

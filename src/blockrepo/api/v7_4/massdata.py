@@ -18,6 +18,7 @@ from blockrepo.elements.service import Writer
 from blockrepo.errors import BadRequest, ErrorItem, UnsupportedMediaType
 from blockrepo.massdata import asof as past
 from blockrepo.massdata import bulk, listing
+from blockrepo.massdata.collector import collector_paused
 from blockrepo.massdata.transfer.document import Document, parse_json_document
 from blockrepo.massdata.transfer.export import stream_json
 from blockrepo.massdata.transfer.importer import import_document, parse_mode
@@ -251,18 +252,19 @@ def import_repository(
     dry_run: Annotated[bool, Query(alias="dryRun", description="validate and report only")] = False,
 ) -> JsonResponse:
     listing.require_massdata(ctx.actor, "IMPORT")
-    report = import_document(
-        ctx.db,
-        ctx.metamodel,
-        ctx.actor,
-        ctx.changes,
-        document,
-        mode=parse_mode(mode),
-        hash_password=ctx.services.passwords.hash,
-    )
-    report.dry_run = dry_run
-    if not dry_run:
-        ctx.commit()
+    with collector_paused():
+        report = import_document(
+            ctx.db,
+            ctx.metamodel,
+            ctx.actor,
+            ctx.changes,
+            document,
+            mode=parse_mode(mode),
+            hash_password=ctx.services.passwords.hash,
+        )
+        report.dry_run = dry_run
+        if not dry_run:
+            ctx.commit()
     return JsonResponse(report.as_json())
 
 
@@ -564,9 +566,10 @@ def bulk_write(
 ) -> JsonResponse:
     listing.require_massdata(ctx.actor)
     request = bulk.parse_request(body, ctx.settings.bulk_max_elements)
-    outcome = bulk.bulk_write(Writer(ctx.db, ctx.metamodel, ctx.actor, ctx.changes), type_name, request)
-    if not request.dry_run:
-        ctx.commit()
+    with collector_paused():
+        outcome = bulk.bulk_write(Writer(ctx.db, ctx.metamodel, ctx.actor, ctx.changes), type_name, request)
+        if not request.dry_run:
+            ctx.commit()
     return JsonResponse(outcome.as_json())
 
 
@@ -624,8 +627,9 @@ def bulk_delete(
 ) -> JsonResponse:
     listing.require_massdata(ctx.actor)
     ids = bulk.parse_delete(body, ctx.settings.bulk_max_elements)
-    deleted = bulk.bulk_delete(
-        Writer(ctx.db, ctx.metamodel, ctx.actor, ctx.changes), type_name, ids, recursive=recursive
-    )
-    ctx.commit()
+    with collector_paused():
+        deleted = bulk.bulk_delete(
+            Writer(ctx.db, ctx.metamodel, ctx.actor, ctx.changes), type_name, ids, recursive=recursive
+        )
+        ctx.commit()
     return JsonResponse({"deleted": deleted})
