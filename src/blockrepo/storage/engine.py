@@ -40,14 +40,16 @@ def build_engine(url: str, *, pool_size: int = 10) -> Engine:
     """Create an engine; nothing connects until the first use."""
     url = normalize_url(url)
     if url.startswith("sqlite"):
+        # A file database: SQLAlchemy's default pool keeps 5 connections and closes every one beyond them
+        # on return, so under load each request opened a connection, ran the PRAGMAs and started with a
+        # cold page cache. (An in-memory database has one connection per thread and takes no pool size.)
+        in_memory = make_url(url).database in (None, "", ":memory:")
+        pool: dict[str, Any] = {} if in_memory else {"pool_size": pool_size, "max_overflow": pool_size}
         engine = create_engine(
             url,
             connect_args={"check_same_thread": False, "timeout": 30},
             json_deserializer=orjson.loads,
-            # SQLAlchemy's default keeps 5 and closes every connection beyond them on return: under load
-            # each request then opens a connection, runs the PRAGMAs and starts with a cold page cache.
-            pool_size=pool_size,
-            max_overflow=pool_size,
+            **pool,
         )
         event.listen(engine, "connect", _configure_sqlite)
         event.listen(engine, "begin", _begin_sqlite)
