@@ -18,6 +18,7 @@ import orjson
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
+from blockrepo.elements.repository import chunks
 from blockrepo.history.asof import element_ids_as_of, read_elements_as_of, resolve_as_of
 from blockrepo.history.service import require_history
 from blockrepo.massdata.listing import Listing, Page, SortKey, begin_snapshot, encode_cursor, log
@@ -30,18 +31,13 @@ BATCH = 1000
 # Elements rendered per NDJSON chunk.
 STREAM_BATCH = 500
 
-Keyed = tuple[list[Any], int]  # (sort key values ending with the id, id)
+Keyed = list[Any]  # the sort key values of a match; the last is its id (parse_sort ends with id)
 
 
 def past_revision(db: Session, actor: Actor, raw: str) -> int:
     """The revision an `asOf` parameter names; reading the past needs VIEW_HISTORY (it is history)."""
     require_history(actor)
     return resolve_as_of(db, raw)
-
-
-def _batches(ids: Sequence[int], size: int) -> Iterator[Sequence[int]]:
-    for start in range(0, len(ids), size):
-        yield ids[start : start + size]
 
 
 class _PastState:
@@ -52,7 +48,7 @@ class _PastState:
 
     def load(self, type_def: BlockTypeDef, ids: Sequence[int]) -> list[ElementJson]:
         found: list[ElementJson] = []
-        for chunk in _batches(ids, BATCH):
+        for chunk in chunks(ids, BATCH):
             found.extend(
                 read_elements_as_of(self.db, self.metamodel, self.actor, type_def, chunk, self.revision)
             )
@@ -60,7 +56,7 @@ class _PastState:
 
     def scan(self, type_def: BlockTypeDef) -> Iterable[list[ElementJson]]:
         ids = element_ids_as_of(self.db, type_def, self.revision)
-        for chunk in _batches(ids, BATCH):
+        for chunk in chunks(ids, BATCH):
             yield self.load(type_def, chunk)
 
 
@@ -95,7 +91,7 @@ def _compare_keys(keys: Sequence[SortKey], left: Sequence[Any], right: Sequence[
 
 
 def _sorted_matches(state: _PastState, listing: Listing) -> list[Keyed]:
-    """Sort key values and ids of every match (the cursor aside), in listing order."""
+    """The sort key values of every match (the cursor aside), in listing order."""
     evaluator = Evaluator(QueryCompiler(state.metamodel, state.actor, "", "filter"), state.load)
     type_def = listing.type_def
     batches: Iterable[list[ElementJson]]
@@ -104,13 +100,13 @@ def _sorted_matches(state: _PastState, listing: Listing) -> list[Keyed]:
     else:
         batches = (evaluator.filter(listing.predicate, type_def, batch) for batch in state.scan(type_def))
     keyed: list[Keyed] = [
-        ([_sort_value(key, type_def, element) for key in listing.keys], element["id"][0])
+        [_sort_value(key, type_def, element) for key in listing.keys]
         for batch in batches
         for element in batch
     ]
 
     def order(left: Keyed, right: Keyed) -> int:
-        return _compare_keys(listing.keys, left[0], right[0])
+        return _compare_keys(listing.keys, left, right)
 
     keyed.sort(key=functools.cmp_to_key(order))
     return keyed
@@ -120,7 +116,7 @@ def _after_cursor(listing: Listing, keyed: list[Keyed]) -> list[Keyed]:
     if listing.after is None:
         return keyed
     after = listing.after
-    return [item for item in keyed if _compare_keys(listing.keys, item[0], after) > 0]
+    return [item for item in keyed if _compare_keys(listing.keys, item, after) > 0]
 
 
 def read_page_as_of(
@@ -138,10 +134,10 @@ def read_page_as_of(
     remaining = _after_cursor(listing, matches)
     page = remaining[:limit]
     items = read_elements_as_of(
-        db, metamodel, actor, listing.type_def, [i for _, i in page], revision, view=listing.view
+        db, metamodel, actor, listing.type_def, [values[-1] for values in page], revision, view=listing.view
     )
     more = len(remaining) > limit
-    next_cursor = encode_cursor(listing.type_def.name, listing.keys, page[-1][0]) if more else None
+    next_cursor = encode_cursor(listing.type_def.name, listing.keys, page[-1]) if more else None
     # `total` counts every match, as the SQL listing does, not only those after the cursor.
     return Page(items, next_cursor, len(matches) if count else None)
 
@@ -155,8 +151,8 @@ def stream_ndjson_as_of(
         try:
             state = _PastState(db, metamodel, actor, revision)
             matches = _after_cursor(listing, _sorted_matches(state, listing))
-            ids = [element_id for _, element_id in matches]
-            for chunk in _batches(ids, STREAM_BATCH):
+            ids = [values[-1] for values in matches]
+            for chunk in chunks(ids, STREAM_BATCH):
                 items = read_elements_as_of(
                     db, metamodel, actor, listing.type_def, chunk, revision, view=listing.view
                 )

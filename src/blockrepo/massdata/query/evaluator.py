@@ -156,20 +156,10 @@ class Evaluator:
 
     def matches(self, node: Predicate, type_def: BlockTypeDef, elements: Sequence[ElementJson]) -> list[bool]:
         """Whether each element satisfies the predicate."""
-        if isinstance(node, And):
-            results = [True] * len(elements)
-            for part in node.parts:
-                results = [
-                    a and b for a, b in zip(results, self.matches(part, type_def, elements), strict=True)
-                ]
-            return results
-        if isinstance(node, Or):
-            results = [False] * len(elements)
-            for part in node.parts:
-                results = [
-                    a or b for a, b in zip(results, self.matches(part, type_def, elements), strict=True)
-                ]
-            return results
+        if isinstance(node, (And, Or)):
+            combine = all if isinstance(node, And) else any
+            parts = [self.matches(part, type_def, elements) for part in node.parts]
+            return [combine(per_element) for per_element in zip(*parts, strict=True)]
         if isinstance(node, Not):
             return [not ok for ok in self.matches(node.part, type_def, elements)]
         if isinstance(node, Comparison):
