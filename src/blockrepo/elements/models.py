@@ -19,6 +19,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -67,14 +68,24 @@ class ValueColumns:
     )
 
 
+def _typed_index(name: str, column: str) -> Index:
+    """An index of (attribute, typed column) over only the rows that use that column (partial): a value
+    row sets one typed group, so a full index would hold a NULL entry for every row of every other type.
+    Writing a value then updates two indexes, not five (bulk writes of values took half the time,
+    bench/massdata_scale.py). A comparison on the column implies IS NOT NULL, so SQLite and PostgreSQL
+    both still use the index for iteraQL filters."""
+    present = text(f"{column} IS NOT NULL")
+    return Index(name, "attribute_id", column, sqlite_where=present, postgresql_where=present)
+
+
 class ElementValue(ValueColumns, Base):
     __tablename__ = "element_value"
     __table_args__ = (
         Index("ix_element_value_element", "element_id", "attribute_id", "position"),
-        Index("ix_element_value_number", "attribute_id", "number_value"),
-        Index("ix_element_value_date", "attribute_id", "date_value"),
-        Index("ix_element_value_literal", "attribute_id", "literal_id"),
-        Index("ix_element_value_bool", "attribute_id", "bool_value"),
+        _typed_index("ix_element_value_number", "number_value"),
+        _typed_index("ix_element_value_date", "date_value"),
+        _typed_index("ix_element_value_literal", "literal_id"),
+        _typed_index("ix_element_value_bool", "bool_value"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -14,6 +14,7 @@ from blockrepo.access.models import User
 from blockrepo.elements.models import Element, ElementValue, Relation, RelationValue
 from blockrepo.elements.values import TypedValue
 from blockrepo.metamodel.snapshot import RelationEnd
+from blockrepo.storage import bulk_insert
 
 # Ids per IN list: far below the bind-parameter limits of SQLite (32766) and PostgreSQL (65535).
 CHUNK_SIZE = 500
@@ -491,8 +492,8 @@ class NewRelation:
 
 
 def insert_relations(db: Session, relations: Sequence[NewRelation]) -> None:
-    """Insert relations and their values (one query for positions, one batched INSERT each for relations
-    and values)."""
+    """Insert relations and their values (one query for positions, one set-based INSERT, on PostgreSQL a
+    COPY, each for relations and values)."""
     if not relations:
         return
     open_positions = {(r.relation_type_id, r.source_id) for r in relations if r.position is None}
@@ -512,7 +513,7 @@ def insert_relations(db: Session, relations: Sequence[NewRelation]) -> None:
                 "position": position,
             }
         )
-    db.execute(insert(RELATION), rows)
+    bulk_insert.insert_rows(db, RELATION, rows)
     with_values = [r for r in relations if any(r.values.values())]
     if not with_values:
         return
@@ -540,7 +541,7 @@ def insert_relations(db: Session, relations: Sequence[NewRelation]) -> None:
         for position, value in enumerate(values)
     ]
     if value_rows:
-        db.execute(insert(RELATION_VALUE), value_rows)
+        bulk_insert.insert_rows(db, RELATION_VALUE, value_rows)
 
 
 def _next_source_positions(db: Session, keys: set[tuple[int, int]]) -> dict[tuple[int, int], int]:

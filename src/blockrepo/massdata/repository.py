@@ -26,11 +26,11 @@ from sqlalchemy.orm import Session
 
 from blockrepo.elements.models import Element, ElementValue
 from blockrepo.elements.repository import chunks, or_batches
+from blockrepo.storage import bulk_insert
 
 ELEMENT = cast(Table, Element.__table__)
 ELEMENT_VALUE = cast(Table, ElementValue.__table__)
-# Rows per executemany call: bounds the memory of one batch of parameter dictionaries.
-ROWS_PER_CALL = 5000
+ROWS_PER_CALL = bulk_insert.ROWS_PER_CALL
 
 
 def plan_with_parameters(db: Session) -> None:
@@ -106,53 +106,8 @@ def last_child_positions(
     return positions
 
 
-def executemany_insert(db: Session, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
-    """INSERT many rows with one driver-level executemany per ROWS_PER_CALL rows (PostgreSQL: one COPY).
-
-    Values pass through each column type's own bind processor, so they are stored exactly as an ORM or
-    Core insert stores them (dates as ISO text on SQLite, for instance); what is skipped is the per-row
-    bookkeeping of a Core executemany, which costs more than the insert itself on large batches."""
-    if not rows:
-        return
-    connection = db.connection()
-    dialect = connection.dialect
-    names = list(rows[0])
-    # The dialect's own implementation of each type: the generic DateTime has no bind processor, and the
-    # sqlite3 driver's default adapter would store another text format than every other write path.
-    processors = [table.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in names]
-    quote = dialect.identifier_preparer.quote
-    placeholder = "?" if dialect.paramstyle == "qmark" else "%s"
-    sql = (
-        f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) "
-        f"VALUES ({', '.join([placeholder] * len(names))})"
-    )
-    converting = [(index, p) for index, p in enumerate(processors) if p is not None]
-    if dialect.name == "postgresql":
-        # COPY: PostgreSQL executes row-by-row INSERTs one by one even when pipelined; COPY takes the rows
-        # as one stream, about three times faster for element values (bench/massdata_scale.py).
-        columns = ", ".join(quote(n) for n in names)
-        with (
-            connection.connection.driver_connection.cursor() as cursor,  # type: ignore[union-attr]
-            cursor.copy(f"COPY {quote(table.name)} ({columns}) FROM STDIN") as copy,
-        ):
-            for row in rows:
-                values = [row[name] for name in names]
-                for index, process in converting:
-                    values[index] = process(values[index])
-                copy.write_row(values)
-        return
-    for start in range(0, len(rows), ROWS_PER_CALL):
-        batch = []
-        for row in rows[start : start + ROWS_PER_CALL]:
-            values = [row[name] for name in names]
-            for index, process in converting:
-                values[index] = process(values[index])
-            batch.append(tuple(values))
-        connection.exec_driver_sql(sql, batch)
-
-
 def insert_elements(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
-    executemany_insert(db, ELEMENT, rows)
+    bulk_insert.insert_rows(db, ELEMENT, rows)
 
 
 def ids_by_name(db: Session, type_id: int, names: Iterable[str]) -> dict[str, int]:
@@ -219,7 +174,7 @@ def update_elements(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
 
 
 def insert_values(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
-    executemany_insert(db, ELEMENT_VALUE, rows)
+    bulk_insert.insert_rows(db, ELEMENT_VALUE, rows)
 
 
 def delete_values(db: Session, pairs: Iterable[tuple[int, int]]) -> None:

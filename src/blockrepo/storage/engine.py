@@ -36,6 +36,10 @@ def _begin_sqlite(conn: Any) -> None:
     conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
+def _json_text(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
 def build_engine(url: str, *, pool_size: int = 10) -> Engine:
     """Create an engine; nothing connects until the first use."""
     url = normalize_url(url)
@@ -48,6 +52,7 @@ def build_engine(url: str, *, pool_size: int = 10) -> Engine:
         engine = create_engine(
             url,
             connect_args={"check_same_thread": False, "timeout": 30},
+            json_serializer=_json_text,
             json_deserializer=orjson.loads,
             **pool,
         )
@@ -60,7 +65,9 @@ def build_engine(url: str, *, pool_size: int = 10) -> Engine:
         max_overflow=pool_size,
         pool_pre_ping=True,
         pool_recycle=1800,
-        # JSON columns (history changes) are read with orjson: several times faster than json.loads.
+        # JSON columns (history changes) are written and read with orjson: several times faster than the
+        # json module (a bulk write of 10,000 elements records 10,000 changes).
+        json_serializer=_json_text,
         json_deserializer=orjson.loads,
     )
 

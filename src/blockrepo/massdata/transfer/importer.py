@@ -56,6 +56,7 @@ from blockrepo.massdata.reader import ElementReader
 from blockrepo.massdata.transfer.document import Document
 from blockrepo.massdata.transfer.metamodel_sync import apply_metamodel
 from blockrepo.metamodel.snapshot import AttributeDef, BlockTypeDef, Metamodel, RelationEnd
+from blockrepo.storage import bulk_insert
 
 MODES = ("additive", "cud")
 MAX_REPORTED_ERRORS = 1000
@@ -802,7 +803,7 @@ class _Writer:
             )
         total = len(rows)
         for start in range(0, total, repository.ROWS_PER_CALL):
-            repository.executemany_insert(db, RELATION_TABLE, rows[start : start + repository.ROWS_PER_CALL])  # type: ignore[arg-type]
+            bulk_insert.insert_rows(db, RELATION_TABLE, rows[start : start + repository.ROWS_PER_CALL])  # type: ignore[arg-type]
             self.notify("relations", min(start + repository.ROWS_PER_CALL, total), total)
         self._relation_values(ordered)
         self.inserted = ordered
@@ -855,7 +856,7 @@ class _Writer:
             for attribute_id, values in r.values.items()
             for position, value in enumerate(values)
         ]
-        repository.executemany_insert(self.db, RELATION_VALUE_TABLE, rows)  # type: ignore[arg-type]
+        bulk_insert.insert_rows(self.db, RELATION_VALUE_TABLE, rows)  # type: ignore[arg-type]
 
     def _delete(self, doomed: dict[int, list[int]]) -> None:
         for ids in doomed.values():
