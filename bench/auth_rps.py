@@ -16,7 +16,6 @@ import base64
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from harness import free_port
 from rich.console import Console
 from rich.table import Table
 
@@ -48,12 +48,6 @@ class Result:
     latency_p99: str
     requests: int
     unexpected: int
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def start_server(args: argparse.Namespace, workdir: Path, port: int) -> subprocess.Popen[bytes]:

@@ -19,7 +19,6 @@ import base64
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from harness import free_port
 
 PASSWORD = "bench-password"
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
@@ -39,12 +39,6 @@ class WrkResult:
     latency_ms: dict[str, float]  # "avg", "50%", "90%", "99%"
     requests: int
     errors: int  # socket errors plus non-2xx/3xx answers
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _milliseconds(text: str) -> float:

@@ -13,20 +13,15 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import statistics
 import sys
-import tempfile
 import time
-import uuid
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable
 
+from harness import latency, scratch_database
 from rich.console import Console
 from rich.table import Table
-from sqlalchemy import create_engine, insert, text, update
-from sqlalchemy.engine import make_url
+from sqlalchemy import insert, text, update
 
 from blockrepo.app import create_app
 from blockrepo.auth.passwords import Passwords
@@ -34,32 +29,10 @@ from blockrepo.bootstrap import initialize
 from blockrepo.history.models import Change, Revision
 from blockrepo.metamodel.models import RepositoryState
 from blockrepo.settings import Settings
-from blockrepo.storage.engine import build_engine, normalize_url
+from blockrepo.storage.engine import build_engine
 
 PASSWORD = "bench-password"
 TYPES = ("BusinessProcess", "InformationSystem", "Project", "BusinessUnit")
-
-
-@contextmanager
-def scratch_database(url: str | None, keep: bool) -> Iterator[str]:
-    if url is None:
-        if keep:
-            yield f"sqlite:///{Path(tempfile.mkdtemp()) / 'bench.db'}"
-            return
-        with tempfile.TemporaryDirectory() as directory:
-            yield f"sqlite:///{Path(directory) / 'bench.db'}"
-        return
-    admin = create_engine(normalize_url(url), isolation_level="AUTOCOMMIT")
-    name = f"bench_history_{uuid.uuid4().hex[:10]}"
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(normalize_url(url)).set(database=name).render_as_string(hide_password=False)
-    finally:
-        if not keep:
-            with admin.connect() as connection:
-                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def write_filler(app_engine: object, first_revision: int, count: int, rng_seed: int) -> None:
@@ -92,17 +65,6 @@ def write_filler(app_engine: object, first_revision: int, count: int, rng_seed: 
         connection.execute(
             update(RepositoryState).where(RepositoryState.id == 1).values(revision=first_revision + count - 1)
         )
-
-
-def measure(call: Callable[[], object], repeat: int) -> tuple[float, float]:
-    call()  # warm caches (metamodel, actor, statement cache)
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - start) * 1000)
-    samples.sort()
-    return statistics.median(samples), samples[min(len(samples) - 1, int(len(samples) * 0.95))]
 
 
 def run(database_url: str, element_revisions: int, total_changes: int, repeat: int, console: Console) -> None:
@@ -183,7 +145,7 @@ def run(database_url: str, element_revisions: int, total_changes: int, repeat: i
         table.add_column("median", justify="right")
         table.add_column("p95", justify="right")
         for label, call in cases:
-            median, p95 = measure(call, repeat)
+            median, p95 = latency(call, repeat)
             table.add_row(label, f"{median:.1f}", f"{p95:.1f}")
         console.print(table)
         plan_statement = (
@@ -212,7 +174,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the scratch database (its URL is printed)")
     args = parser.parse_args()
     console = Console(width=120)
-    with scratch_database(args.database, args.keep) as url:
+    with scratch_database(args.database, "history", keep=args.keep) as url:
         run(url, args.element_revisions, args.changes, args.repeat, console)
         if args.keep:
             console.print(f"kept: {url}")

@@ -24,13 +24,10 @@ import argparse
 import datetime as dt
 import os
 import random
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -39,6 +36,7 @@ from typing import Any
 
 import httpx
 import orjson
+from harness import free_port, latency, scratch_database
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -71,38 +69,6 @@ class Figure:
     value: str
     target: str = ""
     met: bool | None = None
-
-
-@contextmanager
-def scratch_database(url: str | None, label: str, keep: bool) -> Iterator[str]:
-    """A SQLite file in a temporary directory, or a new database next to `url` (dropped afterwards)."""
-    if url is None:
-        directory = tempfile.mkdtemp(prefix="blockrepo-bench-")
-        try:
-            yield f"sqlite:///{Path(directory) / f'{label}.db'}"
-        finally:
-            if not keep:
-                for path in Path(directory).iterdir():
-                    path.unlink()
-                Path(directory).rmdir()
-        return
-    admin = create_engine(normalize_url(url), isolation_level="AUTOCOMMIT")
-    name = f"bench_massdata_{label}_{uuid.uuid4().hex[:10]}"
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(normalize_url(url)).set(database=name).render_as_string(hide_password=False)
-    finally:
-        if not keep:
-            with admin.connect() as connection:
-                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Server:
@@ -258,18 +224,6 @@ def export_json(server: Server, path: Path) -> tuple[float, int]:
     return seconds, sum(len(records) for records in document["elements"].values())
 
 
-def latency(call: Callable[[], object], repeat: int) -> tuple[float, float]:
-    """(median, p95) milliseconds of `repeat` calls after one warm-up call."""
-    call()
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - started) * 1000)
-    samples.sort()
-    return statistics.median(samples), samples[min(len(samples) - 1, round(len(samples) * 0.95) - 1)]
-
-
 def rate(count: int, seconds: float) -> str:
     return f"{count / seconds:,.0f} elements/s ({count:,} in {seconds:.1f} s)"
 
@@ -279,7 +233,7 @@ def run(database: str | None, elements: int, repeat: int, keep: bool, console: C
     load_before = os.getloadavg()[0]  # the machine may be shared: a high load explains odd figures
     with ExitStack() as stack:
         logs = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="blockrepo-bench-logs-")))
-        url = stack.enter_context(scratch_database(database, "source", keep))
+        url = stack.enter_context(scratch_database(database, "massdata_source", keep=keep))
         dialect = make_url(url).get_backend_name()
         sqlite = dialect == "sqlite"
         with running(url, logs, "import") as server:
@@ -361,7 +315,7 @@ def run(database: str | None, elements: int, repeat: int, keep: bool, console: C
                         median < 50 if "/" + END not in label else None,
                     )
                 )
-        target_url = stack.enter_context(scratch_database(database, "target", keep))
+        target_url = stack.enter_context(scratch_database(database, "massdata_target", keep=keep))
         with running(target_url, logs, "import-document") as server:
             body = document.read_bytes()
             started = time.perf_counter()

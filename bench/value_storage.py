@@ -15,16 +15,11 @@ import datetime as dt
 import json
 import random
 import statistics
-import tempfile
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
+from harness import scratch_database
 from sqlalchemy import Connection, create_engine, text
-from sqlalchemy.engine import make_url
 
 ATTRIBUTES = {"Costs": 1, "Go-live": 2, "Criticality": 3, "Owner": 4}
 LITERALS = {"low": 1, "medium": 2, "high": 3}
@@ -153,25 +148,6 @@ def timed(connection: Connection, sql: str, repeat: int) -> float:
     return statistics.median(samples)
 
 
-@contextmanager
-def database(url: str | None) -> Iterator[str]:
-    if url is None or url.startswith("sqlite"):
-        with tempfile.TemporaryDirectory(prefix="blockrepo-bench-") as directory:
-            yield f"sqlite:///{Path(directory) / 'values.db'}"
-        return
-    base = make_url(url).set(drivername="postgresql+psycopg")
-    name = f"bench_values_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(base.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield base.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -180,7 +156,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--database", help="postgresql://… to measure PostgreSQL (default: SQLite)")
     args = parser.parse_args()
-    with database(args.database) as url:
+    with scratch_database(args.database, "values") as url:
         engine = create_engine(url)
         dialect = engine.dialect.name
         with engine.begin() as connection:

@@ -1,0 +1,68 @@
+"""What the benchmark scripts share: scratch databases, a free loopback port and latency statistics.
+
+The scripts run as `python bench/<script>.py`, so this module is importable as `harness` beside them."""
+
+from __future__ import annotations
+
+import math
+import socket
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from blockrepo.storage.engine import normalize_url
+
+
+@contextmanager
+def scratch_database(url: str | None, label: str, *, keep: bool = False) -> Iterator[str]:
+    """A SQLite file `<label>.db` in a new temporary directory (url None or sqlite), or a new database
+    `bench_<label>_<random>` on the PostgreSQL server of `url`; removed afterwards unless `keep`."""
+    if url is None or url.startswith("sqlite"):
+        directory = Path(tempfile.mkdtemp(prefix="blockrepo-bench-"))
+        try:
+            yield f"sqlite:///{directory / f'{label}.db'}"
+        finally:
+            if not keep:
+                for path in directory.iterdir():
+                    path.unlink()
+                directory.rmdir()
+        return
+    server = make_url(normalize_url(url))
+    admin = create_engine(server, isolation_level="AUTOCOMMIT")
+    name = f"bench_{label}_{uuid.uuid4().hex[:10]}"
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield server.set(database=name).render_as_string(hide_password=False)
+    finally:
+        if not keep:
+            with admin.connect() as connection:
+                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def latency(call: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """(median, p95) milliseconds of `repeat` calls after one warm-up call (caches, connections); the
+    p95 is the nearest-rank one."""
+    call()
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - started) * 1000)
+    samples.sort()
+    return statistics.median(samples), samples[max(0, math.ceil(len(samples) * 0.95) - 1)]
