@@ -142,7 +142,8 @@ class _Query:
 @dataclass(frozen=True)
 class _Statements:
     """What `_read_chunk` runs, each with the parameter `ids` (element ids; relation ids for
-    `relation_values`), in the form `ids` takes for the dialect."""
+    `relation_values`), in the form `ids` takes for the dialect, and the encoders of the driver's value
+    rows (attribute id -> encoder) of elements and of relations."""
 
     elements: _Query
     children: _Query
@@ -151,6 +152,8 @@ class _Statements:
     target: _Query
     relation_values: _Query
     ids: Callable[[Sequence[int]], Any]
+    encoders: dict[int, Encoder]
+    relation_encoders: dict[int, Encoder]
 
 
 class ElementReader:
@@ -173,7 +176,7 @@ class ElementReader:
         self.template: dict[str, Any] = dict.fromkeys(keys, _EMPTY)
         self.shown = {key: key in self.template for key in (*HEAD_KEYS, *TAIL_KEYS)}
         self.type_value = [self.type_name]
-        self._built: dict[str, tuple[_Statements, dict[int, Encoder], dict[int, Encoder]]] = {}
+        self._built: dict[str, _Statements] = {}
 
     def read(self, db: Session, ids: Sequence[int]) -> list[dict[str, Any]]:
         """The JSON of `ids` (in that order; ids not of the type are skipped)."""
@@ -183,26 +186,20 @@ class ElementReader:
             out.extend(rendered[i] for i in chunk if i in rendered)
         return out
 
-    def _prepared(self, dialect: Dialect) -> tuple[_Statements, dict[int, Encoder], dict[int, Encoder]]:
-        """Statements and value encoders (attribute id -> encoder, of elements and of relations), built
-        once per reader and dialect: a stream runs them hundreds of times, and building and compiling a
-        select costs more than the database needs to answer it."""
-        prepared = self._built.get(dialect.name)
-        if prepared is None:
-            sqlite = dialect.name == "sqlite"
-            encoders = {p.id: value_encoder(p, sqlite) for p in self.view.properties}
-            relation_encoders = {
-                a.id: value_encoder(a, sqlite) for attrs in self.relation_attributes.values() for a in attrs
-            }
-            prepared = self._built[dialect.name] = (
-                self._build(dialect, set(encoders), set(relation_encoders)),
-                encoders,
-                relation_encoders,
-            )
-        return prepared
+    def _statements(self, dialect: Dialect) -> _Statements:
+        """Built once per reader and dialect: a stream runs them hundreds of times, and building and
+        compiling a select costs more than the database needs to answer it."""
+        statements = self._built.get(dialect.name)
+        if statements is None:
+            statements = self._built[dialect.name] = self._build(dialect)
+        return statements
 
-    def _build(self, dialect: Dialect, attributes: set[int], relation_attributes: set[int]) -> _Statements:
+    def _build(self, dialect: Dialect) -> _Statements:
         sqlite = dialect.name == "sqlite"
+        encoders = {p.id: value_encoder(p, sqlite) for p in self.view.properties}
+        relation_encoders = {
+            a.id: value_encoder(a, sqlite) for attrs in self.relation_attributes.values() for a in attrs
+        }
 
         def among_ids(column: Any) -> Any:
             if sqlite:
@@ -227,9 +224,7 @@ class ElementReader:
         value_table, relation_value_table = ElementValue.__table__, RelationValue.__table__
         own_ends = [end.relation_type.id for end in type_def.ends.values() if end.holder_is_source]
         other_ends = [end.relation_type.id for end in type_def.ends.values() if not end.holder_is_source]
-        shown_attributes = narrowed(
-            ElementValue.attribute_id, attributes, (p.id for p in type_def.properties)
-        )
+        shown_attributes = narrowed(ElementValue.attribute_id, encoders, (p.id for p in type_def.properties))
         sources = narrowed(Relation.relation_type_id, self.source_ends, own_ends)
         targets = narrowed(Relation.relation_type_id, self.target_ends, other_ends)
         statements = {
@@ -274,7 +269,7 @@ class ElementReader:
             )
             .where(
                 among_ids(RelationValue.relation_id),
-                RelationValue.attribute_id.in_(sorted(relation_attributes) or [0]),
+                RelationValue.attribute_id.in_(sorted(relation_encoders) or [0]),
             )
             .order_by(
                 RelationValue.relation_id,
@@ -287,11 +282,12 @@ class ElementReader:
         ids: Callable[[Sequence[int]], Any] = (
             (lambda ids: orjson.dumps(list(ids)).decode()) if sqlite else (lambda ids: list(ids))
         )
-        return _Statements(ids=ids, **compiled)
+        return _Statements(ids=ids, encoders=encoders, relation_encoders=relation_encoders, **compiled)
 
     def _read_chunk(self, db: Session, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         connection = db.connection()
-        statements, encoders, relation_encoders = self._prepared(connection.dialect)
+        statements = self._statements(connection.dialect)
+        encoders = statements.encoders
         rows = statements.elements.rows(connection, statements.ids(ids))
         if not rows:
             return {}
@@ -317,7 +313,7 @@ class ElementReader:
                     own[row[1]] = [encoder(row)]
                 else:
                     encoded.append(encoder(row))
-        ends = self._relations(connection, statements, relation_encoders, found)
+        ends = self._relations(connection, statements, found)
         # Elements written by one request share their modification time: format each time once.
         stamps: dict[Any, str] = {}
         return {row[0]: self._render(row, children, values, ends, stamps) for row in rows}
@@ -326,7 +322,6 @@ class ElementReader:
         self,
         connection: Connection,
         statements: _Statements,
-        relation_encoders: dict[int, Encoder],
         found: Any,
     ) -> dict[int, dict[str, list[dict[str, Any]]]]:
         ends: dict[int, dict[str, list[dict[str, Any]]]] = {}
@@ -352,6 +347,7 @@ class ElementReader:
                     ends[holder] = {end_name: [entry]}
                 else:
                     held.setdefault(end_name, []).append(entry)
+        relation_encoders = statements.relation_encoders
         if by_relation and relation_encoders:
             names_of = self.relation_attribute_names
             # One parameter whatever the number of relations (a JSON or array value, not a list).
