@@ -54,8 +54,10 @@ def _value_columns(table: Any, sqlite: bool) -> list[Any]:
     """The typed columns of a value row as the reader selects them (from index 2 of each row).
 
     SQLite: (value, date_end); exactly one typed group is set per row, and SQLite returns each column
-    in its stored form (text, real, integer), so one COALESCE carries any value and halves what the
-    driver converts. PostgreSQL: (text, number, date, date_end, boolean, literal), typed by the driver."""
+    in its stored form (text, real, integer), so one COALESCE carries any value. Fewer columns matter on
+    SQLite: Python 3.11's driver releases and takes back the GIL for every column of every row, about a
+    fifth of the instructions of a stream (valgrind). PostgreSQL: (text, number, date, date_end,
+    boolean, literal), typed by the driver."""
     if sqlite:
         value = func.coalesce(
             table.c.text_value,
@@ -142,8 +144,8 @@ class _Query:
 @dataclass(frozen=True)
 class _Statements:
     """What `_read_chunk` runs, each with the parameter `ids` (element ids; relation ids for
-    `relation_values`), in the form `ids` takes for the dialect, and the encoders of the driver's value
-    rows (attribute id -> encoder) of elements and of relations."""
+    `relation_values`), in the form `ids` takes for the dialect, and how the driver's value rows are
+    shown: attribute id -> (property key, encoder) for elements, attribute id -> encoder for relations."""
 
     elements: _Query
     children: _Query
@@ -152,7 +154,7 @@ class _Statements:
     target: _Query
     relation_values: _Query
     ids: Callable[[Sequence[int]], Any]
-    encoders: dict[int, Encoder]
+    properties: dict[int, tuple[str, Encoder]]
     relation_encoders: dict[int, Encoder]
 
 
@@ -171,7 +173,6 @@ class ElementReader:
             a.id: a.name for attrs in self.relation_attributes.values() for a in attrs
         }
         self.with_children = "children" in view.head
-        self.key_of_attribute = {p.id: p.name for p in view.properties}
         keys = [*view.head, *(p.name for p in view.properties), *self.end_names, *view.tail]
         self.template: dict[str, Any] = dict.fromkeys(keys, _EMPTY)
         self.shown = {key: key in self.template for key in (*HEAD_KEYS, *TAIL_KEYS)}
@@ -196,7 +197,7 @@ class ElementReader:
 
     def _build(self, dialect: Dialect) -> _Statements:
         sqlite = dialect.name == "sqlite"
-        encoders = {p.id: value_encoder(p, sqlite) for p in self.view.properties}
+        properties = {p.id: (p.name, value_encoder(p, sqlite)) for p in self.view.properties}
         relation_encoders = {
             a.id: value_encoder(a, sqlite) for attrs in self.relation_attributes.values() for a in attrs
         }
@@ -224,7 +225,8 @@ class ElementReader:
         value_table, relation_value_table = ElementValue.__table__, RelationValue.__table__
         own_ends = [end.relation_type.id for end in type_def.ends.values() if end.holder_is_source]
         other_ends = [end.relation_type.id for end in type_def.ends.values() if not end.holder_is_source]
-        shown_attributes = narrowed(ElementValue.attribute_id, encoders, (p.id for p in type_def.properties))
+        every_attribute = (p.id for p in type_def.properties)
+        shown_attributes = narrowed(ElementValue.attribute_id, properties, every_attribute)
         sources = narrowed(Relation.relation_type_id, self.source_ends, own_ends)
         targets = narrowed(Relation.relation_type_id, self.target_ends, other_ends)
         statements = {
@@ -282,49 +284,53 @@ class ElementReader:
         ids: Callable[[Sequence[int]], Any] = (
             (lambda ids: orjson.dumps(list(ids)).decode()) if sqlite else (lambda ids: list(ids))
         )
-        return _Statements(ids=ids, encoders=encoders, relation_encoders=relation_encoders, **compiled)
+        return _Statements(ids=ids, properties=properties, relation_encoders=relation_encoders, **compiled)
 
     def _read_chunk(self, db: Session, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """The rendered elements among `ids`, by id. Each element is rendered from its row first; children,
+        values and relation entries then go straight into its dict (a property still holding the shared
+        empty list gets a list of its own), without an intermediate dict per element."""
         connection = db.connection()
         statements = self._statements(connection.dialect)
-        encoders = statements.encoders
         rows = statements.elements.rows(connection, statements.ids(ids))
         if not rows:
             return {}
         found = statements.ids([row[0] for row in rows])
-        children: dict[int | None, list[dict[str, Any]]] = {}
+        # Elements written by one request share their modification time: format each time once.
+        stamps: dict[Any, str] = {}
+        rendered = {row[0]: self._render(row, stamps) for row in rows}
         if self.with_children:
             for parent_id, child_id, child_name in statements.children.rows(connection, found):
-                children.setdefault(parent_id, []).append({"id": child_id, "name": child_name})
-        values: dict[int, dict[int, list[Any]]] = {}
-        if encoders:
+                _append(rendered[parent_id], "children", {"id": child_id, "name": child_name})
+        properties = statements.properties
+        if properties:
             # Rows come ordered by element: one dict lookup per element, not per value.
             current: int | None = None
-            own: dict[int, list[Any]] = {}
+            out: dict[str, Any] = {}
             for row in statements.values.rows(connection, found):
                 if row[0] != current:
                     current = row[0]
-                    own = values[current] = {}
-                encoder = encoders.get(row[1])
-                if encoder is None:
+                    out = rendered[current]
+                shown = properties.get(row[1])
+                if shown is None:
                     continue  # not in the view (the query is not narrowed when the view shows them all)
-                encoded = own.get(row[1])
-                if encoded is None:
-                    own[row[1]] = [encoder(row)]
+                key, encoder = shown
+                encoded = out[key]
+                if encoded is _EMPTY:
+                    out[key] = [encoder(row)]
                 else:
                     encoded.append(encoder(row))
-        ends = self._relations(connection, statements, found)
-        # Elements written by one request share their modification time: format each time once.
-        stamps: dict[Any, str] = {}
-        return {row[0]: self._render(row, children, values, ends, stamps) for row in rows}
+        self._relations(connection, statements, found, rendered)
+        return rendered
 
     def _relations(
         self,
         connection: Connection,
         statements: _Statements,
         found: Any,
-    ) -> dict[int, dict[str, list[dict[str, Any]]]]:
-        ends: dict[int, dict[str, list[dict[str, Any]]]] = {}
+        rendered: dict[int, dict[str, Any]],
+    ) -> None:
+        """Put the relation entries of the ends in the view into the `rendered` elements."""
         by_relation: dict[int, list[dict[str, Any]]] = {}  # relation id -> entries showing its attributes
         queries = []
         if self.source_ends:
@@ -342,11 +348,7 @@ class ElementReader:
                 if attributes is not None:
                     entry["attributes"] = {a.name: [] for a in attributes}
                     by_relation.setdefault(relation_id, []).append(entry)
-                held = ends.get(holder)
-                if held is None:
-                    ends[holder] = {end_name: [entry]}
-                else:
-                    held.setdefault(end_name, []).append(entry)
+                _append(rendered[holder], end_name, entry)
         relation_encoders = statements.relation_encoders
         if by_relation and relation_encoders:
             names_of = self.relation_attribute_names
@@ -356,16 +358,10 @@ class ElementReader:
                 value = relation_encoders[row[1]](row)
                 for entry in by_relation[row[0]]:
                     entry["attributes"][names_of[row[1]]].append(value)
-        return ends
 
-    def _render(
-        self,
-        row: Any,
-        children: dict[int | None, list[dict[str, Any]]],
-        values: dict[int, dict[int, list[Any]]],
-        ends: dict[int, dict[str, list[dict[str, Any]]]],
-        stamps: dict[Any, str],
-    ) -> dict[str, Any]:
+    def _render(self, row: Any, stamps: dict[Any, str]) -> dict[str, Any]:
+        """An element's JSON from its row: every key of the view in order, the properties and ends empty
+        (the shared `_EMPTY`) until `_read_chunk` fills them."""
         element_id, revision, name, description, parent_id, parent_name, modified_at, modified_by = row
         # A copy of the template holds every key in the view's order, empty; filling keys keeps the order.
         out = self.template.copy()
@@ -382,16 +378,6 @@ class ElementReader:
             out["description"] = [description]
         if parent_id is not None and shown["parent"]:
             out["parent"] = [{"id": parent_id, "name": parent_name}]
-        if shown["children"] and element_id in children:
-            out["children"] = children[element_id]
-        own = values.get(element_id)
-        if own:
-            key_of = self.key_of_attribute
-            for attribute_id, encoded in own.items():
-                out[key_of[attribute_id]] = encoded
-        related = ends.get(element_id)
-        if related:
-            out.update(related)
         if shown["lastModificationTime"]:
             stamp = stamps.get(modified_at)
             if stamp is None:
@@ -400,3 +386,12 @@ class ElementReader:
         if shown["lastModificationUser"]:
             out["lastModificationUser"] = [modified_by]
         return out
+
+
+def _append(element: dict[str, Any], key: str, entry: Any) -> None:
+    """Add `entry` to the list of `key`, which may still be the shared `_EMPTY` of the template."""
+    entries = element[key]
+    if entries is _EMPTY:
+        element[key] = [entry]
+    else:
+        entries.append(entry)

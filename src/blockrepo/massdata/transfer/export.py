@@ -3,6 +3,7 @@ order, from one consistent snapshot; memory holds one batch of elements and the 
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -117,12 +118,15 @@ def json_chunks(db: Session, plan: ExportPlan, progress: Progress | None = None)
             if not records:
                 continue
             logins |= responsible_logins(type_plan, records)
-            # One growing buffer, each record's bytes freed at once (as `listing.stream_ndjson` does).
-            chunk = bytearray()
+            # One buffer, each record's bytes freed at once (as `listing.stream_ndjson` does).
+            chunk = io.BytesIO()
+            write = chunk.write
+            separator = b",\n" if done else b"\n"  # the type's first record opens its array
             for record in records:
-                chunk += b",\n" if done or chunk else b"\n"
-                chunk += orjson.dumps(record)
-            yield bytes(chunk)
+                write(separator)
+                write(orjson.dumps(record))
+                separator = b",\n"
+            yield chunk.getvalue()
             done += len(records)
             if progress is not None:
                 progress(type_plan.type_def.name, done)
