@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,9 +72,18 @@ class Figure:
 
 
 class Server:
-    """`blockrepo serve` (one worker: the process we start is the one that serves) over `database_url`."""
+    """`blockrepo serve` (one worker: the process we start is the one that serves) over `database_url`,
+    run under `wrapper` (a command prefix such as valgrind's) when one is given."""
 
-    def __init__(self, database_url: str, log_directory: Path, label: str) -> None:
+    def __init__(
+        self,
+        database_url: str,
+        log_directory: Path,
+        label: str,
+        *,
+        wrapper: Sequence[str] = (),
+        startup_seconds: float = 120,
+    ) -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_directory / f"server-{label}.log"
@@ -82,12 +91,12 @@ class Server:
         environment.update({f"BLOCKREPO_{k}": v for k, v in CHEAP_HASHING.items()})
         environment.update({"BLOCKREPO_ADMIN_PASSWORD": PASSWORD, "BLOCKREPO_LOG_LEVEL": "warning"})
         command = [
-            sys.executable, "-m", "blockrepo", "serve", "--host", "127.0.0.1", "--port", str(self.port),
-            "--database", database_url,
+            *wrapper, sys.executable, "-m", "blockrepo", "serve", "--host", "127.0.0.1", "--port",
+            str(self.port), "--database", database_url,
         ]  # fmt: skip
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + startup_seconds
         while True:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the server exited:\n{self.log_path.read_text()}")
