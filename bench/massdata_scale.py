@@ -354,14 +354,20 @@ def run(database: str | None, elements: int, repeat: int, keep: bool, console: C
     return figures
 
 
-def main() -> int:
+def argument_parser(description: str | None, elements: int) -> argparse.ArgumentParser:
+    """The options of the scripts that load this benchmark's data: the database and the element count."""
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
         "--database", help="postgresql://… server to create scratch databases on (default SQLite)"
     )
-    parser.add_argument("--elements", type=int, default=100_000, help="elements of the measured type")
+    parser.add_argument("--elements", type=int, default=elements, help="elements of the measured type")
+    return parser
+
+
+def main() -> int:
+    parser = argument_parser(__doc__, 100_000)
     parser.add_argument("--repeat", type=int, default=20, help="runs of each query")
     parser.add_argument("--keep", action="store_true", help="keep the scratch databases (URLs are printed)")
     args = parser.parse_args()

@@ -18,7 +18,6 @@ few minutes, as the server runs about 50 times slower under callgrind. Prints a 
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import subprocess
 import sys
@@ -28,7 +27,17 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from harness import scratch_database
-from massdata_scale import TYPE, Server, check, export_json, load, running, settle, stream_ndjson
+from massdata_scale import (
+    TYPE,
+    Server,
+    argument_parser,
+    check,
+    export_json,
+    load,
+    running,
+    settle,
+    stream_ndjson,
+)
 from rich.console import Console
 from rich.table import Table
 
@@ -57,14 +66,7 @@ def _totals(directory: Path, prefix: str, label: str) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--database", help="postgresql://… server to create scratch databases on (default SQLite)"
-    )
-    parser.add_argument("--elements", type=int, default=20_000, help="elements of the measured type")
-    args = parser.parse_args()
+    args = argument_parser(__doc__, 20_000).parse_args()
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("needs valgrind (Debian: apt-get install -y valgrind)", file=sys.stderr)
         return 2
