@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from harness import free_port
+from harness import free_port, stop_process
 
 PASSWORD = "bench-password"
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
@@ -99,12 +99,7 @@ class Server:
         raise RuntimeError(f"the server did not come up:\n{self.log_path.read_text()}")
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process, timeout=20)
 
 
 def run_wrk(url: str, header: str, connections: int, threads: int, duration: int) -> tuple[str, WrkResult]:

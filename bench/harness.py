@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import socket
 import statistics
+import subprocess
 import tempfile
 import time
 import uuid
@@ -66,3 +67,13 @@ def latency(call: Callable[[], object], repeat: int) -> tuple[float, float]:
         samples.append((time.perf_counter() - started) * 1000)
     samples.sort()
     return statistics.median(samples), samples[max(0, math.ceil(len(samples) * 0.95) - 1)]
+
+
+def stop_process(process: subprocess.Popen[bytes], timeout: float) -> None:
+    """Ask a server process to end (SIGTERM); kill it when it has not ended within `timeout` seconds."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -36,7 +36,7 @@ from typing import Any
 
 import httpx
 import orjson
-from harness import free_port, latency, scratch_database
+from harness import free_port, latency, scratch_database, stop_process
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -123,12 +123,7 @@ class Server:
     def stop(self) -> None:
         if hasattr(self, "client"):
             self.client.close()
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process, timeout=30)
 
 
 @contextmanager

@@ -44,7 +44,7 @@ from rich.table import Table
 
 def counted(server: Server, profile: Path, label: str, action: Callable[[], int]) -> tuple[int, int]:
     """(instructions, elements) of `action` in the server, which runs under callgrind with instrumentation
-    off; the counts go to `<profile>.<label>` when the instrumentation is switched off again."""
+    off; the counts since the previous dump are dumped under `label` (see `_totals`)."""
     pid = str(server.process.pid)
     subprocess.run(["callgrind_control", "--instr=on", pid], check=True, capture_output=True)
     elements = action()
