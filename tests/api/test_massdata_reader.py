@@ -3,6 +3,7 @@ self relations, hierarchy, fields and hidden properties), with a fixed number of
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -144,3 +145,73 @@ def test_reader_cost_is_fixed_per_batch(
         with count_queries(engine) as three_batches:
             assert len(reader.read(db, ids)) == 7
     assert three_batches.count == 3 * one_batch.count
+
+
+def _batches_of_three(ids: list[int]) -> list[list[int]]:
+    return [ids[start : start + 3] for start in range(0, len(ids), 3)]
+
+
+@pytest.mark.parametrize("prefetch", [False, True])
+def test_read_batches_gives_each_batch_in_order(app: FastAPI, landscape: None, prefetch: bool) -> None:
+    """Fetching the next batch in a thread of its own (PostgreSQL's default) or not, every batch is the
+    JSON of `read_elements`; an id of another type is skipped."""
+    with Session(engine_of(app)) as db:
+        metamodel = load_metamodel(db, 0)
+        type_def = metamodel.type_named("InformationSystem")
+        assert type_def is not None
+        ids = _ids(db, metamodel, "InformationSystem")
+        stranger = _ids(db, metamodel, "BusinessProcess")[0]
+        batches = _batches_of_three([*ids[:4], stranger, *ids[4:]])
+        reader = ElementReader(ElementView.build(metamodel, None, type_def))
+        read = list(reader.read_batches(db, iter(batches), prefetch=prefetch))
+        assert read == [
+            read_elements(db, metamodel, None, type_def, [i for i in batch if i != stranger])
+            for batch in batches
+        ]
+
+
+def test_read_batches_prefetching_passes_on_an_error_of_the_batches(app: FastAPI, landscape: None) -> None:
+    with Session(engine_of(app)) as db:
+        metamodel = load_metamodel(db, 0)
+        type_def = metamodel.type_named("InformationSystem")
+        assert type_def is not None
+        ids = _ids(db, metamodel, "InformationSystem")
+
+        def batches() -> Any:
+            yield ids[:3]
+            raise LookupError("the keyset query failed")
+
+        reader = ElementReader(ElementView.build(metamodel, None, type_def))
+        read = reader.read_batches(db, batches(), prefetch=True)
+        assert [element["id"] for element in next(read)] == [[i] for i in ids[:3]]
+        with pytest.raises(LookupError, match="keyset"):
+            next(read)
+
+
+def test_read_batches_closed_early_lets_the_fetch_in_flight_end_first(
+    app: FastAPI, landscape: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream whose client went away is closed at its current batch; the session is closed right after,
+    so the prefetching thread must be done with the connection by then."""
+    fetching: list[str] = []
+    fetch = ElementReader.fetch
+
+    def slow_fetch(self: ElementReader, db: Session, ids: Any) -> Any:
+        fetching.append("start")
+        time.sleep(0.2)
+        fetched = fetch(self, db, ids)
+        fetching.append("end")
+        return fetched
+
+    monkeypatch.setattr(ElementReader, "fetch", slow_fetch)
+    with Session(engine_of(app)) as db:
+        metamodel = load_metamodel(db, 0)
+        type_def = metamodel.type_named("InformationSystem")
+        assert type_def is not None
+        ids = _ids(db, metamodel, "InformationSystem")
+        read = ElementReader(ElementView.build(metamodel, None, type_def)).read_batches(
+            db, iter(_batches_of_three(ids)), prefetch=True
+        )
+        next(read)  # the second batch is on its way meanwhile
+        read.close()
+        assert fetching == ["start", "end", "start", "end"]

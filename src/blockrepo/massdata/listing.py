@@ -14,7 +14,8 @@ import binascii
 import datetime as dt
 import io
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -372,20 +373,22 @@ def begin_snapshot(db: Session) -> None:
 
 def iterate_matches(
     db: Session, metamodel: Metamodel, actor: Actor | None, listing: Listing, *, batch: int = STREAM_BATCH
-) -> Iterator[list[dict[str, Any]]]:
+) -> Generator[list[dict[str, Any]], None, None]:
     """Every match, a batch of element JSON objects at a time, paging by keyset (flat memory). The objects
     come from `ElementReader` (the JSON `read_elements` gives, built for throughput; treat as read-only)."""
-    after = listing.after
-    reader = ElementReader(listing.view)
-    connection = db.connection()  # Core rows: the session's ORM result layer cost a tenth of a stream
-    while True:
-        rows = connection.execute(listing.statement(batch, after)).all()
-        if not rows:
-            return
-        yield reader.read(db, [row[0] for row in rows])
-        if len(rows) < batch:
-            return
-        after = list(rows[-1][1:])
+
+    def pages() -> Iterator[list[int]]:
+        after = listing.after
+        connection = db.connection()  # Core rows: the session's ORM result layer cost a tenth of a stream
+        while True:
+            rows = connection.execute(listing.statement(batch, after)).all()
+            if rows:
+                yield [row[0] for row in rows]
+            if len(rows) < batch:
+                return
+            after = list(rows[-1][1:])
+
+    yield from ElementReader(listing.view).read_batches(db, pages())
 
 
 def stream_ndjson(
@@ -400,16 +403,20 @@ def stream_ndjson(
     response finishes."""
     with open_session() as db:
         begin_snapshot(db)
+        matches = iterate_matches(db, metamodel, actor, listing, batch=batch or STREAM_BATCH)
         try:
-            for items in iterate_matches(db, metamodel, actor, listing, batch=batch or STREAM_BATCH):
-                # Each line written to one buffer is freed at once, and `getvalue` hands the buffer over
-                # without a copy: joining a list of a batch's lines, or copying a bytearray into bytes,
-                # cost as much as the encoding itself (bench/massdata_scale.py).
-                lines = io.BytesIO()
-                write = lines.write
-                for item in items:
-                    write(orjson.dumps(item, option=orjson.OPT_APPEND_NEWLINE))
-                yield lines.getvalue()
+            # Closed explicitly when the client goes away: the next batch may be on its way in another
+            # thread, which must be done with the connection before the session closes.
+            with closing(matches):
+                for items in matches:
+                    # Each line written to one buffer is freed at once, and `getvalue` hands the buffer over
+                    # without a copy: joining a list of a batch's lines, or copying a bytearray into bytes,
+                    # cost as much as the encoding itself (bench/massdata_scale.py).
+                    lines = io.BytesIO()
+                    write = lines.write
+                    for item in items:
+                        write(orjson.dumps(item, option=orjson.OPT_APPEND_NEWLINE))
+                    yield lines.getvalue()
         except Exception:
             # The status line is gone already; all that is left is to end the stream early and log why.
             log.exception("streaming %s elements failed", listing.type_def.name)

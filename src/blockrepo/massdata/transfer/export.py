@@ -4,7 +4,8 @@ order, from one consistent snapshot; memory holds one batch of elements and the 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
+from contextlib import closing
 from typing import Any
 
 import orjson
@@ -67,11 +68,11 @@ def _record(plan: TypePlan, element: dict[str, Any]) -> dict[str, Any]:
 
 def iterate_records(
     db: Session, plan: TypePlan, *, batch: int = EXPORT_BATCH
-) -> Iterator[list[dict[str, Any]]]:
+) -> Generator[list[dict[str, Any]], None, None]:
     """The type's export records in hierarchy order, a batch at a time."""
     reader = ElementReader(plan.view)
-    for chunk in chunks(hierarchy_order(db, plan.type_def.id), batch):
-        yield [_record(plan, element) for element in reader.read(db, chunk)]
+    for elements in reader.read_batches(db, chunks(hierarchy_order(db, plan.type_def.id), batch)):
+        yield [_record(plan, element) for element in elements]
 
 
 def current_revision(db: Session) -> int:
@@ -114,22 +115,24 @@ def json_chunks(db: Session, plan: ExportPlan, progress: Progress | None = None)
     for index, type_plan in enumerate(plan.types):
         yield (b",\n" if index else b"\n") + orjson.dumps(type_plan.type_def.name) + b":["
         done = 0
-        for records in iterate_records(db, type_plan):
-            if not records:
-                continue
-            logins |= responsible_logins(type_plan, records)
-            # One buffer, each record's bytes freed at once (as `listing.stream_ndjson` does).
-            chunk = io.BytesIO()
-            write = chunk.write
-            separator = b",\n" if done else b"\n"  # the type's first record opens its array
-            for record in records:
-                write(separator)
-                write(orjson.dumps(record))
-                separator = b",\n"
-            yield chunk.getvalue()
-            done += len(records)
-            if progress is not None:
-                progress(type_plan.type_def.name, done)
+        batches = iterate_records(db, type_plan)
+        with closing(batches):  # explicitly, if the download ends early (see `listing.stream_ndjson`)
+            for records in batches:
+                if not records:
+                    continue
+                logins |= responsible_logins(type_plan, records)
+                # One buffer, each record's bytes freed at once (as `listing.stream_ndjson` does).
+                chunk = io.BytesIO()
+                write = chunk.write
+                separator = b",\n" if done else b"\n"  # the type's first record opens its array
+                for record in records:
+                    write(separator)
+                    write(orjson.dumps(record))
+                    separator = b",\n"
+                yield chunk.getvalue()
+                done += len(records)
+                if progress is not None:
+                    progress(type_plan.type_def.name, done)
         yield b"]"
     yield b'},\n"users":' + orjson.dumps(users_section(db, logins)) + b"}\n"
 
