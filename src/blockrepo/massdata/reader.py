@@ -198,9 +198,8 @@ class ElementReader:
     def read(self, db: Session, ids: Sequence[int]) -> list[dict[str, Any]]:
         """The JSON of `ids` (in that order; ids not of the type are skipped)."""
         out: list[dict[str, Any]] = []
-        for chunk in chunks(list(dict.fromkeys(ids)), READ_BATCH):
-            rendered = self.render(self.fetch(db, chunk))
-            out.extend(rendered[i] for i in chunk if i in rendered)
+        for batch in self.read_batches(db, chunks(list(dict.fromkeys(ids)), READ_BATCH), prefetch=False):
+            out.extend(batch)
         return out
 
     def read_batches(
@@ -404,12 +403,10 @@ class ElementReader:
                 out[key] = [encoder(row)]
             else:
                 encoded.append(encoder(row))
-        self._relations(statements, fetched, rendered)
+        self._relations(fetched, rendered)
         return rendered
 
-    def _relations(
-        self, statements: _Statements, fetched: Fetched, rendered: dict[int, dict[str, Any]]
-    ) -> None:
+    def _relations(self, fetched: Fetched, rendered: dict[int, dict[str, Any]]) -> None:
         """Put the relation entries of the ends in the view into the `rendered` elements."""
         by_relation: dict[int, list[dict[str, Any]]] = {}  # relation id -> entries showing its attributes
         relation_attributes = self.relation_attributes
@@ -424,7 +421,7 @@ class ElementReader:
                     entry["attributes"] = {a.name: [] for a in attributes}
                     by_relation.setdefault(relation_id, []).append(entry)
                 _append(rendered[holder], end_name, entry)
-        relation_encoders = statements.relation_encoders
+        relation_encoders = fetched.statements.relation_encoders
         names_of = self.relation_attribute_names
         for row in fetched.relation_values:
             value = relation_encoders[row[1]](row)
