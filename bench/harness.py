@@ -18,6 +18,7 @@ from pathlib import Path
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from blockrepo.settings import Settings
 from blockrepo.storage.engine import normalize_url
 
 
@@ -77,3 +78,15 @@ def stop_process(process: subprocess.Popen[bytes], timeout: float) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+def cheap_settings(database_url: str, admin_password: str) -> Settings:
+    """Settings of an in-process repository for a benchmark: the given admin password, and argon2 at its
+    cheapest, since what is measured is never the login."""
+    return Settings(
+        database_url=database_url,
+        admin_password=admin_password,
+        argon2_time_cost=1,
+        argon2_memory_cost=1024,
+        argon2_parallelism=1,
+    )

@@ -18,7 +18,7 @@ import time
 import warnings
 from collections.abc import Callable
 
-from harness import latency, scratch_database
+from harness import cheap_settings, latency, scratch_database
 from rich.console import Console
 from rich.table import Table
 from sqlalchemy import insert, text, update
@@ -28,7 +28,6 @@ from blockrepo.auth.passwords import Passwords
 from blockrepo.bootstrap import initialize
 from blockrepo.history.models import Change, Revision
 from blockrepo.metamodel.models import RepositoryState
-from blockrepo.settings import Settings
 from blockrepo.storage.engine import build_engine
 
 PASSWORD = "bench-password"
@@ -68,13 +67,7 @@ def write_filler(app_engine: object, first_revision: int, count: int, rng_seed: 
 
 
 def run(database_url: str, element_revisions: int, total_changes: int, repeat: int, console: Console) -> None:
-    settings = Settings(
-        database_url=database_url,
-        admin_password=PASSWORD,
-        argon2_time_cost=1,
-        argon2_memory_cost=1024,
-        argon2_parallelism=1,
-    )
+    settings = cheap_settings(database_url, PASSWORD)
     engine = build_engine(database_url)
     initialize(engine, settings, Passwords(settings))
     engine.dispose()

@@ -1,23 +1,26 @@
-"""`storage.bulk_insert` stores rows exactly as a Core insert does and reports a broken constraint as
-SQLAlchemy's IntegrityError, on SQLite (executemany) and PostgreSQL (COPY) alike."""
+"""`storage.bulk_insert` stores rows exactly as a Core insert does (verbatim columns too) and reports a
+broken constraint as SQLAlchemy's IntegrityError, on SQLite (executemany) and PostgreSQL (COPY) alike."""
 
 from __future__ import annotations
 
 import datetime as dt
 from typing import cast
 
+import orjson
 import pytest
 from sqlalchemy import Table, func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from blockrepo.elements.models import Element, Relation
+from blockrepo.history.models import Change, Revision
 from blockrepo.metamodel.models import RelationType
 from blockrepo.storage import bulk_insert
 from blockrepo.storage.engine import build_engine
 
 ELEMENT = cast(Table, Element.__table__)
 RELATION = cast(Table, Relation.__table__)
+CHANGE = cast(Table, Change.__table__)
 
 
 def _element_row(name: str, moment: dt.datetime) -> dict[str, object]:
@@ -78,3 +81,31 @@ def test_a_broken_constraint_is_an_integrity_error(database_url: str) -> None:
                 bulk_insert.insert_rows(db, RELATION, [row])
     finally:
         engine.dispose()
+
+
+def test_verbatim_json_text_reads_back_as_the_json_column_stores_it(database_url: str) -> None:
+    changes = [{"property": "Costs", "old": [], "new": [12.5]}, {"property": "name", "new": ["Ä ✓"]}]
+    engine = build_engine(database_url)
+    try:
+        with Session(engine) as db:
+            revision = (db.scalar(select(func.max(Revision.id))) or 0) + 1
+            db.execute(
+                insert(Revision).values(
+                    id=revision, created_at=dt.datetime.now(dt.UTC), user_login="u", request_id="r"
+                )
+            )
+            row = {"revision": revision, "entity": "element", "operation": "updated", "element_id": 1}
+            db.execute(insert(CHANGE), [{**row, "element_name": "by core", "changes": changes}])
+            text = orjson.dumps(changes).decode()
+            bulk_insert.insert_rows(
+                db, CHANGE, [{**row, "element_name": "verbatim", "changes": text}], verbatim={"changes"}
+            )
+            stored = db.execute(
+                select(Change.element_name, Change.changes)
+                .where(Change.revision == revision)
+                .order_by(Change.element_name)
+            ).all()
+    finally:
+        engine.dispose()
+    # Stored once as JSON, not as a JSON string holding the text.
+    assert [tuple(row) for row in stored] == [("by core", changes), ("verbatim", changes)]

@@ -64,3 +64,34 @@ def test_a_partial_entry_replaces_only_the_attributes_it_names() -> None:
     current = [_e(1, attributes={"Share": [60], "Note": ["main"]})]
     change = {"added": [_e(1, attributes={"Note": []})], "removed": [_e(1, attributes={"Note": ["main"]})]}
     assert apply_related_change(current, change) == [_e(1, attributes={"Share": [60], "Note": []})]
+
+
+def test_a_record_is_what_the_changes_were_when_recorded() -> None:
+    log = ChangeLog(user_login="u", request_id="r")
+    changes: list[dict[str, Any]] = [{"property": "xs", "added": [_e(1)], "removed": []}]
+    log.element("updated", type_name="T", element_id=1, element_name="one", changes=changes)
+    changes[0]["added"].append(_e(2))
+    changes.append({"property": "name", "old": ["one"], "new": ["two"]})
+    (entry,) = log._entries
+    assert entry.changes == [{"property": "xs", "added": [_e(1)], "removed": []}]
+
+
+def test_a_created_element_recorded_again_folds_into_one_created_changeset() -> None:
+    log = ChangeLog(user_login="u", request_id="r")
+    log.element(
+        "created",
+        type_name="T",
+        element_id=1,
+        element_name="one",
+        changes=[{"property": "name", "old": [], "new": ["one"]}],
+    )
+    log.element(
+        "updated",
+        type_name="T",
+        element_id=1,
+        element_name="two",
+        changes=[{"property": "name", "old": ["one"], "new": ["two"]}],
+    )
+    (entry,) = log._entries
+    assert (entry.operation, entry.element_name) == ("created", "two")
+    assert entry.changes == [{"property": "name", "old": [], "new": ["two"]}]

@@ -452,7 +452,7 @@ def _persist(writer: Writer, type_def: BlockTypeDef, items: Sequence[_Item], goo
     written = {item.new_id for item in creates} | {item.element_id for item in changed}
     reader = ElementReader(full)
     after = {element["id"][0]: element for element in reader.read(db, [i for i in written if i is not None])}
-    records: list[Written] = []
+    mirror = NeighbourMirror({i for i in written if i is not None})
     for item in creates:
         assert item.new_id is not None
         rendered = after[item.new_id]
@@ -467,7 +467,7 @@ def _persist(writer: Writer, type_def: BlockTypeDef, items: Sequence[_Item], goo
                 if key not in UNRECORDED_KEYS and value
             ],
         )
-        records.append((type_def, item.new_id, None, rendered))
+        mirror.add(type_def, item.new_id, None, rendered)
     for item in changed:
         assert item.element_id is not None
         old, new = full.render(before[item.element_id]), after[item.element_id]
@@ -478,9 +478,8 @@ def _persist(writer: Writer, type_def: BlockTypeDef, items: Sequence[_Item], goo
             element_name=new["name"][0],
             changes=diff_elements(type_def, old, new),
         )
-        records.append((type_def, item.element_id, old, new))
-    skip = {i for i in written if i is not None}
-    neighbours = mirror_neighbours(writer.changes, records, skip)
+        mirror.add(type_def, item.element_id, old, new)
+    neighbours = mirror.record(writer.changes)
     elements_repository.bump_elements(db, neighbours, now=now, user=login)
 
 
@@ -678,27 +677,38 @@ def _entry_diff(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> tuple[l
     )
 
 
-Written = tuple[BlockTypeDef, int, dict[str, Any] | None, dict[str, Any] | None]
+class NeighbourMirror:
+    """Collects, once per element at the other end, the relation and children changes that written
+    elements caused there, and records them as one changeset each. Written elements are added one at a
+    time (type, id, JSON before, JSON after), so that a large import need not hold every element's JSON
+    at once; elements in `skip` have their own record."""
 
+    def __init__(self, skip: set[int]) -> None:
+        self.skip = skip
+        self.mirrored: dict[int, dict[str, Any]] = {}
 
-def mirror_neighbours(changes: ChangeLog, records: Sequence[Written], skip: set[int]) -> set[int]:
-    """Record, once per element at the other end, the relation and children changes that the written
-    elements (type, id, JSON before, JSON after) caused there; elements in `skip` have their own record.
-    Returns the ids of the elements recorded here: their JSON changed, so their revision must move."""
-    mirrored: dict[int, dict[str, Any]] = {}
-
-    def mirror(other_type: str, other: dict[str, Any], prop: str, entry: dict[str, Any], side: str) -> None:
-        if other["id"] in skip:
+    def _mirror(
+        self, other_type: str, other: dict[str, Any], prop: str, entry: dict[str, Any], side: str
+    ) -> None:
+        if other["id"] in self.skip:
             return
-        record = mirrored.setdefault(other["id"], {"type": other_type, "name": other["name"], "changes": {}})
+        record = self.mirrored.setdefault(
+            other["id"], {"type": other_type, "name": other["name"], "changes": {}}
+        )
         change = record["changes"].setdefault(prop, {"property": prop, "added": [], "removed": []})
         change[side].append(entry)
 
-    for type_def, element_id, before, after in records:
+    def add(
+        self,
+        type_def: BlockTypeDef,
+        element_id: int,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+    ) -> None:
         old_state, new_state = before or {}, after or {}
 
         def me(state: dict[str, Any], relation: dict[str, Any] | None = None) -> dict[str, Any]:
-            entry: dict[str, Any] = {"id": element_id, "name": state["name"][0]}  # noqa: B023 - used at once
+            entry: dict[str, Any] = {"id": element_id, "name": state["name"][0]}
             if relation is not None and "attributes" in relation:
                 entry["attributes"] = relation["attributes"]
             return entry
@@ -709,25 +719,29 @@ def mirror_neighbours(changes: ChangeLog, records: Sequence[Written], skip: set[
                 continue  # most ends of most elements are empty: nothing to diff
             added, removed = _entry_diff(old_entries or [], new_entries or [])
             for entry in removed:
-                mirror(end.other_type, entry, end.opposite_name, me(old_state, entry), "removed")
+                self._mirror(end.other_type, entry, end.opposite_name, me(old_state, entry), "removed")
             for entry in added:
-                mirror(end.other_type, entry, end.opposite_name, me(new_state, entry), "added")
+                self._mirror(end.other_type, entry, end.opposite_name, me(new_state, entry), "added")
         if type_def.hierarchical:
             old_parent, new_parent = old_state.get("parent", []), new_state.get("parent", [])
             if old_parent != new_parent:
                 for parent in old_parent:
-                    mirror(type_def.name, parent, "children", me(old_state), "removed")
+                    self._mirror(type_def.name, parent, "children", me(old_state), "removed")
                 for parent in new_parent:
-                    mirror(type_def.name, parent, "children", me(new_state), "added")
-    for other_id, record in mirrored.items():
-        changes.element(
-            "updated",
-            type_name=record["type"],
-            element_id=other_id,
-            element_name=record["name"],
-            changes=list(record["changes"].values()),
-        )
-    return set(mirrored)
+                    self._mirror(type_def.name, parent, "children", me(new_state), "added")
+
+    def record(self, changes: ChangeLog) -> set[int]:
+        """Record the collected changesets; returns the ids of the elements recorded here: their JSON
+        changed, so their revision must move."""
+        for other_id, record in self.mirrored.items():
+            changes.element(
+                "updated",
+                type_name=record["type"],
+                element_id=other_id,
+                element_name=record["name"],
+                changes=list(record["changes"].values()),
+            )
+        return set(self.mirrored)
 
 
 # --- bulk delete ---------------------------------------------------------------------------------------
@@ -776,8 +790,7 @@ def bulk_delete(writer: Writer, type_name: str, ids: Sequence[int], *, recursive
         )
     full = ElementView.build(writer.metamodel, None, type_def)
     loaded = elements_repository.load_elements(db, type_def.id, doomed, full.selection)
-    gone = set(doomed)
-    records: list[Written] = []
+    mirror = NeighbourMirror(set(doomed))
     touched: set[int] = set()
     for element_id in doomed:
         element = loaded[element_id]
@@ -793,11 +806,11 @@ def bulk_delete(writer: Writer, type_name: str, ids: Sequence[int], *, recursive
                 if key not in UNRECORDED_KEYS and value
             ],
         )
-        records.append((type_def, element_id, rendered, None))
+        mirror.add(type_def, element_id, rendered, None)
         touched.update(item.other_id for items in element.ends.values() for item in items)
         if element.parent_id is not None:
             touched.add(element.parent_id)
-    neighbours = mirror_neighbours(writer.changes, records, gone)
+    neighbours = mirror.record(writer.changes)
     elements_repository.delete_elements(db, doomed)
     elements_repository.bump_elements(db, neighbours, now=writer.changes.now, user=writer.actor.login)
     return len(doomed)

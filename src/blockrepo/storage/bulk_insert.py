@@ -3,7 +3,7 @@ bookkeeping costs more than the insert itself): sqlite3 executemany, PostgreSQL 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Table
@@ -15,12 +15,16 @@ ROWS_PER_CALL = 5000
 _NOTHING = object()  # an input no processor has seen yet
 
 
-def insert_rows(db: Session, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
+def insert_rows(
+    db: Session, table: Table, rows: Sequence[Mapping[str, Any]], *, verbatim: Collection[str] = ()
+) -> None:
     """INSERT many rows with one driver-level executemany per ROWS_PER_CALL rows (PostgreSQL: one COPY).
 
     Values pass through each column type's own bind processor, so they are stored exactly as an ORM or
     Core insert stores them (dates as ISO text on SQLite, for instance); what is skipped is the per-row
-    bookkeeping of a Core executemany, which costs more than the insert itself on large batches."""
+    bookkeeping of a Core executemany, which costs more than the insert itself on large batches. The
+    columns named in `verbatim` already hold what that processor would make (JSON text, say) and skip
+    it."""
     if not rows:
         return
     connection = db.connection()
@@ -28,7 +32,10 @@ def insert_rows(db: Session, table: Table, rows: Sequence[Mapping[str, Any]]) ->
     names = list(rows[0])
     # The dialect's own implementation of each type: the generic DateTime has no bind processor, and the
     # sqlite3 driver's default adapter would store another text format than every other write path.
-    processors = [table.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in names]
+    processors = [
+        None if name in verbatim else table.c[name].type.dialect_impl(dialect).bind_processor(dialect)
+        for name in names
+    ]
     quote = dialect.identifier_preparer.quote
     placeholder = "?" if dialect.paramstyle == "qmark" else "%s"
     sql = (

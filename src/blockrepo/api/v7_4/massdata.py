@@ -206,7 +206,11 @@ def export_repository(
 
 
 async def _import_document(request: Request) -> Document:
-    raw = await request.body()
+    # Read past Starlette's cache (`request.body()` keeps the bytes until the response is sent): an
+    # import's body can be 200 MiB, and once it is parsed only the document is needed.
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
     media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if is_json_media_type(media_type):
         return parse_json_document(raw)

@@ -22,7 +22,7 @@ def _bad(pointer: str, message: str) -> BadRequest:
     return BadRequest(message, code="malformed_body", errors=[ErrorItem(pointer, "malformed_body", message)])
 
 
-def parse_json_document(raw: bytes) -> Document:
+def parse_json_document(raw: bytes | bytearray) -> Document:
     """A JSON export (`format` blockrepo-export) as a document; 400 for anything else."""
     try:
         body = orjson.loads(raw)

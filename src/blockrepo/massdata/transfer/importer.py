@@ -21,8 +21,9 @@ same file but for ids.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
@@ -51,7 +52,7 @@ from blockrepo.elements.view import ElementView, format_timestamp, relation_attr
 from blockrepo.errors import ErrorItem, Forbidden, UnknownType, ValidationFailed
 from blockrepo.history.recorder import ChangeLog
 from blockrepo.massdata import repository
-from blockrepo.massdata.bulk import Written, mirror_neighbours
+from blockrepo.massdata.bulk import NeighbourMirror
 from blockrepo.massdata.reader import ElementReader
 from blockrepo.massdata.transfer.document import Document
 from blockrepo.massdata.transfer.metamodel_sync import apply_metamodel
@@ -65,6 +66,10 @@ Key = tuple[int, str]  # (type id, element name): an element before ids are know
 
 RELATION_TABLE = Relation.__table__
 RELATION_VALUE_TABLE = RelationValue.__table__
+
+
+def _insert_relations(db: Session, rows: Sequence[dict[str, Any]]) -> None:
+    bulk_insert.insert_rows(db, RELATION_TABLE, rows)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -181,6 +186,9 @@ class _Validator:
         seen: dict[str, int] = {}
         records = self.records.setdefault(type_def.id, [])
         for index, raw in enumerate(raw_records):
+            # Each raw record is let go once validated: the parsed file and the validated records of a
+            # large type are then not held in full at once (bench/massdata_scale.py, peak RSS).
+            raw_records[index] = None
             pointer = f"{where}/{index}"
             if not isinstance(raw, dict):
                 self.error(pointer, "wrong_type", f"a record is an object, got {json_type(raw)}")
@@ -523,8 +531,9 @@ def import_document(
     progress: Progress | None = None,
 ) -> ImportReport:
     """Validate the whole document, then write it; raises (400 with every problem, 403, 409) and writes
-    nothing when anything is wrong. The caller commits. `hash_password` hashes the random passwords of
-    accounts the file names and the repository lacks (they are created disabled)."""
+    nothing when anything is wrong. The caller commits; the document's elements are consumed.
+    `hash_password` hashes the random passwords of accounts the file names and the repository lacks
+    (they are created disabled)."""
     notify = progress or (lambda _phase, _done, _total: None)
     metamodel = apply_metamodel(db, actor, metamodel, changes, document.metamodel)
     _create_missing_users(db, actor, changes, document.users, hash_password)
@@ -532,9 +541,12 @@ def import_document(
     validator._pointers = {}
     total = sum(len(records) for records in document.elements.values())
     done = 0
-    for type_name, raw_records in document.elements.items():
+    # The document's records are consumed as they are validated (`type_records`).
+    for type_name in list(document.elements):
+        raw_records = document.elements.pop(type_name)
         validator.type_records(type_name, raw_records)
         done += len(raw_records)
+        del raw_records
         notify("validate", done, total)
     validator.resolve()
     if validator.forbidden:
@@ -647,28 +659,25 @@ class _Writer:
     def _elements(self) -> None:
         db, now, login = self.db, self.changes.now, self.actor.login
         self._load_stamps()
-        created_rows: list[dict[str, Any]] = []
         total = sum(len(records) for records in self.validated.records.values())
-        for type_id, records in self.validated.records.items():
-            for record in records:
-                if record.element_id is None:
-                    created_rows.append(
-                        {
-                            "type_id": type_id,
-                            "name": record.name,
-                            "description": record.description,
-                            "parent_id": None,
-                            "position": 0,
-                            "revision": 1,
-                            "created_at": now,
-                            "last_modified_at": now,
-                            "last_modified_by": login,
-                        }
-                    )
-        for start in range(0, len(created_rows), repository.ROWS_PER_CALL):
-            repository.insert_elements(db, created_rows[start : start + repository.ROWS_PER_CALL])
-            self.notify("elements", min(start + repository.ROWS_PER_CALL, len(created_rows)), total)
-        self.report.created = len(created_rows)
+        created_rows = (
+            {
+                "type_id": type_id,
+                "name": record.name,
+                "description": record.description,
+                "parent_id": None,
+                "position": 0,
+                "revision": 1,
+                "created_at": now,
+                "last_modified_at": now,
+                "last_modified_by": login,
+            }
+            for type_id, records in self.validated.records.items()
+            for record in records
+            if record.element_id is None
+        )
+        created = self._insert_in_slices(created_rows, repository.insert_elements, "elements", total)
+        self.report.created = created
         for type_id, records in self.validated.records.items():
             if any(r.element_id is None for r in records):
                 for element_id, name in db.execute(
@@ -725,7 +734,6 @@ class _Writer:
 
     def _values(self) -> None:
         db = self.db
-        rows: list[dict[str, Any]] = []
         for type_id, records in self.validated.records.items():
             type_def = self.metamodel.type_by_id(type_id)
             writable = [
@@ -738,22 +746,43 @@ class _Writer:
                         ElementValue.element_id.in_(chunk), ElementValue.attribute_id.in_(writable)
                     )
                 )
-            for record in records:
-                element_id = self.ids[record.key]
-                for attribute_id, values in record.values.items():
-                    for position, value in enumerate(values):
-                        rows.append(
-                            {
-                                "element_id": element_id,
-                                "attribute_id": attribute_id,
-                                "position": position,
-                                **value.columns(),
-                            }
-                        )
-        total = len(rows)
-        for start in range(0, total, repository.ROWS_PER_CALL):
-            repository.insert_values(db, rows[start : start + repository.ROWS_PER_CALL])
-            self.notify("values", min(start + repository.ROWS_PER_CALL, total), total)
+        rows = (
+            {
+                "element_id": self.ids[record.key],
+                "attribute_id": attribute_id,
+                "position": position,
+                **value.columns(),
+            }
+            for records in self.validated.records.values()
+            for record in records
+            for attribute_id, values in record.values.items()
+            for position, value in enumerate(values)
+        )
+        total = sum(
+            len(values)
+            for records in self.validated.records.values()
+            for record in records
+            for values in record.values.values()
+        )
+        self._insert_in_slices(rows, repository.insert_values, "values", total)
+
+    def _insert_in_slices(
+        self,
+        rows: Iterable[dict[str, Any]],
+        insert: Callable[[Session, Sequence[dict[str, Any]]], None],
+        phase: str,
+        total: int,
+    ) -> int:
+        """Insert rows as they are made, ROWS_PER_CALL at a time, so that only one slice of row
+        dictionaries exists at once (an import of 100,000 elements writes half a million value rows);
+        returns how many were inserted."""
+        done = 0
+        iterator = iter(rows)
+        while batch := list(islice(iterator, repository.ROWS_PER_CALL)):
+            insert(self.db, batch)
+            done += len(batch)
+            self.notify(phase, done, total)
+        return done
 
     # --- relations -----------------------------------------------------------------------------------
 
@@ -783,28 +812,23 @@ class _Writer:
         ordered = sorted(validated.relations, key=lambda r: r.source_position is None)
         sources = {(r.relation_type_id, self.ids[r.source]) for r in ordered if r.source_position is None}
         next_position = self._next_positions(sources)
-        rows = []
-        for relation in ordered:
-            source, target = self.ids[relation.source], self.ids[relation.target]
-            if relation.source_position is not None:
+
+        def rows() -> Iterator[dict[str, Any]]:
+            for relation in ordered:
+                source, target = self.ids[relation.source], self.ids[relation.target]
+                key = (relation.relation_type_id, source)
                 position = relation.source_position
-            else:
-                position = next_position.get((relation.relation_type_id, source), 0)
-            next_position[(relation.relation_type_id, source)] = max(
-                next_position.get((relation.relation_type_id, source), 0), position + 1
-            )
-            rows.append(
-                {
+                if position is None:
+                    position = next_position.get(key, 0)
+                next_position[key] = max(next_position.get(key, 0), position + 1)
+                yield {
                     "relation_type_id": relation.relation_type_id,
                     "source_id": source,
                     "target_id": target,
                     "position": position,
                 }
-            )
-        total = len(rows)
-        for start in range(0, total, repository.ROWS_PER_CALL):
-            bulk_insert.insert_rows(db, RELATION_TABLE, rows[start : start + repository.ROWS_PER_CALL])  # type: ignore[arg-type]
-            self.notify("relations", min(start + repository.ROWS_PER_CALL, total), total)
+
+        self._insert_in_slices(rows(), _insert_relations, "relations", len(ordered))
         self._relation_values(ordered)
         self.inserted = ordered
         return removed
@@ -873,9 +897,9 @@ class _Writer:
         removed: list[tuple[int, int, int, int]],
     ) -> None:
         db, changes = self.db, self.changes
-        records: list[Written] = []
         file_ids = {self.ids[r.key] for rs in self.validated.records.values() for r in rs}
         gone = {i for ids in deleted_before.values() for i in ids}
+        mirror = NeighbourMirror(file_ids | gone)
         for type_id, elements in deleted_before.items():
             type_def = self.metamodel.type_by_id(type_id)
             for element_id, element in elements.items():
@@ -890,7 +914,7 @@ class _Writer:
                         if k not in UNRECORDED_KEYS and v
                     ],
                 )
-                records.append((type_def, element_id, element, None))
+                mirror.add(type_def, element_id, element, None)
         unchanged: list[int] = []
         for type_id, type_records in updated.items():
             type_def = self.metamodel.type_by_id(type_id)
@@ -914,10 +938,11 @@ class _Writer:
                     element_name=record.name,
                     changes=diff,
                 )
-                records.append((type_def, updated_id, old, new))
+                mirror.add(type_def, updated_id, old, new)
         self._restore_stamps(unchanged)
-        created = self._created_json(views)
-        for element_id, (type_def, element) in created.items():
+        # One created element's JSON at a time: it goes into the change log as text and into the mirror
+        # as the few entries its neighbours need.
+        for element_id, type_def, element in self._created_json(views):
             changes.element(
                 "created",
                 type_name=type_def.name,
@@ -929,16 +954,19 @@ class _Writer:
                     if k not in UNRECORDED_KEYS and v
                 ],
             )
-            records.append((type_def, element_id, None, element))
-        neighbours = mirror_neighbours(changes, records, file_ids | gone)
+            mirror.add(type_def, element_id, None, element)
+        neighbours = mirror.record(changes)
         elements_repository.bump_elements(db, neighbours, now=changes.now, user=self.actor.login)
 
     def _restore_stamps(self, unchanged: list[int]) -> None:
         """Elements the import rewrote without changing them keep their revision and stamps."""
         repository.restore_stamps(self.db, [(i, *self._stamps[i]) for i in unchanged])
 
-    def _created_json(self, views: dict[int, ElementView]) -> dict[int, tuple[BlockTypeDef, dict[str, Any]]]:
-        """The JSON of every created element, from the records and the relations as inserted."""
+    def _created_json(
+        self, views: dict[int, ElementView]
+    ) -> Iterator[tuple[int, BlockTypeDef, dict[str, Any]]]:
+        """The JSON of every created element (id, type, JSON), from the records and the relations as
+        inserted, made one element at a time."""
         created: dict[int, tuple[BlockTypeDef, _Record]] = {}
         for type_id, records in self.validated.records.items():
             type_def = self.metamodel.type_by_id(type_id)
@@ -946,7 +974,7 @@ class _Writer:
                 if record.element_id is None:
                     created[self.ids[record.key]] = (type_def, record)
         if not created:
-            return {}
+            return
         names = {element_id: key[1] for key, element_id in self.ids.items()}
         children: dict[int, list[dict[str, Any]]] = {}
         for type_id, records in self.validated.records.items():
@@ -973,7 +1001,6 @@ class _Writer:
                 if relation_attributable(end):
                     entry["attributes"] = dict(relation.encoded)
                 ends.setdefault(holder, {}).setdefault(end_name, []).append(entry)
-        out: dict[int, tuple[BlockTypeDef, dict[str, Any]]] = {}
         moment = [format_timestamp(self.changes.now)]
         for element_id, (type_def, record) in created.items():
             view = views[type_def.id]
@@ -991,13 +1018,12 @@ class _Writer:
                     else [{"id": self.ids[(type_def.id, record.parent)], "name": record.parent}]
                 )
                 element["parent"] = parent
-                element["children"] = children.get(element_id, [])
+                element["children"] = children.pop(element_id, [])
             for prop in view.properties:
                 element[prop.name] = record.encoded.get(prop.id, [])
-            own_ends = ends.get(element_id, {})
+            own_ends = ends.pop(element_id, {})
             for end in view.ends:
                 element[end.name] = own_ends.get(end.name, [])
             element["lastModificationTime"] = moment
             element["lastModificationUser"] = [self.actor.login]
-            out[element_id] = (type_def, element)
-        return out
+            yield element_id, type_def, element
