@@ -541,12 +541,9 @@ def import_document(
     validator._pointers = {}
     total = sum(len(records) for records in document.elements.values())
     done = 0
-    # The document's records are consumed as they are validated (`type_records`).
-    for type_name in list(document.elements):
-        raw_records = document.elements.pop(type_name)
-        validator.type_records(type_name, raw_records)
+    for type_name, raw_records in document.elements.items():
+        validator.type_records(type_name, raw_records)  # lets each raw record go once validated
         done += len(raw_records)
-        del raw_records
         notify("validate", done, total)
     validator.resolve()
     if validator.forbidden:
