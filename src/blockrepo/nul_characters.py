@@ -45,7 +45,7 @@ def nul_pointers(value: Any, limit: int = MAX_REPORTED) -> list[str]:
 
 def nul_error(pointers: list[str]) -> ValidationFailed:
     items = [
-        ErrorItem(pointer, "nul_character", "text must not contain NUL (U+0000)") for pointer in pointers
+        ErrorItem(pointer, "invalid_character", "text must not contain NUL (U+0000)") for pointer in pointers
     ]
     where = ", ".join(pointer or "/" for pointer in pointers)
     return ValidationFailed(f"text must not contain NUL (U+0000): {where}", errors=items)

@@ -150,7 +150,7 @@ def test_nul_is_refused_with_the_pointer_and_changes_nothing(
     problem = response.json()
     assert problem["code"] == "validation_failed"
     assert [item["pointer"] for item in problem["errors"]] == case.pointers
-    assert {item["code"] for item in problem["errors"]} == {"nul_character"}
+    assert {item["code"] for item in problem["errors"]} == {"invalid_character"}
     assert state(client) == before
 
 
