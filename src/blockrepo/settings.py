@@ -26,7 +26,12 @@ class Settings(BaseSettings):
         5, ge=0, description="seconds between writes of a session's last-seen time stamp"
     )
     cookie_secure: bool = Field(False, description="add Secure to cookies (set it behind TLS)")
-    login_max_failures: int = Field(10, ge=1, description="failed logins per account/address before 429")
+    login_max_failures: int = Field(
+        10, ge=1, description="failed logins for one account from one address before that pair gets 429"
+    )
+    login_max_failures_per_address: int = Field(
+        100, ge=1, description="failed logins from one address, any accounts, before the address gets 429"
+    )
     login_window: int = Field(300, ge=1, description="seconds over which failed logins are counted")
     rate_limit: float = Field(0, ge=0, description="requests per second per user (0: off)")
     max_body_bytes: int = Field(10 * 1024 * 1024, ge=1024, description="request body limit (import: 20x)")

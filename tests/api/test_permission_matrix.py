@@ -241,7 +241,9 @@ def _setup(sup: TestClient, world: World) -> None:
 def world(template_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     url, drop = _clone(template_database, tmp_path_factory.mktemp("matrix"))
     # The disabled caller fails to log in once per case; login throttling must not turn that into 429s.
-    app = create_app(make_settings(url, login_max_failures=1_000_000))
+    app = create_app(
+        make_settings(url, login_max_failures=1_000_000, login_max_failures_per_address=1_000_000)
+    )
     clients: dict[str, TestClient] = {}
     try:
         for actor in ACTORS:

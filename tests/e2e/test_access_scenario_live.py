@@ -118,7 +118,14 @@ def everywhere(server: LiveServer, check: Check) -> None:
 @pytest.fixture
 def server(start_server: StartServer) -> LiveServer:
     # The disabled user's many refused requests count as failed logins; no throttling (429) here.
-    return start_server("--workers", str(WORKERS), env={"BLOCKREPO_LOGIN_MAX_FAILURES": "1000000"})
+    return start_server(
+        "--workers",
+        str(WORKERS),
+        env={
+            "BLOCKREPO_LOGIN_MAX_FAILURES": "1000000",
+            "BLOCKREPO_LOGIN_MAX_FAILURES_PER_ADDRESS": "1000000",
+        },
+    )
 
 
 @pytest.fixture

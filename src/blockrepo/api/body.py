@@ -8,6 +8,7 @@ import orjson
 from fastapi import Request
 
 from blockrepo.errors import BadRequest, UnsupportedMediaType
+from blockrepo.nul_characters import refuse_nul_in_json
 
 
 def is_json_media_type(content_type: str | None) -> bool:
@@ -20,10 +21,13 @@ def is_json_media_type(content_type: str | None) -> bool:
 
 
 def parse_json(raw: bytes) -> Any:
+    """The parsed body; 400 if it does not parse or if any string in it holds NUL."""
     try:
-        return orjson.loads(raw)
+        value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise BadRequest(f"malformed JSON: {exc}", code="malformed_json") from exc
+    refuse_nul_in_json(raw, value)
+    return value
 
 
 async def read_json(request: Request) -> Any:
@@ -40,8 +44,12 @@ async def read_json_object(request: Request) -> dict[str, Any]:
     return body
 
 
-def require_json_body(request: Request) -> None:
+async def require_json_body(request: Request) -> None:
     """Route dependency for Pydantic-typed bodies: a body not declared as JSON gets 415 (FastAPI would
-    otherwise report it as a validation error). Dependencies run before the body is validated."""
+    otherwise report it as a validation error), one holding NUL gets 400. Dependencies run after FastAPI
+    has read and parsed the body (both cached on the request) and before it is validated."""
     if not is_json_media_type(request.headers.get("content-type")):
         raise UnsupportedMediaType("the body must be application/json")
+    raw = await request.body()
+    if raw:
+        refuse_nul_in_json(raw, await request.json())

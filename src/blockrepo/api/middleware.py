@@ -1,4 +1,5 @@
-"""Pure ASGI middleware around every request: request id, API version, and the body size limit."""
+"""Pure ASGI middleware around every request: request id, API version, NUL in the URL, and the body size
+limit."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from blockrepo import API_VERSION, SUPPORTED_API_VERSIONS
-from blockrepo.api.problem import problem_response
+from blockrepo.api.problem import error_response, problem_response
+from blockrepo.nul_characters import nul_in_url
 
 REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 IMPORT_PATH = "/api/massdata/import"
@@ -21,8 +23,9 @@ class BodyTooLarge(Exception):
 
 
 class RequestContextMiddleware:
-    """Outermost layer: assigns the request id, checks API-Version, adds the common response headers and
-    stops bodies over the limit (by Content-Length up front, or while they stream in)."""
+    """Outermost layer: assigns the request id, checks API-Version, adds the common response headers,
+    refuses NUL in the URL and stops bodies over the limit (by Content-Length up front, or while they
+    stream in)."""
 
     def __init__(self, app: ASGIApp, *, max_body_bytes: int, import_max_body_bytes: int) -> None:
         self.app = app
@@ -66,6 +69,12 @@ class RequestContextMiddleware:
                 extra={"supportedVersions": list(SUPPORTED_API_VERSIONS)},
             )
             await response(scope, receive, send_with_headers)
+            return
+
+        # Every route's path and query parameters at once, before any of them reaches a database.
+        nul = nul_in_url(scope["path"], scope["query_string"])
+        if nul is not None:
+            await error_response(nul, request_id)(scope, receive, send_with_headers)
             return
 
         limit = self.import_max_body_bytes if scope["path"] == IMPORT_PATH else self.max_body_bytes

@@ -6,11 +6,16 @@ a cross-site form or script gets the cookie sent but cannot produce the header. 
 session server-side (a token of another session is invalid) and compared in constant time. Requests
 authenticated by credentials in the same request are exempt (no ambient authority), and so is the form
 login POST (it carries the password). Runs inside `AuthMiddleware`, which resolves the session.
+
+The form login has its own guard against login CSRF (a foreign page logging the victim into the
+attacker's account): `names_another_origin` refuses a login whose `Origin` or `Referer` names another
+origin than the one the request was sent to. Clients that send neither (curl, scripts) pass.
 """
 
 from __future__ import annotations
 
 import hmac
+from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -44,6 +49,41 @@ def csrf_violation(scope: Scope) -> tuple[str, str] | None:
     if not hmac.compare_digest(sent.encode("latin-1"), session.csrf_token.encode("latin-1")):
         return "csrf_token_invalid", "the X-XSRF-TOKEN header does not match this session's token"
     return None
+
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _host_and_port(authority: str, scheme: str) -> tuple[str, int | None] | None:
+    """(lower-case host, explicit port or None for the scheme's default); None if unreadable."""
+    try:
+        parts = urlsplit(f"//{authority}")
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if not host:
+        return None
+    return host, None if port == DEFAULT_PORTS.get(scheme) else port
+
+
+def names_another_origin(headers: Headers, scheme: str) -> bool:
+    """True if `Origin` or `Referer` names another origin than the `Host` this request was sent to.
+
+    The scheme is not compared: behind a proxy that ends TLS the service sees http while the browser
+    says https. Host and port are (a default port equals no port). `Origin: null` (sandboxed frames,
+    some redirects) and unreadable values count as another origin."""
+    own = _host_and_port(headers.get("host", ""), scheme)
+    for name in ("origin", "referer"):
+        value = headers.get(name)
+        if not value:  # absent (curl, scripts) or empty: names no origin
+            continue
+        try:
+            sent = urlsplit(value)
+        except ValueError:
+            return True
+        if own is None or _host_and_port(sent.netloc, sent.scheme.lower()) != own:
+            return True
+    return False
 
 
 class CsrfMiddleware:

@@ -157,6 +157,9 @@ class AuthMiddleware:
             return Resolution(failed=True)
         outcome = self.throttle.attempt(*credentials, address, "basic")
         if outcome.retry_after is not None:
+            # A valid session of the same user keeps working while an attack throttles its password.
+            if session is not None and session.login == credentials[0]:
+                return self._limited(Resolution(principal=session.principal(), session=session))
             return Resolution(login_retry_after=outcome.retry_after)
         principal = outcome.principal
         if principal is None:

@@ -29,7 +29,8 @@ class AuthSession(Base):
 
 
 class LoginFailure(Base):
-    """One failed login, counted per key ("user:<login>" or "addr:<client address>") over a window."""
+    """One failed login, counted per key over a window: "pair:<hash of login and client address>" and
+    "address:<hash of client address>" (hashed: fixed length, and whatever the client sent fits)."""
 
     __tablename__ = "login_failure"
     __table_args__ = (Index("ix_login_failure_key_at", "key", "at"),)

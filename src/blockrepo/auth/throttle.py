@@ -1,6 +1,10 @@
-"""Login throttling: failed logins are counted per account and per client address over a sliding window;
-at the limit, every further attempt for that account or from that address is refused (429) until enough
-failures have left the window, whatever the password.
+"""Login throttling without lock-outs (API.md rule 1.4): failed logins are counted per (account, client
+address) and per address over a sliding window. At `login_max_failures` for one account from one address,
+that address is refused (429) for that account; at `login_max_failures_per_address` from one address, that
+address is refused for every account; either way whatever the password, until enough failures have left
+the window. Nothing else is refused: failures from one address never touch another address, failures for
+one account never touch another account (below the address limit), and credentials this process verified
+recently from the same address pass without being counted or refused.
 
 Refused attempts are not counted, so `Retry-After` is exact: once it has passed, the next attempt is
 verified again. Counters live in the shared store (database or Redis), so every worker sees them.
@@ -14,7 +18,7 @@ import logging
 import math
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -22,7 +26,7 @@ import redis
 from sqlalchemy import Engine, bindparam, delete, insert, select
 
 from blockrepo.auth.authenticator import Authenticator
-from blockrepo.auth.basic import Principal
+from blockrepo.auth.basic import CredentialCache, Principal
 from blockrepo.auth.models import LoginFailure
 from blockrepo.auth.sessions import Clock
 from blockrepo.settings import Settings
@@ -30,17 +34,24 @@ from blockrepo.settings import Settings
 log = logging.getLogger("blockrepo.auth")
 
 PURGE_INTERVAL_SECONDS = 60.0
-_MAX_KEY_LENGTH = 320
 
 
-def account_key(login: str) -> str:
-    key = f"account:{login}"
-    # Keys have a bounded column; an over-long login (which no account can have) is kept distinct by hash.
-    return key if len(key) <= _MAX_KEY_LENGTH else f"account#{hashlib.sha256(login.encode()).hexdigest()}"
+def _digest(*parts: str) -> str:
+    """Length-prefixed parts hashed: unambiguous, fixed length, and free of characters (NUL) a store
+    cannot hold, whatever the client sent."""
+    digest = hashlib.sha256()
+    for part in parts:
+        encoded = part.encode()
+        digest.update(len(encoded).to_bytes(8, "big") + encoded)
+    return digest.hexdigest()
+
+
+def pair_key(login: str, address: str) -> str:
+    return f"pair:{_digest(login, address)}"
 
 
 def address_key(address: str) -> str:
-    return f"address:{address}"[:_MAX_KEY_LENGTH]
+    return f"address:{_digest(address)}"
 
 
 class FailureStore(Protocol):
@@ -123,7 +134,8 @@ class LoginOutcome:
 
 
 class LoginThrottle:
-    """Verifies a login and password unless the account or the address is cooling down; counts failures.
+    """Verifies a login and password unless this account from this address, or this address, is cooling
+    down; counts failures.
 
     Used for every credential check: form login and HTTP Basic alike. Methods block."""
 
@@ -134,11 +146,25 @@ class LoginThrottle:
         self.store = store
         self.clock = clock
         self._max_failures = settings.login_max_failures
+        self._max_failures_per_address = settings.login_max_failures_per_address
         self._window = float(settings.login_window)
+        # Which credentials passed from which address (keyed by an HMAC, like the credential cache).
+        self._verified = CredentialCache(settings.credential_cache_size, settings.credential_cache_ttl)
 
     def attempt(self, login: str, password: str, address: str, channel: str) -> LoginOutcome:
-        keys = (account_key(login), address_key(address))
-        retry_after = self.retry_after(keys)
+        # Credentials verified recently from this address keep working during an attack on their account
+        # or address. Bound to the address: an attacker elsewhere, refused, cannot use 429-or-200 as a
+        # free oracle for a password its owner has just used.
+        verified_here = self._verified.digest(_digest(address, login), password)
+        if self._verified.get(verified_here) is not None:
+            principal = self.authenticator.cached(login, password)
+            if principal is not None:
+                return LoginOutcome(principal=principal)
+        limits = {
+            pair_key(login, address): self._max_failures,
+            address_key(address): self._max_failures_per_address,
+        }
+        retry_after = self.retry_after(limits)
         if retry_after is not None:
             log.warning(
                 "login refused for %r from %s (%s): too many failures, retry after %d s",
@@ -150,19 +176,22 @@ class LoginThrottle:
             return LoginOutcome(principal=None, retry_after=retry_after)
         principal = self.authenticator.verify_password(login, password)
         if principal is None:
-            self.store.record(keys, self.clock(), self._window)
+            self.store.record(list(limits), self.clock(), self._window)
             log.warning("login failed for %r from %s (%s)", login, address, channel)
+        else:
+            self._verified.put(verified_here, principal)
         return LoginOutcome(principal=principal)
 
-    def retry_after(self, keys: Sequence[str]) -> int | None:
-        """Seconds until every key is below the limit again; None if none is at it."""
+    def retry_after(self, limits: Mapping[str, int]) -> int | None:
+        """Seconds until every key is below its limit again; None if none is at it."""
         now = self.clock()
         waits: list[float] = []
-        for stamps in self.store.recent(keys, now - self._window).values():
-            if len(stamps) >= self._max_failures:
+        for key, stamps in self.store.recent(list(limits), now - self._window).items():
+            limit = limits[key]
+            if len(stamps) >= limit:
                 stamps.sort()
                 # The count drops below the limit when this failure leaves the window.
-                waits.append(stamps[len(stamps) - self._max_failures] + self._window - now)
+                waits.append(stamps[len(stamps) - limit] + self._window - now)
         if not waits:
             return None
         # Rounded to milliseconds first: stored time stamps carry microseconds, so float noise would

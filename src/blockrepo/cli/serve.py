@@ -44,6 +44,9 @@ def register(app: typer.Typer) -> None:
             bool | None, typer.Option("--cookie-secure/--no-cookie-secure", help=_ENV_HELP["cookie_secure"])
         ] = None,
         login_max_failures: Annotated[int | None, typer.Option(help=_ENV_HELP["login_max_failures"])] = None,
+        login_max_failures_per_address: Annotated[
+            int | None, typer.Option(help=_ENV_HELP["login_max_failures_per_address"])
+        ] = None,
         login_window: Annotated[int | None, typer.Option(help=_ENV_HELP["login_window"])] = None,
         rate_limit: Annotated[float | None, typer.Option(help=_ENV_HELP["rate_limit"])] = None,
         max_body_bytes: Annotated[int | None, typer.Option(help=_ENV_HELP["max_body_bytes"])] = None,
@@ -61,6 +64,7 @@ def register(app: typer.Typer) -> None:
             session_max_age=session_max_age,
             cookie_secure=cookie_secure,
             login_max_failures=login_max_failures,
+            login_max_failures_per_address=login_max_failures_per_address,
             login_window=login_window,
             rate_limit=rate_limit,
             max_body_bytes=max_body_bytes,

@@ -21,11 +21,13 @@ from blockrepo.api.responses import JsonResponse
 from blockrepo.auth.backends import STORE_ERRORS, AuthBackends
 from blockrepo.auth.basic import Principal
 from blockrepo.auth.cookies import expired_cookies, login_cookies, read_session_cookie
+from blockrepo.auth.csrf import names_another_origin
 from blockrepo.auth.middleware import client_address
 from blockrepo.auth.sessions import IssuedSession
 from blockrepo.auth.throttle import LoginOutcome
 from blockrepo.errors import (
     ErrorItem,
+    Forbidden,
     ServiceUnavailable,
     TooManyRequests,
     Unauthenticated,
@@ -156,12 +158,15 @@ FORM_LOGIN_DESCRIPTION = (
     "Public. Logs in with form fields `j_username` and `j_password` (`application/x-www-form-urlencoded` or "
     "`multipart/form-data`): answers the user's login, starts a NEW session (any session the request carried "
     "ends, so an id known before login is never the id after it) and sets `JSESSIONID` and, with CSRF on, a "
-    "new `XSRF-TOKEN`. Exempt from the CSRF check. " + SESSION_RULES
+    "new `XSRF-TOKEN`. Exempt from the CSRF token check; instead, a login whose `Origin` or `Referer` "
+    "header names another origin (host and port) gets 403 `cross_origin_login` (login CSRF); clients that "
+    "send neither header pass. " + SESSION_RULES
 )
 FORM_LOGIN_RESPONSES: dict[int | str, Any] = {
     200: {"headers": SET_COOKIE},
     400: _problem(400, "A field is missing (`validation_failed`) or the body is malformed"),
     401: WRONG_CREDENTIALS,
+    403: _problem(403, "`Origin` or `Referer` names another origin (`cross_origin_login`)"),
     413: _problem(413, "The body exceeds the size limit (`payload_too_large`)"),
     415: _problem(415, "The body is not a form (`unsupported_media_type`)"),
     429: THROTTLED,
@@ -197,6 +202,11 @@ def _log_in(
     openapi_extra=FORM_BODY,
 )
 async def form_login(request: Request) -> JsonResponse:
+    if names_another_origin(request.headers, request.url.scheme):
+        raise Forbidden(
+            "a login form of another origin cannot log in here (Origin or Referer names another origin)",
+            code="cross_origin_login",
+        )
     media_type = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
     if media_type not in FORM_MEDIA_TYPES:
         raise UnsupportedMediaType(

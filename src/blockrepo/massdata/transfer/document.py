@@ -9,6 +9,7 @@ import orjson
 
 from blockrepo.errors import BadRequest, ErrorItem
 from blockrepo.massdata.transfer.plan import FORMAT
+from blockrepo.nul_characters import refuse_nul_in_json
 
 
 @dataclass
@@ -28,6 +29,7 @@ def parse_json_document(raw: bytes | bytearray) -> Document:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise BadRequest(f"malformed JSON: {exc}", code="malformed_json") from None
+    refuse_nul_in_json(raw, body)
     if not isinstance(body, dict):
         raise _bad("", "an export is a JSON object")
     if body.get("format") != FORMAT:
