@@ -176,7 +176,6 @@ def export_repository(
     ] = None,
     as_of: Annotated[str | None, Query(alias="asOf", description="not supported: answered with 400")] = None,
 ) -> Response:
-    listing.require_massdata(ctx.actor, "EXPORT")
     if as_of is not None:
         # Refused rather than ignored: a client must never take today's data for a past state.
         message = "an export is of the current state; read past states with GET /api/massdata/{type}?asOf="
@@ -257,7 +256,6 @@ def import_repository(
     mode: Annotated[str, Query(description="additive (default) or cud")] = "additive",
     dry_run: Annotated[bool, Query(alias="dryRun", description="validate and report only")] = False,
 ) -> JsonResponse:
-    listing.require_massdata(ctx.actor, "IMPORT")
     with collector_paused():
         report = import_document(
             ctx.db,
@@ -318,7 +316,6 @@ def list_elements(
         Query(alias="asOf", description="a revision number or an ISO-8601 time: the state as it was then"),
     ] = None,
 ) -> Response:
-    listing.require_massdata(ctx.actor)
     prepared = listing.prepare_listing(
         ctx.metamodel, ctx.actor, type_name, filter_text=filter, sort=sort, fields=fields, cursor=cursor
     )
@@ -447,7 +444,6 @@ def run_query(
     ctx: Annotated[RequestContext, Depends(read_context)],
     raw_body: Annotated[dict[str, Any], Depends(_query_body)],
 ) -> Response:
-    listing.require_massdata(ctx.actor)
     body = _query_request(raw_body)
     text = body["query"]
     prepared = listing.prepare_query(
@@ -570,7 +566,6 @@ def bulk_write(
     body: Annotated[dict[str, Any], Depends(_json_object)],  # read before the write lock is taken
     ctx: Annotated[RequestContext, Depends(request_context)],
 ) -> JsonResponse:
-    listing.require_massdata(ctx.actor)
     request = bulk.parse_request(body, ctx.settings.bulk_max_elements)
     with collector_paused():
         outcome = bulk.bulk_write(Writer(ctx.db, ctx.metamodel, ctx.actor, ctx.changes), type_name, request)
@@ -631,7 +626,6 @@ def bulk_delete(
     ctx: Annotated[RequestContext, Depends(request_context)],
     recursive: Annotated[bool, Query(description="also delete every descendant")] = False,
 ) -> JsonResponse:
-    listing.require_massdata(ctx.actor)
     ids = bulk.parse_delete(body, ctx.settings.bulk_max_elements)
     with collector_paused():
         deleted = bulk.bulk_delete(
