@@ -98,14 +98,14 @@ async def _database_error(request: Request, exc: Exception) -> Response:
     # A deadlock or lock timeout is the client's cue to retry, not a fault of the service; the request's
     # transaction was rolled back (its session is closed by the request context either way).
     assert isinstance(exc, DBAPIError)
-    if is_retryable(exc):
-        log.warning("%s %s: %s", request.method, request.url.path, exc.orig)
-        refusal = ConcurrentWrite(
-            "a concurrent change was in the way and nothing was written; send the request again",
-            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-        )
-        return error_response(refusal, request_id_of(request))
-    return await _unexpected_error(request, exc)
+    if not is_retryable(exc):
+        raise exc  # a fault: on to the outermost handler, which logs it and answers 500
+    log.warning("%s %s: %s", request.method, request.url.path, exc.orig)
+    refusal = ConcurrentWrite(
+        "a concurrent change was in the way and nothing was written; send the request again",
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )
+    return error_response(refusal, request_id_of(request))
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> Response:
