@@ -15,7 +15,8 @@ Hierarchy:
     │   └── UnknownType            404 unknown_type
     ├── Conflict                   409 conflict
     │   ├── NameConflict           409 name_conflict
-    │   └── HasChildren            409 has_children
+    │   ├── HasChildren            409 has_children
+    │   └── ConcurrentWrite        409 concurrent_write    (with Retry-After: send the request again)
     ├── PreconditionFailed         412 precondition_failed
     ├── PayloadTooLarge            413 payload_too_large
     ├── UnsupportedMediaType       415 unsupported_media_type
@@ -134,6 +135,13 @@ class NameConflict(Conflict):
 
 class HasChildren(Conflict):
     code = "has_children"
+
+
+class ConcurrentWrite(Conflict):
+    """A concurrent transaction was in the way (a deadlock, a lock wait that timed out); nothing was
+    written and the same request may succeed when sent again."""
+
+    code = "concurrent_write"
 
 
 class PreconditionFailed(BlockrepoError):

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from blockrepo.cli import app as cli
 from tests.api.massdata_landscape import build_landscape, empty_repository
+from tests.helpers import create_role, create_user
 
 
 def test_cli_export_then_import_into_an_empty_repository(
@@ -52,3 +53,55 @@ def test_cli_import_reports_problems_and_fails(app: FastAPI, database_url: str, 
     result = CliRunner().invoke(cli, ["import", str(broken), "--database", database_url])
     assert result.exit_code == 1
     assert "/elements/InformationSystem/0/Nope" in result.output
+
+
+def test_cli_export_and_import_refuse_a_user_without_the_permission(
+    app: FastAPI, client: TestClient, database_url: str, tmp_path: Path
+) -> None:
+    """`--user` acts as that user: their functional permissions apply as they do over HTTP."""
+    create_role(app, "Readers", types={"InformationSystem": ["read", "create", "update"]})
+    create_user(app, "reader", "reader-password", roles=["Readers"])
+    assert client.post("/api/element/InformationSystem", json={"name": ["ERP"]}).status_code == 201
+    runner = CliRunner()
+    exported = tmp_path / "export.json"
+    assert runner.invoke(cli, ["export", str(exported), "--database", database_url]).exit_code == 0
+
+    refused_export = runner.invoke(
+        cli, ["export", str(tmp_path / "mine.json"), "--user", "reader", "--database", database_url]
+    )
+    assert refused_export.exit_code == 1, refused_export.output
+    assert "EXPORT" in refused_export.output
+    assert not (tmp_path / "mine.json").exists()
+
+    document = orjson.loads(exported.read_bytes())
+    document["elements"]["InformationSystem"][0]["description"] = "changed by the file"
+    exported.write_bytes(orjson.dumps(document))
+    refused_import = runner.invoke(
+        cli, ["import", str(exported), "--user", "reader", "--database", database_url]
+    )
+    assert refused_import.exit_code == 1, refused_import.output
+    assert "IMPORT" in refused_import.output
+    erp = client.post("/api/massdata/query", json={"query": 'InformationSystem[@name = "ERP"];'}).json()
+    assert erp["result"][0]["description"] == [], "the refused import changed the element"
+
+
+def test_cli_export_and_import_work_for_a_user_with_the_permissions(
+    app: FastAPI, client: TestClient, database_url: str, tmp_path: Path
+) -> None:
+    create_role(
+        app,
+        "Transfer",
+        types={"InformationSystem": ["read", "create", "update"]},
+        functional=["IMPORT", "EXPORT"],
+    )
+    create_user(app, "mover", "mover-password", roles=["Transfer"])
+    assert client.post("/api/element/InformationSystem", json={"name": ["ERP"]}).status_code == 201
+    runner = CliRunner()
+    exported = tmp_path / "export.json"
+    result = runner.invoke(cli, ["export", str(exported), "--user", "mover", "--database", database_url])
+    assert result.exit_code == 0, result.output
+    assert [r["name"] for r in orjson.loads(exported.read_bytes())["elements"]["InformationSystem"]] == [
+        "ERP"
+    ]
+    result = runner.invoke(cli, ["import", str(exported), "--user", "mover", "--database", database_url])
+    assert result.exit_code == 0, result.output

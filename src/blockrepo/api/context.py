@@ -1,7 +1,8 @@
 """Per-process services and the per-request context handed to services: session, actor, metamodel, log.
 
 The request owns the transaction: a route calls `ctx.commit()` once its service call succeeded; anything
-else (an error, a forgotten commit) is rolled back when the request ends.
+else (an error, a forgotten commit) is rolled back when the request ends. A writing request's transaction
+begins with the repository's write lock (storage.transactions), before it reads the metamodel.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from blockrepo.history.recorder import ChangeLog
 from blockrepo.metamodel.snapshot import Metamodel, MetamodelCache, read_repository_state
 from blockrepo.settings import Settings
 from blockrepo.storage.engine import build_engine, build_session_factory
+from blockrepo.storage.transactions import begin_write
 
 
 class AppServices:
@@ -90,12 +92,24 @@ def principal_of(request: Request) -> Principal:
 
 
 def request_context(request: Request) -> Iterator[RequestContext]:
-    """FastAPI dependency: opens the request's session and loads who acts under which metamodel."""
+    """FastAPI dependency: opens the request's session and loads who acts under which metamodel. A PATCH,
+    POST, PUT or DELETE writes: its transaction takes the write lock first."""
+    yield from _open_context(request, writing=request.method not in ("GET", "HEAD", "OPTIONS"))
+
+
+def read_context(request: Request) -> Iterator[RequestContext]:
+    """`request_context` for a route that only reads whatever its method (a query sent as POST): it takes
+    no write lock, so it neither waits for writes nor holds them up."""
+    yield from _open_context(request, writing=False)
+
+
+def _open_context(request: Request, *, writing: bool) -> Iterator[RequestContext]:
     services: AppServices = request.app.state.services
     principal = principal_of(request)
-    writing = request.method not in ("GET", "HEAD", "OPTIONS")
     db = (services.write_sessions if writing else services.read_sessions)()
     try:
+        if writing:
+            begin_write(db)
         state = read_repository_state(db)
         user = db.get(User, principal.user_id)
         if user is None or not user.enabled or user.credentials_version != principal.credentials_version:

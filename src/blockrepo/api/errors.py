@@ -7,11 +7,13 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from blockrepo.api.problem import error_response, problem_response
-from blockrepo.errors import BlockrepoError, ErrorItem
+from blockrepo.errors import BlockrepoError, ConcurrentWrite, ErrorItem
+from blockrepo.storage.transactions import RETRY_AFTER_SECONDS, is_retryable
 
 log = logging.getLogger("blockrepo")
 
@@ -92,6 +94,20 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     )
 
 
+async def _database_error(request: Request, exc: Exception) -> Response:
+    # A deadlock or lock timeout is the client's cue to retry, not a fault of the service; the request's
+    # transaction was rolled back (its session is closed by the request context either way).
+    assert isinstance(exc, DBAPIError)
+    if not is_retryable(exc):
+        raise exc  # a fault: on to the outermost handler, which logs it and answers 500
+    log.warning("%s %s: %s", request.method, request.url.path, exc.orig)
+    refusal = ConcurrentWrite(
+        "a concurrent change was in the way and nothing was written; send the request again",
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )
+    return error_response(refusal, request_id_of(request))
+
+
 async def _unexpected_error(request: Request, exc: Exception) -> Response:
     log.exception("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
     request_id = request_id_of(request)
@@ -110,4 +126,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(BlockrepoError, _blockrepo_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(DBAPIError, _database_error)
     app.add_exception_handler(Exception, _unexpected_error)

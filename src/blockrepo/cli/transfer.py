@@ -11,6 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from sqlalchemy import select
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import SYSTEM_LOGIN, Actor, load_actor
@@ -29,6 +30,7 @@ from blockrepo.massdata.transfer.plan import plan_export
 from blockrepo.massdata.transfer.xlsx import read_workbook, write_workbook
 from blockrepo.metamodel.snapshot import Metamodel, load_metamodel, read_repository_state
 from blockrepo.storage.engine import build_engine, build_session_factory
+from blockrepo.storage.transactions import begin_write, is_retryable
 
 DatabaseOption = Annotated[
     str | None, typer.Option("--database", help="the database (env BLOCKREPO_DATABASE_URL)")
@@ -140,6 +142,7 @@ def import_command(
     passwords = Passwords(settings)
     try:
         with build_session_factory(write_engine)() as db, _progress() as progress, collector_paused():
+            begin_write(db)
             metamodel, actor = _context(db, user)
             tasks: dict[str, TaskID] = {}
 
@@ -168,6 +171,14 @@ def import_command(
             else:
                 changes.flush(db)
                 db.commit()
+    except DBAPIError as exc:
+        if not is_retryable(exc):
+            raise
+        # The import parsed the file into records it consumes as it writes, so it is not run again here.
+        console.print(
+            "[red]a concurrent write was in the way; nothing was imported: run the import again[/red]"
+        )
+        raise typer.Exit(1) from None
     finally:
         engine.dispose()
     table = Table(title="dry run: nothing was written" if dry_run else "imported")

@@ -17,6 +17,7 @@ from blockrepo.cli.options import build_settings, console
 from blockrepo.cli.repository import initialize_repository
 from blockrepo.history.recorder import ChangeLog
 from blockrepo.storage.engine import build_engine, build_session_factory
+from blockrepo.storage.transactions import begin_write
 
 app = typer.Typer(help="Manage user accounts.", no_args_is_help=True)
 
@@ -63,10 +64,12 @@ def add_user(
     settings = build_settings(database_url=database)
     initialize_repository(settings)
     roles = list(role or []) + ([SUPERVISOR_ROLE] if supervisor else [])
-    secret = _ask_password(password)
+    # Hashed before the write lock is taken: Argon2id takes a noticeable time, on purpose.
+    password_hash = Passwords(settings).hash(_ask_password(password))
     engine = build_engine(settings.database_url)
     try:
-        with build_session_factory(engine)() as db:
+        with build_session_factory(engine.execution_options(begin_immediate=True))() as db:
+            begin_write(db)
             if login_taken(db, login):  # ignoring case, as the API does
                 console.print(f"[red]user {login!r} exists[/red]")
                 raise typer.Exit(1)
@@ -75,7 +78,7 @@ def add_user(
             if missing:
                 console.print(f"[red]unknown role(s): {', '.join(sorted(missing))}[/red]")
                 raise typer.Exit(1)
-            user = User(login=login, password_hash=Passwords(settings).hash(secret), enabled=True)
+            user = User(login=login, password_hash=password_hash, enabled=True)
             db.add(user)
             db.flush()
             for r in role_rows:
@@ -98,15 +101,16 @@ def change_password(
     """Set a user's password; existing sessions and cached credentials of the user stop working."""
     settings = build_settings(database_url=database)
     initialize_repository(settings)
-    secret = _ask_password(password)
+    password_hash = Passwords(settings).hash(_ask_password(password))
     engine = build_engine(settings.database_url)
     try:
-        with build_session_factory(engine)() as db:
+        with build_session_factory(engine.execution_options(begin_immediate=True))() as db:
+            begin_write(db)
             user = db.scalar(select(User).where(User.login == login))
             if user is None:
                 console.print(f"[red]no user {login!r}[/red]")
                 raise typer.Exit(1)
-            user.password_hash = Passwords(settings).hash(secret)
+            user.password_hash = password_hash
             user.credentials_version += 1
             log = ChangeLog(user_login="cli", request_id="cli")
             log.administration("updated", f"user {login}", [{"property": "password", "old": [], "new": []}])

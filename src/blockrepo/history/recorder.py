@@ -1,9 +1,10 @@
 """Collects the changes of one write request and writes them as one revision in the same transaction.
 
 Services call `ChangeLog.element(...)` (or `.metamodel(...)`, `.administration(...)`) as they change
-things; the request calls `ChangeLog.flush(db)` right before committing. Flushing takes the row lock on
-`repository_state`, so revision numbers are handed out one at a time and become visible in commit order:
-a client polling the feed with `sinceRevision` never misses or repeats one.
+things; the request calls `ChangeLog.flush(db)` right before committing. Flushing updates the row of
+`repository_state` under its lock, so revision numbers are handed out one at a time and become visible in
+commit order: a client polling the feed with `sinceRevision` never misses or repeats one. (A write
+transaction holds that lock from its first statement on: storage.transactions defines the order.)
 """
 
 from __future__ import annotations

@@ -46,6 +46,7 @@ from blockrepo.errors import (
 )
 from blockrepo.history.recorder import ChangeLog
 from blockrepo.massdata import repository
+from blockrepo.massdata.listing import require_massdata
 from blockrepo.massdata.reader import ElementReader
 from blockrepo.metamodel.snapshot import BlockTypeDef
 
@@ -147,7 +148,8 @@ class BulkOutcome:
 
 
 def bulk_write(writer: Writer, type_name: str, request: BulkRequest) -> BulkOutcome:
-    """Create and update many elements of one type; see the module docstring."""
+    """Create and update many elements of one type; see the module docstring. Needs MASSDATA."""
+    require_massdata(writer.actor)
     type_def = element_service.resolve_type(writer.metamodel, writer.actor, type_name)
     repository.plan_with_parameters(writer.db)
     items = [_Item(i, raw if isinstance(raw, dict) else None) for i, raw in enumerate(request.elements)]
@@ -768,7 +770,8 @@ def parse_delete(body: dict[str, Any], max_elements: int) -> list[int]:
 
 def bulk_delete(writer: Writer, type_name: str, ids: Sequence[int], *, recursive: bool = False) -> int:
     """Delete elements of one type (all or nothing) with their relations; with `recursive`, their
-    descendants too. Returns how many elements were deleted."""
+    descendants too. Returns how many elements were deleted. Needs MASSDATA."""
+    require_massdata(writer.actor)
     type_def = element_service.resolve_type(writer.metamodel, writer.actor, type_name, "delete")
     db = writer.db
     wanted = list(dict.fromkeys(ids))

@@ -60,6 +60,8 @@ _ATTRIBUTE_KINDS = {
 
 
 def require_massdata(actor: Actor, permission: str = "MASSDATA") -> None:
+    """Refuse (403) an actor without the functional permission: MASSDATA, IMPORT or EXPORT. The massdata
+    services call it first thing, so every entry point (the API, the command line) applies it."""
     if not actor.can(permission):
         raise Forbidden(f"this needs the {permission} permission")
 
@@ -298,7 +300,9 @@ def prepare_listing(
     fields: Sequence[str] | str | None = None,
     cursor: str | None = None,
 ) -> Listing:
-    """`GET /api/massdata/{type}`: elements of one type, optionally filtered by an iteraQL predicate."""
+    """`GET /api/massdata/{type}`: elements of one type, optionally filtered by an iteraQL predicate.
+    Needs MASSDATA."""
+    require_massdata(actor)
     type_def = readable_type(metamodel, actor, type_name)
     condition = predicate = None
     if filter_text is not None and filter_text.strip():
@@ -317,7 +321,9 @@ def prepare_query(
     fields: Sequence[str] | str | None = None,
     cursor: str | None = None,
 ) -> Listing:
-    """`POST /api/massdata/query`: the elements an iteraQL query selects (of its last step's type)."""
+    """`POST /api/massdata/query`: the elements an iteraQL query selects (of its last step's type).
+    Needs MASSDATA."""
+    require_massdata(actor)
     query = parse_query(query_text)
     compiled = compile_query(query, metamodel, actor, text=query_text)
     prepared = _listing(metamodel, actor, compiled.type_def, compiled.condition, sort, fields, cursor)

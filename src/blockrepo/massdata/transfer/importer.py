@@ -53,6 +53,7 @@ from blockrepo.errors import ErrorItem, Forbidden, UnknownType, ValidationFailed
 from blockrepo.history.recorder import ChangeLog
 from blockrepo.massdata import repository
 from blockrepo.massdata.bulk import NeighbourMirror
+from blockrepo.massdata.listing import require_massdata
 from blockrepo.massdata.reader import ElementReader
 from blockrepo.massdata.transfer.document import Document
 from blockrepo.massdata.transfer.metamodel_sync import apply_metamodel
@@ -533,7 +534,8 @@ def import_document(
     """Validate the whole document, then write it; raises (400 with every problem, 403, 409) and writes
     nothing when anything is wrong. The caller commits; the document's elements are consumed.
     `hash_password` hashes the random passwords of accounts the file names and the repository lacks
-    (they are created disabled)."""
+    (they are created disabled). Needs IMPORT, whoever calls (the API or `blockrepo import`)."""
+    require_massdata(actor, "IMPORT")
     notify = progress or (lambda _phase, _done, _total: None)
     metamodel = apply_metamodel(db, actor, metamodel, changes, document.metamodel)
     _create_missing_users(db, actor, changes, document.users, hash_password)

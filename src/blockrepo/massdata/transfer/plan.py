@@ -10,6 +10,7 @@ from typing import Any
 from blockrepo.access.actor import Actor
 from blockrepo.elements.view import ElementView
 from blockrepo.errors import Forbidden, UnknownType
+from blockrepo.massdata.listing import require_massdata
 from blockrepo.metamodel.snapshot import AttributeDef, BlockTypeDef, Metamodel, RelationEnd, RelationTypeDef
 
 FORMAT = "blockrepo-export"
@@ -42,7 +43,9 @@ class ExportPlan:
 
 
 def plan_export(metamodel: Metamodel, actor: Actor, type_names: Sequence[str] | None = None) -> ExportPlan:
-    """The types the actor may read (narrowed to `type_names`), what of them the actor may read."""
+    """The types the actor may read (narrowed to `type_names`), what of them the actor may read. Needs
+    EXPORT, whoever calls (the API or `blockrepo export`)."""
+    require_massdata(actor, "EXPORT")
     if type_names is not None:
         for name in type_names:
             type_def = metamodel.type_named(name)

@@ -1,0 +1,54 @@
+"""The lock order of write transactions (the `repository_state` row first, always) and which database errors
+mean "a concurrent transaction was in the way: try again".
+
+Every write transaction begins with `begin_write`, before it reads the metamodel or touches a row. It takes
+the one row of `repository_state` for update: on PostgreSQL with `SELECT … FOR UPDATE`, on SQLite the
+database lock that the write session's `BEGIN IMMEDIATE` takes at this first statement. Whatever a write
+locks afterwards (element rows, values, attributes, users) it locks while holding that row, so no two writes
+can wait for each other in a cycle.
+
+Why this row and why first: history hands out gap-free revision numbers, so every write already holds this
+row from its flush until its commit (history.recorder), i.e. writes were serialized at their end already.
+Taking it last, though, made a cycle possible: metamodel and access edits take it first and then update
+element rows (removing an attribute's values), while element writes locked element rows first and this row
+at the end; PostgreSQL broke the cycle by failing one of them (40P01, which reached clients as 500). Taking
+it first also means the metamodel a write validates against is the committed one, not one a concurrent
+attribute removal is about to replace. The price is that writes on PostgreSQL no longer overlap at all,
+which on SQLite they never did (bench/README.md has the measurement).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import column, select, table
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+# The table as the lock statement needs it (its model belongs to the metamodel feature, above storage).
+_REPOSITORY_STATE = table("repository_state", column("id"))
+
+# PostgreSQL SQLSTATEs of a transaction that lost a race and may succeed when run again: serialization
+# failure, deadlock detected, lock not available (lock_timeout).
+_RETRYABLE_SQLSTATES = frozenset({"40001", "40P01", "55P03"})
+# SQLite result codes of the same: SQLITE_BUSY and SQLITE_LOCKED (the busy timeout ran out).
+_RETRYABLE_SQLITE_CODES = frozenset({5, 6})
+
+RETRY_AFTER_SECONDS = 1  # what a client is told to wait before sending a refused write again
+
+
+def begin_write(db: Session) -> None:
+    """Take the write lock of the repository: the first statement of every write transaction."""
+    db.execute(select(_REPOSITORY_STATE.c.id).where(_REPOSITORY_STATE.c.id == 1).with_for_update())
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Whether a database error means that a concurrent transaction was in the way (a deadlock, a
+    serialization failure, a lock wait that timed out) rather than a fault: the same request, sent again,
+    may succeed. Nothing it wrote was kept; the transaction has to be rolled back and begun again."""
+    if not isinstance(error, DBAPIError):
+        return False
+    cause = error.orig
+    if getattr(cause, "sqlstate", None) in _RETRYABLE_SQLSTATES:
+        return True
+    code = getattr(cause, "sqlite_errorcode", None)
+    # Extended result codes (SQLITE_BUSY_SNAPSHOT, …) keep the primary code in their low byte.
+    return isinstance(code, int) and code & 0xFF in _RETRYABLE_SQLITE_CODES
