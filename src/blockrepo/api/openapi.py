@@ -71,8 +71,10 @@ REQUEST_PARAMETERS: dict[str, Any] = {
         "name": "X-Request-ID",
         "in": "header",
         "required": False,
-        "description": "The client's id for this request, echoed in the response, the log and the history.",
-        "schema": {"type": "string", "pattern": REQUEST_ID_PATTERN.pattern},
+        "description": "The client's id for this request, echoed in the response, the log and the history "
+        f"when it matches `{REQUEST_ID_PATTERN.pattern}`; any other value is replaced by an id of the "
+        "service's own, so the header never makes a request fail.",
+        "schema": {"type": "string"},
     },
 }
 

@@ -114,6 +114,7 @@ def _wrong_credentials_unless_authenticated(request: Request) -> Principal:
 
 @router.get(
     "/api/auth-scheme",
+    operation_id="getAuthScheme",
     summary="How to authenticate",
     description="Public. Describes the authentication scheme. With valid HTTP Basic credentials it also logs "
     "in: it starts a new session and sets the session and CSRF cookies (so `curl -u user:password --head "
@@ -123,6 +124,7 @@ def _wrong_credentials_unless_authenticated(request: Request) -> Principal:
 )
 @router.head(
     "/api/auth-scheme",
+    operation_id="headAuthScheme",
     summary="How to authenticate (headers only)",
     description="As GET, without a body: with valid Basic credentials it sets the session cookies.",
     response_class=Response,
@@ -144,7 +146,10 @@ async def auth_scheme(request: Request) -> JsonResponse:
 FORM_BODY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["j_username", "j_password"],
-    "properties": {"j_username": {"type": "string"}, "j_password": {"type": "string", "format": "password"}},
+    "properties": {
+        "j_username": {"type": "string", "minLength": 1},
+        "j_password": {"type": "string", "format": "password"},
+    },
 }
 FORM_BODY = {
     "requestBody": {
@@ -182,6 +187,7 @@ def _log_in(
 
 @router.post(
     FORM_LOGIN_PATH,
+    operation_id="formLogin",
     summary="Form login",
     description=FORM_LOGIN_DESCRIPTION,
     response_model=LoginResult,
@@ -190,6 +196,7 @@ def _log_in(
 )
 @router.post(
     "/api/j_service_security_check",
+    operation_id="formLoginUnderApi",
     summary="Form login (under /api)",
     description=FORM_LOGIN_DESCRIPTION,
     response_model=LoginResult,
@@ -253,6 +260,7 @@ BASIC_LOGIN_RESPONSES: dict[int | str, Any] = {
 
 @router.get(
     "/api/j_service_security_check",
+    operation_id="basicLogin",
     summary="Basic login",
     description=BASIC_LOGIN_DESCRIPTION,
     response_model=LoginResult,
@@ -260,6 +268,7 @@ BASIC_LOGIN_RESPONSES: dict[int | str, Any] = {
 )
 @router.head(
     "/api/j_service_security_check",
+    operation_id="headBasicLogin",
     summary="Basic login (headers only)",
     description=BASIC_LOGIN_DESCRIPTION,
     response_class=Response,
@@ -284,6 +293,7 @@ LOGOUT_RESPONSES: dict[int | str, Any] = {
 
 @router.post(
     "/j_service_logout",
+    operation_id="logout",
     summary="Logout",
     description=LOGOUT_DESCRIPTION,
     status_code=204,
@@ -292,6 +302,7 @@ LOGOUT_RESPONSES: dict[int | str, Any] = {
 )
 @router.post(
     "/api/j_service_logout",
+    operation_id="logoutUnderApi",
     summary="Logout (under /api)",
     description=LOGOUT_DESCRIPTION,
     status_code=204,

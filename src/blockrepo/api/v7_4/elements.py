@@ -144,6 +144,7 @@ async def json_body(request: Request) -> dict[str, Any]:
 
 @router.get(
     "/api/element/{type}/{id}",
+    operation_id="getElement",
     summary="Read one element",
     description="The element as the caller may see it: properties in attribute groups the caller cannot "
     "read and relation ends to types the caller cannot read are left out. Answers `304` when "
@@ -201,6 +202,7 @@ UPDATE_RESPONSES: dict[int | str, Any] = {
 
 @router.put(
     "/api/element/{type}/{id}",
+    operation_id="updateElement",
     summary="Update an element (partial)",
     description=UPDATE_DESCRIPTION,
     response_class=JsonResponse,
@@ -219,6 +221,7 @@ def put_element(
 
 @router.patch(
     "/api/element/{type}/{id}",
+    operation_id="patchElement",
     summary="Update an element (partial, same as PUT)",
     description=UPDATE_DESCRIPTION,
     response_class=JsonResponse,
@@ -237,6 +240,7 @@ def patch_element(
 
 @router.post(
     "/api/element/{type}",
+    operation_id="createElement",
     summary="Create an element",
     description="Creates an element from a body as for PUT; `name` is required and unique in the type "
     "(else 409 `name_conflict`), mandatory attributes need a value. A new child goes last among its "
@@ -262,6 +266,7 @@ def post_element(
 
 @router.delete(
     "/api/element/{type}/{id}",
+    operation_id="deleteElement",
     summary="Delete an element",
     description="Deletes the element and its relations (the elements at the other ends get a new revision "
     "and a history entry). An element with children gets 409 `has_children` unless `recursive=true`, which "

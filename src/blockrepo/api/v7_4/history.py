@@ -42,6 +42,7 @@ def _limits(ctx: RequestContext) -> service.Limits:
 
 @router.get(
     "/api/history",
+    operation_id="getHistoryFeed",
     summary="Change feed",
     description=FEED_DESCRIPTION,
     response_model=HistoryPage,
@@ -70,6 +71,7 @@ def history_feed(
 
 @router.get(
     "/api/history/{type}",
+    operation_id="getTypeHistory",
     summary="History of every element of a type",
     description=TYPE_HISTORY_DESCRIPTION,
     response_model=HistoryPage,
@@ -96,6 +98,7 @@ def type_history(
 
 @router.get(
     "/api/history/{type}/{id}",
+    operation_id="getElementHistory",
     summary="History of one element",
     description=ELEMENT_HISTORY_DESCRIPTION,
     response_model=HistoryPage,

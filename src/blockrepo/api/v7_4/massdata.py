@@ -145,6 +145,7 @@ REPORT_SCHEMA: dict[str, Any] = {
 
 @router.get(
     "/api/massdata/export",
+    operation_id="exportRepository",
     summary="Export the repository",
     description="The whole repository as the caller may read it (or the types in `types`): the metamodel it "
     "needs (attribute groups, types with their built-ins, relation types, attributes) and every element, "
@@ -221,6 +222,7 @@ async def _import_document(request: Request) -> Document:
 
 @router.post(
     "/api/massdata/import",
+    operation_id="importRepository",
     summary="Import an export",
     description="Imports a JSON or xlsx export, all or nothing, as one revision. The metamodel the file "
     "needs "
@@ -274,6 +276,7 @@ def import_repository(
 
 @router.get(
     "/api/massdata/{type}",
+    operation_id="listElements",
     summary="List, filter and stream the elements of a type",
     description="The elements of one type, filtered by an iteraQL predicate (`filter`, the inside of "
     "`[...]`), sorted by `sort` (`name,-id`; id, name, description, revision, lastModificationTime, "
@@ -408,6 +411,7 @@ def _query_request(body: dict[str, Any]) -> dict[str, Any]:
 
 @router.post(
     "/api/massdata/query",
+    operation_id="queryElements",
     summary="Run an iteraQL query",
     description="Runs an iteraQL query in the database and returns the elements of its last step's type, "
     "paginated like the list endpoint (`limit`, `cursor`, `sort`, `fields`, `count`). The body is a JSON "
@@ -534,6 +538,7 @@ async def _json_object(request: Request) -> dict[str, Any]:
 
 @router.post(
     "/api/massdata/{type}",
+    operation_id="bulkWriteElements",
     summary="Create and update many elements of a type",
     description="Each element body is written as `PUT`/`POST /api/element` would write it: with `id` it "
     'updates that element (partially), without one it creates an element, unless `match: "name"` finds '
@@ -579,6 +584,7 @@ def bulk_write(
 
 @router.delete(
     "/api/massdata/{type}",
+    operation_id="bulkDeleteElements",
     summary="Delete many elements of a type",
     description="Deletes the elements `ids` of the type and their relations, all or nothing (the elements "
     "at the other ends get a new revision and a history entry). An id that names no element of the type "
