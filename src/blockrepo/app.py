@@ -45,7 +45,7 @@ def create_app(settings: Settings) -> FastAPI:
     for version in API_VERSIONS:
         router = version.build_router()
         app.include_router(router)
-        publish_description(app, version, router.routes)
+        publish_description(app, version, router.routes, settings)
 
     # Added innermost first: request context, then authentication (sessions), then CSRF, then OPTIONS and
     # methods a path does not serve, then the routes.

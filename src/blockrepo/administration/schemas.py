@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
-from blockrepo.metamodel.schemas import DESCRIPTION_LENGTH, ApiModel, LiteralIn, ValueType
+from blockrepo.metamodel.schemas import DESCRIPTION_LENGTH, READ_ONLY, ApiModel, LiteralIn, ValueType
 
 TypeAction = Literal["read", "create", "update", "delete"]
 FunctionalPermission = Literal[
@@ -22,6 +22,7 @@ FunctionalPermission = Literal[
 LOGIN_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@\-]{0,127}$"
 PASSWORD_MIN_LENGTH = 8
 PASSWORD_MAX_LENGTH = 1024
+MATCHING_ID = "read-only; accepted if it matches the path, so a GET body can be sent back"
 
 # --- users ---------------------------------------------------------------------------------------------
 
@@ -62,7 +63,7 @@ class UserCreate(ApiModel):
                     "lastName": "Schmidt",
                     "email": "anna@example.com",
                     "enabled": True,
-                    "roles": ["Readers"],
+                    "roles": ["Supervisor"],
                     "password": "correct horse battery",
                 }
             ]
@@ -98,7 +99,7 @@ class UserUpdate(ApiModel):
     enabled: bool | None = None
     roles: list[str] | None = None
     password: str | None = Field(None, min_length=PASSWORD_MIN_LENGTH, max_length=PASSWORD_MAX_LENGTH)
-    id: int | None = Field(None, description="must match the path if sent")
+    id: int | None = Field(None, description=MATCHING_ID, json_schema_extra=READ_ONLY)
 
 
 class GroupAccess(ApiModel):
@@ -174,7 +175,7 @@ class RoleCreate(ApiModel):
                 {
                     "name": "Editors",
                     "description": "Maintain the business architecture",
-                    "subRoles": ["Readers"],
+                    "subRoles": [],
                     "typePermissions": {"BusinessProcess": ["read", "create", "update", "delete"]},
                     "functionalPermissions": ["VIEW_HISTORY"],
                 }
@@ -203,7 +204,7 @@ class RoleUpdate(ApiModel):
     sub_roles: list[str] | None = None
     type_permissions: dict[str, list[TypeAction]] | None = None
     functional_permissions: list[FunctionalPermission] | None = None
-    id: int | None = Field(None, description="must match the path if sent")
+    id: int | None = Field(None, description=MATCHING_ID, json_schema_extra=READ_ONLY)
     builtin: bool | None = Field(None, description="ignored")
 
 
@@ -220,7 +221,7 @@ class AttributeCreate(ApiModel):
                     "valueType": "enum",
                     "multiple": False,
                     "mandatory": False,
-                    "group": "Operations",
+                    "group": "[Default Attribute Group]",
                     "types": ["BusinessProcess", "InformationSystem"],
                     "relationTypes": [],
                     "literals": [{"name": "low", "color": "#2e7d32"}, {"name": "high", "color": "#c62828"}],
@@ -274,7 +275,7 @@ class AttributeUpdate(ApiModel):
     unit: str | None = Field(None, max_length=64)
     min: float | None = None
     max: float | None = None
-    id: int | None = Field(None, description="must match the path if sent")
+    id: int | None = Field(None, description=MATCHING_ID, json_schema_extra=READ_ONLY)
 
 
 class GroupPermission(ApiModel):
@@ -314,8 +315,8 @@ class AttributeGroupCreate(ApiModel):
                 {
                     "name": "Finance",
                     "description": "Costs and budgets",
-                    "attributes": ["Annual costs"],
-                    "permissions": [{"role": "Controllers", "read": True, "write": True}],
+                    "attributes": [],
+                    "permissions": [{"role": "Supervisor", "read": True, "write": True}],
                 }
             ]
         }
@@ -338,7 +339,7 @@ class AttributeGroupUpdate(ApiModel):
 
     model_config = ConfigDict(
         json_schema_extra={
-            "examples": [{"permissions": [{"role": "Controllers", "read": True, "write": False}]}]
+            "examples": [{"permissions": [{"role": "Supervisor", "read": True, "write": False}]}]
         }
     )
 
@@ -347,4 +348,4 @@ class AttributeGroupUpdate(ApiModel):
     position: int | None = Field(None, ge=0)
     attributes: list[str] | None = None
     permissions: list[GroupPermission] | None = None
-    id: int | None = Field(None, description="must match the path if sent")
+    id: int | None = Field(None, description=MATCHING_ID, json_schema_extra=READ_ONLY)

@@ -22,6 +22,10 @@ PropertyValueType = Literal[
     "dateTime",
 ]
 DESCRIPTION_LENGTH = 65535
+# Keys of a GET body that never change: a client may send them back unchanged, a different value is
+# refused. Described read-only, so that nobody sends them expecting a change.
+READ_ONLY: dict[str, Any] = {"readOnly": True}
+UNCHANGED = "read-only: never changes; accepted if sent unchanged"
 
 
 class ApiModel(BaseModel):
@@ -266,13 +270,13 @@ class BlockTypeUpdate(ApiModel):
         }
     )
 
-    name: str | None = None
+    name: str | None = Field(None, description=UNCHANGED, json_schema_extra=READ_ONLY)
     display_name: str | None = Field(None, min_length=1, max_length=255)
     abbreviation: str | None = Field(None, max_length=32)
     description: str | None = Field(None, max_length=DESCRIPTION_LENGTH)
     hidden: bool | None = None
     hierarchical: bool | None = None
-    id: int | None = None
+    id: int | None = Field(None, description=UNCHANGED, json_schema_extra=READ_ONLY)
     position: Any = None
     properties: Any = None
     relation_ends: Any = None
@@ -283,11 +287,11 @@ class RelationTypeCreate(ApiModel):
         json_schema_extra={
             "examples": [
                 {
-                    "name": "DataCenter_InformationSystem",
-                    "source": "DataCenter",
-                    "sourceEnd": "informationSystems",
-                    "target": "InformationSystem",
-                    "targetEnd": "dataCenters",
+                    "name": "Project_BusinessFunction",
+                    "source": "Project",
+                    "sourceEnd": "businessFunctions",
+                    "target": "BusinessFunction",
+                    "targetEnd": "projects",
                     "sourceMultiple": True,
                     "targetMultiple": False,
                     "attributable": False,
@@ -321,14 +325,14 @@ class RelationTypeUpdate(ApiModel):
         json_schema_extra={"examples": [{"description": "Where a system runs", "targetMultiple": True}]}
     )
 
-    name: str | None = None
+    name: str | None = Field(None, description=UNCHANGED, json_schema_extra=READ_ONLY)
     description: str | None = Field(None, max_length=DESCRIPTION_LENGTH)
-    source: str | None = None
-    source_end: str | None = None
-    target: str | None = None
-    target_end: str | None = None
+    source: str | None = Field(None, description=UNCHANGED, json_schema_extra=READ_ONLY)
+    source_end: str | None = Field(None, description=UNCHANGED, json_schema_extra=READ_ONLY)
+    target: str | None = Field(None, description=UNCHANGED, json_schema_extra=READ_ONLY)
+    target_end: str | None = Field(None, description=UNCHANGED, json_schema_extra=READ_ONLY)
     source_multiple: bool | None = None
     target_multiple: bool | None = None
     attributable: bool | None = None
-    id: int | None = None
+    id: int | None = Field(None, description=UNCHANGED, json_schema_extra=READ_ONLY)
     attributes: Any = None

@@ -167,7 +167,7 @@ FORM_LOGIN_RESPONSES: dict[int | str, Any] = {
     200: {"headers": SET_COOKIE},
     400: _problem(400, "A field is missing (`validation_failed`) or the body is malformed"),
     401: WRONG_CREDENTIALS,
-    413: _problem(413, "The body exceeds the size limit (`payload_too_large`)"),
+    413: _problem(413, "The body exceeds the size limit, {setting:max_body_bytes} (`payload_too_large`)"),
     415: _problem(415, "The body is not a form (`unsupported_media_type`)"),
     429: THROTTLED,
     503: STORE_DOWN,

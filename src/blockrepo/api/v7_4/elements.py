@@ -52,7 +52,7 @@ ELEMENT_SCHEMA: dict[str, Any] = {
     "description": "Property name -> array of values. Read-only: id, type, revision, children, "
     "lastModificationTime, lastModificationUser. Relation ends and parent hold `{id, name}` objects "
     "(plus `attributes` on attributable relations). An empty property is `[]`.",
-    "additionalProperties": {"type": "array"},
+    "additionalProperties": {"type": "array", "items": {}},
 }
 WRITE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -63,7 +63,7 @@ WRITE_SCHEMA: dict[str, Any] = {
     'responsibility -> user login. Relation ends and parent take ids, {"id": n} or {"name": "…"} '
     '(plus "attributes": {"Attr": [values]} on attributable relations). Read-only keys are ignored, but `id` '
     "must match the path.",
-    "additionalProperties": {"type": "array"},
+    "additionalProperties": {"type": "array", "items": {}},
 }
 WRITE_EXAMPLES: dict[str, Any] = {
     "attributes": {

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query
 
 from blockrepo.api.context import RequestContext, request_context
+from blockrepo.api.limits import PAGE_SIZE_BOUNDS
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.history import service
@@ -27,7 +28,15 @@ router = APIRouter(tags=["history"])
 _ERRORS = problem_responses(400, 401, 403)
 _TYPE_ERRORS = problem_responses(400, 401, 403, 404)
 
-Limit = Annotated[str | None, Query(description=LIMIT_DESCRIPTION, examples=["100"])]
+# Parsed by the history service from the text; described as the integer it must be.
+Limit = Annotated[
+    str | None,
+    Query(
+        description=LIMIT_DESCRIPTION,
+        examples=[100],
+        json_schema_extra={"type": "integer", **PAGE_SIZE_BOUNDS},
+    ),
+]
 Cursor = Annotated[str | None, Query(description=CURSOR_DESCRIPTION)]
 From = Annotated[
     str | None, Query(alias="from", description=FROM_DESCRIPTION, examples=["2026-11-01T00:00:00Z"])

@@ -12,6 +12,7 @@ from starlette.responses import Response, StreamingResponse
 
 from blockrepo.api.body import is_json_media_type, parse_json
 from blockrepo.api.context import RequestContext, request_context
+from blockrepo.api.limits import PAGE_SIZE_BOUNDS
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.elements.service import Writer
@@ -37,7 +38,7 @@ ELEMENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "title": "Element",
     "description": "An element as `GET /api/element/{type}/{id}` returns it (narrowed to `fields`).",
-    "additionalProperties": {"type": "array"},
+    "additionalProperties": {"type": "array", "items": {}},
 }
 PAGE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -311,7 +312,13 @@ def list_elements(
     sort: Annotated[
         str | None, Query(description="comma-separated keys, `-` for descending; default `id`")
     ] = None,
-    limit: Annotated[int | None, Query(description="page size, 1 to 1000 (default 100)")] = None,
+    limit: Annotated[
+        int | None,
+        Query(
+            description="page size, 1 to {setting:max_page_size} (default {setting:page_size})",
+            json_schema_extra=PAGE_SIZE_BOUNDS,
+        ),
+    ] = None,
     cursor: Annotated[str | None, Query(description="`nextCursor` of the previous page")] = None,
     count: Annotated[bool, Query(description="also return `total`, the number of matches")] = False,
     as_of: Annotated[
@@ -345,7 +352,7 @@ QUERY_BODY_SCHEMA: dict[str, Any] = {
         "query": {"type": "string", "example": 'InformationSystem[@status = "CURRENT"]/businessProcesses;'},
         "fields": {"type": "array", "items": {"type": "string"}},
         "sort": {"type": "string", "example": "name"},
-        "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
+        "limit": {"type": "integer", **PAGE_SIZE_BOUNDS},
         "cursor": {"type": "string"},
         "count": {"type": "boolean"},
         "asOf": {
@@ -439,7 +446,10 @@ def _query_request(body: dict[str, Any]) -> dict[str, Any]:
                     "schema": QUERY_BODY_SCHEMA,
                     "example": {"query": "BusinessProcess[count(informationSystems) > 2]", "limit": 50},
                 },
-                "text/plain": {"schema": {"type": "string"}, "example": "InformationSystem[@Costs > 1000];"},
+                "text/plain": {
+                    "schema": {"type": "string"},
+                    "example": 'InformationSystem[@name.startsWith("ERP")];',
+                },
             },
         }
     },
@@ -482,9 +492,10 @@ BULK_BODY_SCHEMA: dict[str, Any] = {
     "properties": {
         "elements": {
             "type": "array",
-            "maxItems": 10000,
-            "items": {"type": "object", "additionalProperties": {"type": "array"}},
-            "description": "element bodies as for PUT/POST /api/element; with `id` an update, else a create",
+            "items": {"type": "object", "additionalProperties": {"type": "array", "items": {}}},
+            # More than the setting is answered 413 (too large), not 400, so the limit is no `maxItems`.
+            "description": "element bodies as for PUT/POST /api/element; with `id` an update, else a create. "
+            "At most {setting:bulk_max_elements} elements, else 413 `payload_too_large`.",
         },
         "mode": {"type": "string", "enum": ["atomic", "perItem"], "default": "atomic"},
         "dryRun": {"type": "boolean", "default": False},
@@ -549,7 +560,8 @@ async def _json_object(request: Request) -> dict[str, Any]:
     "action, or a property in an attribute group the caller may not write). "
     '`mode: "perItem"` writes the good items and reports each one '
     "(`status` 201 created, 200 updated, 400, 403, 404, 409). `dryRun: true` validates and reports without "
-    "writing. At most 10,000 elements per request (else 413). The whole request is one revision in "
+    "writing. At most {setting:bulk_max_elements} elements per request (else 413). The whole request is "
+    "one revision in "
     "history, recorded per element as single writes are. Names resolve against the repository as it was "
     "before the request plus the elements earlier items create. Needs MASSDATA, read on the type and "
     "create/update as used.",
@@ -589,7 +601,8 @@ def bulk_write(
     description="Deletes the elements `ids` of the type and their relations, all or nothing (the elements "
     "at the other ends get a new revision and a history entry). An id that names no element of the type "
     "gets 404, an element with children that are not deleted too gets 409 `has_children` unless "
-    "`recursive=true`. At most 10,000 ids. Needs MASSDATA and delete on the type.",
+    "`recursive=true`. At most {setting:bulk_max_elements} ids (else 413). Needs MASSDATA and delete on "
+    "the type.",
     response_class=JsonResponse,
     responses={
         200: {
@@ -618,7 +631,9 @@ def bulk_write(
                             "ids": {
                                 "type": "array",
                                 "items": {"type": "integer", "minimum": 1},
-                                "maxItems": 10000,
+                                # More ids than the setting get 413 (too large), as for bulk writes.
+                                "description": "at most {setting:bulk_max_elements} ids, else 413 "
+                                "`payload_too_large`",
                             }
                         },
                         "additionalProperties": False,
