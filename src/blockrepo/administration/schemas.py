@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import ConfigDict, Field
+from pydantic.config import JsonDict
 
+from blockrepo.metamodel.names import attribute_name_schema
 from blockrepo.metamodel.schemas import DESCRIPTION_LENGTH, READ_ONLY, ApiModel, LiteralIn, ValueType
 
 TypeAction = Literal["read", "create", "update", "delete"]
@@ -22,6 +24,8 @@ FunctionalPermission = Literal[
 LOGIN_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@\-]{0,127}$"
 PASSWORD_MIN_LENGTH = 8
 PASSWORD_MAX_LENGTH = 1024
+# Names the service refuses with leading or trailing white space.
+UNPADDED: JsonDict = {"pattern": r"^\S(?:[\s\S]*\S)?$"}
 MATCHING_ID = "read-only; accepted if it matches the path, so a GET body can be sent back"
 
 # --- users ---------------------------------------------------------------------------------------------
@@ -237,7 +241,7 @@ class AttributeCreate(ApiModel):
         }
     )
 
-    name: str = Field(min_length=1, max_length=128)
+    name: str = Field(min_length=1, max_length=128, json_schema_extra=attribute_name_schema())
     description: str = Field("", max_length=DESCRIPTION_LENGTH)
     value_type: ValueType
     multiple: bool = False
@@ -263,7 +267,7 @@ class AttributeUpdate(ApiModel):
         json_schema_extra={"examples": [{"types": ["BusinessProcess"], "mandatory": True}]}
     )
 
-    name: str | None = Field(None, min_length=1, max_length=128)
+    name: str | None = Field(None, min_length=1, max_length=128, json_schema_extra=attribute_name_schema())
     description: str | None = Field(None, max_length=DESCRIPTION_LENGTH)
     value_type: ValueType | None = None
     multiple: bool | None = None
@@ -322,7 +326,7 @@ class AttributeGroupCreate(ApiModel):
         }
     )
 
-    name: str = Field(min_length=1, max_length=255)
+    name: str = Field(min_length=1, max_length=255, json_schema_extra=UNPADDED)
     description: str = Field("", max_length=DESCRIPTION_LENGTH)
     position: int | None = Field(None, ge=0, description="defaults to after the last group")
     attributes: list[str] = Field(default_factory=list, description="attributes moved into this group")

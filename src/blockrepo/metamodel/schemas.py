@@ -7,6 +7,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from blockrepo.metamodel.names import identifier_schema
+
 ValueType = Literal["text", "richtext", "number", "date", "dateInterval", "boolean", "enum", "responsibility"]
 # Built-in element keys are described with these extra value types.
 PropertyValueType = Literal[
@@ -252,7 +254,12 @@ class BlockTypeCreate(ApiModel):
         }
     )
 
-    name: str = Field(min_length=1, max_length=128, description="persistent name; never changes")
+    name: str = Field(
+        min_length=1,
+        max_length=128,
+        description="persistent name; never changes",
+        json_schema_extra=identifier_schema(),
+    )
     display_name: str | None = Field(None, min_length=1, max_length=255, description="defaults to the name")
     abbreviation: str = Field("", max_length=32)
     description: str = Field("", max_length=DESCRIPTION_LENGTH)
@@ -301,16 +308,26 @@ class RelationTypeCreate(ApiModel):
     )
 
     name: str | None = Field(
-        None, min_length=1, max_length=128, description="defaults to `{source}_{target}`; never changes"
+        None,
+        min_length=1,
+        max_length=128,
+        description="defaults to `{source}_{target}`; never changes",
+        json_schema_extra=identifier_schema(),
     )
     description: str = Field("", max_length=DESCRIPTION_LENGTH)
     source: str = Field(min_length=1)
     source_end: str = Field(
-        min_length=1, max_length=128, description="property on the source listing targets"
+        min_length=1,
+        max_length=128,
+        description="property on the source listing targets",
+        json_schema_extra=identifier_schema(),
     )
     target: str = Field(min_length=1)
     target_end: str = Field(
-        min_length=1, max_length=128, description="property on the target listing sources"
+        min_length=1,
+        max_length=128,
+        description="property on the target listing sources",
+        json_schema_extra=identifier_schema(),
     )
     source_multiple: bool = True
     target_multiple: bool = True

@@ -12,6 +12,7 @@ from starlette.responses import Response
 from blockrepo.api.body import read_json_object
 from blockrepo.api.context import RequestContext, request_context
 from blockrepo.api.etag import element_etag, if_match_check
+from blockrepo.api.parameters import REVISION_OR_TIME, given
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.elements import service
@@ -162,8 +163,11 @@ def get_element(
     element_id: ElementId,
     ctx: Annotated[RequestContext, Depends(request_context)],
     if_none_match: Annotated[str | None, Header(alias="If-None-Match")] = None,
-    as_of: Annotated[str | None, Query(alias="asOf", description=AS_OF_DESCRIPTION)] = None,
+    as_of: Annotated[
+        str | None, Query(alias="asOf", description=AS_OF_DESCRIPTION, json_schema_extra=REVISION_OR_TIME)
+    ] = None,
 ) -> Response:
+    as_of = given(as_of)
     if as_of is not None:
         type_def = service.resolve_type(ctx.metamodel, ctx.actor, type_name)
         element = asof.get_element_as_of(ctx.db, ctx.metamodel, ctx.actor, type_def, element_id, as_of)

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Path, Query
 
 from blockrepo.api.context import RequestContext, request_context
 from blockrepo.api.limits import PAGE_SIZE_BOUNDS
+from blockrepo.api.parameters import REVISION, REVISION_OR_TIME, given
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.history import service
@@ -37,12 +38,25 @@ Limit = Annotated[
         json_schema_extra={"type": "integer", **PAGE_SIZE_BOUNDS},
     ),
 ]
-Cursor = Annotated[str | None, Query(description=CURSOR_DESCRIPTION)]
+Cursor = Annotated[str | None, Query(description=CURSOR_DESCRIPTION + "; empty: the first page")]
 From = Annotated[
-    str | None, Query(alias="from", description=FROM_DESCRIPTION, examples=["2026-11-01T00:00:00Z"])
+    str | None,
+    Query(
+        alias="from",
+        description=FROM_DESCRIPTION,
+        examples=["2026-11-01T00:00:00Z"],
+        json_schema_extra=REVISION_OR_TIME,
+    ),
 ]
-To = Annotated[str | None, Query(description=TO_DESCRIPTION, examples=["42"])]
+To = Annotated[
+    str | None, Query(description=TO_DESCRIPTION, examples=[42], json_schema_extra=REVISION_OR_TIME)
+]
 TypeName = Annotated[str, Path(alias="type", description="building block type, e.g. BusinessProcess")]
+
+
+def _page(limit: str | None, cursor: str | None, from_: str | None, to: str | None) -> service.PageParameters:
+    # An empty parameter is one not given (a form's empty field), as on every other listing.
+    return service.PageParameters(limit=given(limit), cursor=given(cursor), from_=given(from_), to=given(to))
 
 
 def _limits(ctx: RequestContext) -> service.Limits:
@@ -60,7 +74,8 @@ def _limits(ctx: RequestContext) -> service.Limits:
 def history_feed(
     ctx: Annotated[RequestContext, Depends(request_context)],
     since_revision: Annotated[
-        str | None, Query(alias="sinceRevision", description=SINCE_DESCRIPTION, examples=["0"])
+        str | None,
+        Query(alias="sinceRevision", description=SINCE_DESCRIPTION, examples=[0], json_schema_extra=REVISION),
     ] = None,
     limit: Limit = None,
     cursor: Cursor = None,
@@ -72,8 +87,8 @@ def history_feed(
         ctx.actor,
         ctx.metamodel,
         _limits(ctx),
-        since_revision,
-        service.PageParameters(limit=limit, cursor=cursor, from_=from_, to=to),
+        given(since_revision),
+        _page(limit, cursor, from_, to),
     )
     return JsonResponse(page)
 
@@ -100,7 +115,7 @@ def type_history(
         ctx.metamodel,
         _limits(ctx),
         type_name,
-        service.PageParameters(limit=limit, cursor=cursor, from_=from_, to=to),
+        _page(limit, cursor, from_, to),
     )
     return JsonResponse(page)
 
@@ -132,6 +147,6 @@ def element_history(
         _limits(ctx),
         type_name,
         element_id,
-        service.PageParameters(limit=limit, cursor=cursor, from_=from_, to=to),
+        _page(limit, cursor, from_, to),
     )
     return JsonResponse(page)

@@ -13,6 +13,7 @@ from starlette.responses import Response, StreamingResponse
 from blockrepo.api.body import is_json_media_type, parse_json
 from blockrepo.api.context import RequestContext, request_context
 from blockrepo.api.limits import PAGE_SIZE_BOUNDS
+from blockrepo.api.parameters import REVISION_OR_TIME, REVISION_OR_TIME_BRANCHES
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.elements.service import Writer
@@ -116,8 +117,9 @@ def _page(
 
 
 def _revision(ctx: RequestContext, as_of: str | int | None) -> int | None:
-    """The past revision an `asOf` names, or None for today (checked before any streaming starts)."""
-    return None if as_of is None else past.past_revision(ctx.db, ctx.actor, str(as_of))
+    """The past revision an `asOf` names, or None for today (checked before any streaming starts); an
+    empty `asOf` is one not given."""
+    return None if as_of is None or as_of == "" else past.past_revision(ctx.db, ctx.actor, str(as_of))
 
 
 AS_OF_HELP = (
@@ -172,11 +174,15 @@ REPORT_SCHEMA: dict[str, Any] = {
 )
 def export_repository(
     ctx: Annotated[RequestContext, Depends(request_context)],
-    format: Annotated[str, Query(description="json (default) or xlsx")] = "json",
+    format: Annotated[
+        str, Query(description="json (default) or xlsx", json_schema_extra={"enum": ["json", "xlsx"]})
+    ] = "json",
     types: Annotated[
         str | None, Query(description="comma-separated type names (default: every readable type)")
     ] = None,
-    as_of: Annotated[str | None, Query(alias="asOf", description="not supported: answered with 400")] = None,
+    # Not offered (an export is always of the current state), so left out of the description; sent, it
+    # is refused rather than ignored.
+    as_of: Annotated[str | None, Query(alias="asOf", include_in_schema=False)] = None,
 ) -> Response:
     listing.require_massdata(ctx.actor, "EXPORT")
     if as_of is not None:
@@ -323,7 +329,11 @@ def list_elements(
     count: Annotated[bool, Query(description="also return `total`, the number of matches")] = False,
     as_of: Annotated[
         str | None,
-        Query(alias="asOf", description="a revision number or an ISO-8601 time: the state as it was then"),
+        Query(
+            alias="asOf",
+            description="a revision number or an ISO-8601 time: the state as it was then; empty: today",
+            json_schema_extra=REVISION_OR_TIME,
+        ),
     ] = None,
 ) -> Response:
     listing.require_massdata(ctx.actor)
@@ -351,14 +361,15 @@ QUERY_BODY_SCHEMA: dict[str, Any] = {
     "properties": {
         "query": {"type": "string", "example": 'InformationSystem[@status = "CURRENT"]/businessProcesses;'},
         "fields": {"type": "array", "items": {"type": "string"}},
-        "sort": {"type": "string", "example": "name"},
+        "sort": {"type": ["string", "null"], "example": "name"},
         "limit": {"type": "integer", **PAGE_SIZE_BOUNDS},
-        "cursor": {"type": "string"},
-        "count": {"type": "boolean"},
+        "cursor": {"type": ["string", "null"]},
+        "count": {"type": ["boolean", "null"]},
         "asOf": {
-            "type": ["string", "integer"],
-            "description": "a revision number or an ISO-8601 time: query the state as it was then",
-            "example": 42,
+            "anyOf": [*REVISION_OR_TIME_BRANCHES, {"type": "null"}],
+            "description": "a revision number or an ISO-8601 time: query the state as it was then; null or "
+            "empty: today",
+            "example": 1,
         },
     },
     "additionalProperties": False,
@@ -630,7 +641,7 @@ def bulk_write(
                         "properties": {
                             "ids": {
                                 "type": "array",
-                                "items": {"type": "integer", "minimum": 1},
+                                "items": {"type": "integer", "minimum": 1, "maximum": 2**31 - 1},
                                 # More ids than the setting get 413 (too large), as for bulk writes.
                                 "description": "at most {setting:bulk_max_elements} ids, else 413 "
                                 "`payload_too_large`",
