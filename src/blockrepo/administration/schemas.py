@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import ConfigDict, Field
-from pydantic.config import JsonDict
+from pydantic.config import JsonDict, JsonValue
 
 from blockrepo.metamodel.names import attribute_name_schema
 from blockrepo.metamodel.schemas import DESCRIPTION_LENGTH, READ_ONLY, ApiModel, LiteralIn, ValueType
@@ -215,9 +215,23 @@ class RoleUpdate(ApiModel):
 # --- attributes and groups -----------------------------------------------------------------------------
 
 
+# Literals only for enums; unit, min and max only for numbers (min <= max is checked by the service).
+VALUE_TYPE_RULES: list[JsonValue] = [
+    {
+        "if": {"properties": {"valueType": {"not": {"const": "enum"}}}},
+        "then": {"properties": {"literals": {"maxItems": 0}}},
+    },
+    {
+        "if": {"properties": {"valueType": {"not": {"const": "number"}}}},
+        "then": {"properties": {"unit": {"type": "null"}, "min": {"type": "null"}, "max": {"type": "null"}}},
+    },
+]
+
+
 class AttributeCreate(ApiModel):
     model_config = ConfigDict(
         json_schema_extra={
+            "allOf": VALUE_TYPE_RULES,
             "examples": [
                 {
                     "name": "Criticality",
@@ -237,7 +251,7 @@ class AttributeCreate(ApiModel):
                     "min": 0,
                     "types": ["InformationSystem"],
                 },
-            ]
+            ],
         }
     )
 

@@ -15,6 +15,8 @@ REVISION_OR_TIME_BRANCHES: list[JsonDict] = [
     {"type": "string", "format": "date"},
     {"type": "string", "maxLength": 0},
 ]
+# In a JSON body a revision may also come as a string of digits (nine, so that it stays a 32-bit revision).
+REVISION_TEXT: JsonDict = {"type": "string", "pattern": "^[0-9]{1,9}$"}
 REVISION_OR_TIME: JsonDict = {"anyOf": list(REVISION_OR_TIME_BRANCHES)}
 
 

@@ -13,7 +13,7 @@ from starlette.responses import Response, StreamingResponse
 from blockrepo.api.body import is_json_media_type, parse_json
 from blockrepo.api.context import RequestContext, request_context
 from blockrepo.api.limits import PAGE_SIZE_BOUNDS
-from blockrepo.api.parameters import REVISION_OR_TIME, REVISION_OR_TIME_BRANCHES
+from blockrepo.api.parameters import REVISION_OR_TIME, REVISION_OR_TIME_BRANCHES, REVISION_TEXT
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.elements.service import Writer
@@ -366,7 +366,7 @@ QUERY_BODY_SCHEMA: dict[str, Any] = {
         "cursor": {"type": ["string", "null"]},
         "count": {"type": ["boolean", "null"]},
         "asOf": {
-            "anyOf": [*REVISION_OR_TIME_BRANCHES, {"type": "null"}],
+            "anyOf": [*REVISION_OR_TIME_BRANCHES, REVISION_TEXT, {"type": "null"}],
             "description": "a revision number or an ISO-8601 time: query the state as it was then; null or "
             "empty: today",
             "example": 1,
