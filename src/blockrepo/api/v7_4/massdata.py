@@ -131,6 +131,22 @@ AS_OF_HELP = (
 
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+# The envelope of a JSON export as the importer reads it; the records are checked against the metamodel.
+EXPORT_DOCUMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "title": "ExportDocument",
+    "required": ["format"],
+    "properties": {
+        "format": {"const": "blockrepo-export"},
+        "metamodel": {"type": ["object", "null"]},
+        "elements": {
+            "type": "object",
+            "description": "type name -> records",
+            "additionalProperties": {"type": "array", "items": {}},
+        },
+        "users": {"type": "array", "items": {}},
+    },
+}
 REPORT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "title": "ImportReport",
@@ -252,7 +268,7 @@ async def _import_document(request: Request) -> Document:
         "requestBody": {
             "required": True,
             "content": {
-                "application/json": {"schema": {"type": "object"}},
+                "application/json": {"schema": EXPORT_DOCUMENT_SCHEMA},
                 XLSX: {"schema": {"type": "string", "format": "binary"}},
             },
         }
@@ -261,7 +277,9 @@ async def _import_document(request: Request) -> Document:
 def import_repository(
     ctx: Annotated[RequestContext, Depends(request_context)],
     document: Annotated[Document, Depends(_import_document)],
-    mode: Annotated[str, Query(description="additive (default) or cud")] = "additive",
+    mode: Annotated[
+        str, Query(description="additive (default) or cud", json_schema_extra={"enum": ["additive", "cud"]})
+    ] = "additive",
     dry_run: Annotated[bool, Query(alias="dryRun", description="validate and report only")] = False,
 ) -> JsonResponse:
     listing.require_massdata(ctx.actor, "IMPORT")
