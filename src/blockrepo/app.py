@@ -12,6 +12,7 @@ from blockrepo import API_VERSION, __version__
 from blockrepo.api.context import AppServices
 from blockrepo.api.docs import publish_description
 from blockrepo.api.errors import install_error_handlers
+from blockrepo.api.methods import MethodsMiddleware
 from blockrepo.api.middleware import RequestContextMiddleware
 from blockrepo.api.versions import API_VERSIONS
 from blockrepo.auth.csrf import CsrfMiddleware
@@ -44,9 +45,11 @@ def create_app(settings: Settings) -> FastAPI:
     for version in API_VERSIONS:
         router = version.build_router()
         app.include_router(router)
-        publish_description(app, version, router.routes)
+        publish_description(app, version, router.routes, settings)
 
-    # Added innermost first: request context, then authentication (sessions), then CSRF, then the routes.
+    # Added innermost first: request context, then authentication (sessions), then CSRF, then OPTIONS and
+    # methods a path does not serve, then the routes.
+    app.add_middleware(MethodsMiddleware)
     app.add_middleware(CsrfMiddleware, enabled=settings.csrf_enabled)
     app.add_middleware(AuthMiddleware, backends=services.auth, settings=settings)
     app.add_middleware(

@@ -15,6 +15,7 @@ from blockrepo.api.docs import publish_description
 from blockrepo.api.openapi import OPERATION_METHODS, PROBLEM_REF
 from blockrepo.api.versions import API_VERSIONS, CURRENT_VERSION, ApiVersion
 from blockrepo.auth.middleware import is_public
+from blockrepo.settings import Settings
 
 OPENAPI_PATH = "/api/7_4/openapi.json"
 
@@ -188,7 +189,7 @@ def test_a_further_version_publishes_its_own_description() -> None:
     )
     app = FastAPI(openapi_url=None)
     app.include_router(later.build_router())
-    publish_description(app, later, router.routes)
+    publish_description(app, later, router.routes, Settings(database_url="sqlite:///:memory:"))
     with TestClient(app) as client:
         document = client.get("/api/9_9/openapi.json").json()
         assert client.get("/api/9_9/").status_code == 200

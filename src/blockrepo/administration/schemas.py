@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import ConfigDict, Field
+from pydantic.config import JsonDict, JsonValue
 
-from blockrepo.metamodel.schemas import DESCRIPTION_LENGTH, ApiModel, LiteralIn, ValueType
+from blockrepo.metamodel.names import attribute_name_schema
+from blockrepo.metamodel.schemas import DESCRIPTION_LENGTH, READ_ONLY, ApiModel, LiteralIn, ValueType
 
 TypeAction = Literal["read", "create", "update", "delete"]
 FunctionalPermission = Literal[
@@ -22,6 +24,9 @@ FunctionalPermission = Literal[
 LOGIN_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@\-]{0,127}$"
 PASSWORD_MIN_LENGTH = 8
 PASSWORD_MAX_LENGTH = 1024
+# Names the service refuses with leading or trailing white space.
+UNPADDED: JsonDict = {"pattern": r"^\S(?:[\s\S]*\S)?$"}
+MATCHING_ID = "read-only; accepted if it matches the path, so a GET body can be sent back"
 
 # --- users ---------------------------------------------------------------------------------------------
 
@@ -62,7 +67,7 @@ class UserCreate(ApiModel):
                     "lastName": "Schmidt",
                     "email": "anna@example.com",
                     "enabled": True,
-                    "roles": ["Readers"],
+                    "roles": ["Supervisor"],
                     "password": "correct horse battery",
                 }
             ]
@@ -98,7 +103,7 @@ class UserUpdate(ApiModel):
     enabled: bool | None = None
     roles: list[str] | None = None
     password: str | None = Field(None, min_length=PASSWORD_MIN_LENGTH, max_length=PASSWORD_MAX_LENGTH)
-    id: int | None = Field(None, description="must match the path if sent")
+    id: int | None = Field(None, description=MATCHING_ID, json_schema_extra=READ_ONLY)
 
 
 class GroupAccess(ApiModel):
@@ -174,7 +179,7 @@ class RoleCreate(ApiModel):
                 {
                     "name": "Editors",
                     "description": "Maintain the business architecture",
-                    "subRoles": ["Readers"],
+                    "subRoles": [],
                     "typePermissions": {"BusinessProcess": ["read", "create", "update", "delete"]},
                     "functionalPermissions": ["VIEW_HISTORY"],
                 }
@@ -203,16 +208,30 @@ class RoleUpdate(ApiModel):
     sub_roles: list[str] | None = None
     type_permissions: dict[str, list[TypeAction]] | None = None
     functional_permissions: list[FunctionalPermission] | None = None
-    id: int | None = Field(None, description="must match the path if sent")
+    id: int | None = Field(None, description=MATCHING_ID, json_schema_extra=READ_ONLY)
     builtin: bool | None = Field(None, description="ignored")
 
 
 # --- attributes and groups -----------------------------------------------------------------------------
 
 
+# Literals only for enums; unit, min and max only for numbers (min <= max is checked by the service).
+VALUE_TYPE_RULES: list[JsonValue] = [
+    {
+        "if": {"properties": {"valueType": {"not": {"const": "enum"}}}},
+        "then": {"properties": {"literals": {"maxItems": 0}}},
+    },
+    {
+        "if": {"properties": {"valueType": {"not": {"const": "number"}}}},
+        "then": {"properties": {"unit": {"type": "null"}, "min": {"type": "null"}, "max": {"type": "null"}}},
+    },
+]
+
+
 class AttributeCreate(ApiModel):
     model_config = ConfigDict(
         json_schema_extra={
+            "allOf": VALUE_TYPE_RULES,
             "examples": [
                 {
                     "name": "Criticality",
@@ -220,7 +239,7 @@ class AttributeCreate(ApiModel):
                     "valueType": "enum",
                     "multiple": False,
                     "mandatory": False,
-                    "group": "Operations",
+                    "group": "[Default Attribute Group]",
                     "types": ["BusinessProcess", "InformationSystem"],
                     "relationTypes": [],
                     "literals": [{"name": "low", "color": "#2e7d32"}, {"name": "high", "color": "#c62828"}],
@@ -232,11 +251,11 @@ class AttributeCreate(ApiModel):
                     "min": 0,
                     "types": ["InformationSystem"],
                 },
-            ]
+            ],
         }
     )
 
-    name: str = Field(min_length=1, max_length=128)
+    name: str = Field(min_length=1, max_length=128, json_schema_extra=attribute_name_schema())
     description: str = Field("", max_length=DESCRIPTION_LENGTH)
     value_type: ValueType
     multiple: bool = False
@@ -262,7 +281,7 @@ class AttributeUpdate(ApiModel):
         json_schema_extra={"examples": [{"types": ["BusinessProcess"], "mandatory": True}]}
     )
 
-    name: str | None = Field(None, min_length=1, max_length=128)
+    name: str | None = Field(None, min_length=1, max_length=128, json_schema_extra=attribute_name_schema())
     description: str | None = Field(None, max_length=DESCRIPTION_LENGTH)
     value_type: ValueType | None = None
     multiple: bool | None = None
@@ -274,7 +293,7 @@ class AttributeUpdate(ApiModel):
     unit: str | None = Field(None, max_length=64)
     min: float | None = None
     max: float | None = None
-    id: int | None = Field(None, description="must match the path if sent")
+    id: int | None = Field(None, description=MATCHING_ID, json_schema_extra=READ_ONLY)
 
 
 class GroupPermission(ApiModel):
@@ -314,14 +333,14 @@ class AttributeGroupCreate(ApiModel):
                 {
                     "name": "Finance",
                     "description": "Costs and budgets",
-                    "attributes": ["Annual costs"],
-                    "permissions": [{"role": "Controllers", "read": True, "write": True}],
+                    "attributes": [],
+                    "permissions": [{"role": "Supervisor", "read": True, "write": True}],
                 }
             ]
         }
     )
 
-    name: str = Field(min_length=1, max_length=255)
+    name: str = Field(min_length=1, max_length=255, json_schema_extra=UNPADDED)
     description: str = Field("", max_length=DESCRIPTION_LENGTH)
     position: int | None = Field(None, ge=0, description="defaults to after the last group")
     attributes: list[str] = Field(default_factory=list, description="attributes moved into this group")
@@ -338,7 +357,7 @@ class AttributeGroupUpdate(ApiModel):
 
     model_config = ConfigDict(
         json_schema_extra={
-            "examples": [{"permissions": [{"role": "Controllers", "read": True, "write": False}]}]
+            "examples": [{"permissions": [{"role": "Supervisor", "read": True, "write": False}]}]
         }
     )
 
@@ -347,4 +366,4 @@ class AttributeGroupUpdate(ApiModel):
     position: int | None = Field(None, ge=0)
     attributes: list[str] | None = None
     permissions: list[GroupPermission] | None = None
-    id: int | None = Field(None, description="must match the path if sent")
+    id: int | None = Field(None, description=MATCHING_ID, json_schema_extra=READ_ONLY)

@@ -22,6 +22,7 @@ from starlette.staticfiles import StaticFiles
 
 from blockrepo.api.openapi import build_openapi
 from blockrepo.api.versions import CURRENT_VERSION, ApiVersion
+from blockrepo.settings import Settings
 
 # The page loads only its own assets; the browser refuses anything else, a CDN included.
 CONTENT_SECURITY_POLICY = (
@@ -90,14 +91,17 @@ window.addEventListener("load", function () {{
 """
 
 
-def publish_description(app: FastAPI, version: ApiVersion, routes: Sequence[BaseRoute]) -> None:
-    """Serve the description of `version` (built from `routes` on first use) and its interactive page.
+def publish_description(
+    app: FastAPI, version: ApiVersion, routes: Sequence[BaseRoute], settings: Settings
+) -> None:
+    """Serve the description of `version` (built from `routes` on first use, with the limits of `settings`)
+    and its interactive page.
 
     For the current version, also make `app.openapi()` return it and `/api/openapi.json` redirect to it."""
 
     @functools.cache
     def document() -> dict[str, Any]:
-        return build_openapi(version, routes)
+        return build_openapi(version, routes, settings)
 
     @functools.cache
     def document_bytes() -> bytes:

@@ -18,11 +18,13 @@ from fastapi.openapi.utils import get_openapi
 from starlette.routing import BaseRoute
 
 from blockrepo import SUPPORTED_API_VERSIONS, __version__
+from blockrepo.api.limits import publish_limits
 from blockrepo.api.middleware import REQUEST_ID_PATTERN
 from blockrepo.api.problem import PROBLEM_MEDIA_TYPE, WWW_AUTHENTICATE
 from blockrepo.api.problem_docs import PROBLEM_SCHEMA
 from blockrepo.api.versions import ApiVersion
 from blockrepo.auth.middleware import is_public
+from blockrepo.settings import Settings
 
 OPERATION_METHODS = ("get", "put", "post", "patch", "delete", "head", "options")
 PROBLEM_REF = "#/components/schemas/Problem"
@@ -71,8 +73,10 @@ REQUEST_PARAMETERS: dict[str, Any] = {
         "name": "X-Request-ID",
         "in": "header",
         "required": False,
-        "description": "The client's id for this request, echoed in the response, the log and the history.",
-        "schema": {"type": "string", "pattern": REQUEST_ID_PATTERN.pattern},
+        "description": "The client's id for this request, echoed in the response, the log and the history "
+        f"when it matches `{REQUEST_ID_PATTERN.pattern}`; any other value is replaced by an id of the "
+        "service's own, so the header never makes a request fail.",
+        "schema": {"type": "string"},
     },
 }
 
@@ -136,6 +140,20 @@ def _complete_operation(path: str, operation: dict[str, Any]) -> None:
     for name in REQUEST_PARAMETERS:
         if ("header", name.lower()) not in present:
             parameters.append({"$ref": f"#/components/parameters/{name}"})
+    for parameter in parameters:
+        _optional_parameter_schema(parameter)
+
+
+def _optional_parameter_schema(parameter: dict[str, Any]) -> None:
+    # An optional parameter is left out, never sent as null: FastAPI's `X | None` becomes plain `X`.
+    schema = parameter.get("schema", {})
+    branches = schema.get("anyOf")
+    if parameter.get("required") or not isinstance(branches, list):
+        return
+    kept = [branch for branch in branches if branch != {"type": "null"}]
+    if len(kept) == 1 and len(kept) < len(branches):
+        del schema["anyOf"]
+        parameter["schema"] = {**kept[0], **schema}
 
 
 def _is_fastapi_validation(response: dict[str, Any]) -> bool:
@@ -160,8 +178,9 @@ def _tags(document: dict[str, Any], version: ApiVersion) -> list[dict[str, str]]
     ]
 
 
-def build_openapi(version: ApiVersion, routes: Sequence[BaseRoute]) -> dict[str, Any]:
-    """The complete description of `version`, built from that version's routes."""
+def build_openapi(version: ApiVersion, routes: Sequence[BaseRoute], settings: Settings) -> dict[str, Any]:
+    """The complete description of `version`, built from that version's routes, with the limits of
+    `settings`."""
     document = get_openapi(
         title=version.title,
         version=version.number,
@@ -186,4 +205,5 @@ def build_openapi(version: ApiVersion, routes: Sequence[BaseRoute]) -> dict[str,
             schemas.pop(name, None)
     document["security"] = [{"basicAuth": []}, {"sessionCookie": []}]
     document["tags"] = _tags(document, version)
-    return document
+    published: dict[str, Any] = publish_limits(document, settings)
+    return published

@@ -43,7 +43,7 @@ _DESCRIPTIONS = {
     405: "Method not allowed on this path",
     409: "Conflict (`name_conflict`, `has_children`)",
     412: "If-Match does not match the current revision (`precondition_failed`); nothing changed",
-    413: "The body exceeds the size limit (`payload_too_large`)",
+    413: "The body exceeds the size limit, {setting:max_body_bytes} (`payload_too_large`)",
     415: "The body is not `application/json` (`unsupported_media_type`)",
 }
 

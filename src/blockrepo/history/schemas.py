@@ -124,7 +124,7 @@ FROM_DESCRIPTION = (
 TO_DESCRIPTION = (
     "upper bound, inclusive: a revision number, or an ISO-8601 time (changesets stamped at or before it)"
 )
-LIMIT_DESCRIPTION = "page size: default 100, at most 1000 (settings page_size / max_page_size)"
+LIMIT_DESCRIPTION = "page size: default {setting:page_size}, at most {setting:max_page_size}"
 CURSOR_DESCRIPTION = "the `nextCursor` of the previous page (opaque)"
 SINCE_DESCRIPTION = "the last revision the client has seen completely (default 0: from the beginning)"
 AS_OF_DESCRIPTION = (

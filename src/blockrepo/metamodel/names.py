@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from pydantic.config import JsonDict
+
 from blockrepo.metamodel.snapshot import CORE_KEYS, READ_ONLY_KEYS, BlockTypeDef, Metamodel
 
 # Persistent names of types, relation types and relation ends: they appear in URLs, iteraQL and JSON keys.
@@ -31,6 +33,29 @@ RESERVED_WORDS = frozenset(
         "current",
     }
 )
+
+
+def _any_case(word: str) -> str:
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in word)
+
+
+# The reserved names as one pattern for the published description (`is_reserved`, in any case).
+RESERVED_PATTERN = (
+    "^(?:"
+    + "|".join(_any_case(word) for word in sorted(RESERVED_WORDS | {key.lower() for key in BUILTIN_KEYS}))
+    + ")$|^"
+    + _any_case("lastmodification")
+)
+
+
+def identifier_schema() -> JsonDict:
+    """JSON Schema keywords for what `identifier_problem` accepts."""
+    return {"pattern": IDENTIFIER.pattern, "not": {"pattern": RESERVED_PATTERN}}
+
+
+def attribute_name_schema() -> JsonDict:
+    """JSON Schema keywords for what `attribute_name_problem` accepts."""
+    return {"pattern": ATTRIBUTE_NAME.pattern, "not": {"pattern": RESERVED_PATTERN}}
 
 
 def is_reserved(name: str) -> bool:

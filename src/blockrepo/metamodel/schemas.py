@@ -7,6 +7,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from blockrepo.metamodel.names import identifier_schema
+
 ValueType = Literal["text", "richtext", "number", "date", "dateInterval", "boolean", "enum", "responsibility"]
 # Built-in element keys are described with these extra value types.
 PropertyValueType = Literal[
@@ -22,6 +24,10 @@ PropertyValueType = Literal[
     "dateTime",
 ]
 DESCRIPTION_LENGTH = 65535
+# Keys of a GET body that never change: a client may send them back unchanged, a different value is
+# refused. Described read-only, so that nobody sends them expecting a change.
+READ_ONLY: dict[str, Any] = {"readOnly": True}
+UNCHANGED = "read-only: never changes; accepted if sent unchanged"
 
 
 class ApiModel(BaseModel):
@@ -248,7 +254,12 @@ class BlockTypeCreate(ApiModel):
         }
     )
 
-    name: str = Field(min_length=1, max_length=128, description="persistent name; never changes")
+    name: str = Field(
+        min_length=1,
+        max_length=128,
+        description="persistent name; never changes",
+        json_schema_extra=identifier_schema(),
+    )
     display_name: str | None = Field(None, min_length=1, max_length=255, description="defaults to the name")
     abbreviation: str = Field("", max_length=32)
     description: str = Field("", max_length=DESCRIPTION_LENGTH)
@@ -266,13 +277,13 @@ class BlockTypeUpdate(ApiModel):
         }
     )
 
-    name: str | None = None
+    name: str | None = Field(None, description=UNCHANGED, json_schema_extra=READ_ONLY)
     display_name: str | None = Field(None, min_length=1, max_length=255)
     abbreviation: str | None = Field(None, max_length=32)
     description: str | None = Field(None, max_length=DESCRIPTION_LENGTH)
     hidden: bool | None = None
     hierarchical: bool | None = None
-    id: int | None = None
+    id: int | None = Field(None, description=UNCHANGED, json_schema_extra=READ_ONLY)
     position: Any = None
     properties: Any = None
     relation_ends: Any = None
@@ -283,11 +294,11 @@ class RelationTypeCreate(ApiModel):
         json_schema_extra={
             "examples": [
                 {
-                    "name": "DataCenter_InformationSystem",
-                    "source": "DataCenter",
-                    "sourceEnd": "informationSystems",
-                    "target": "InformationSystem",
-                    "targetEnd": "dataCenters",
+                    "name": "Project_BusinessFunction",
+                    "source": "Project",
+                    "sourceEnd": "businessFunctions",
+                    "target": "BusinessFunction",
+                    "targetEnd": "projects",
                     "sourceMultiple": True,
                     "targetMultiple": False,
                     "attributable": False,
@@ -297,16 +308,26 @@ class RelationTypeCreate(ApiModel):
     )
 
     name: str | None = Field(
-        None, min_length=1, max_length=128, description="defaults to `{source}_{target}`; never changes"
+        None,
+        min_length=1,
+        max_length=128,
+        description="defaults to `{source}_{target}`; never changes",
+        json_schema_extra=identifier_schema(),
     )
     description: str = Field("", max_length=DESCRIPTION_LENGTH)
     source: str = Field(min_length=1)
     source_end: str = Field(
-        min_length=1, max_length=128, description="property on the source listing targets"
+        min_length=1,
+        max_length=128,
+        description="property on the source listing targets",
+        json_schema_extra=identifier_schema(),
     )
     target: str = Field(min_length=1)
     target_end: str = Field(
-        min_length=1, max_length=128, description="property on the target listing sources"
+        min_length=1,
+        max_length=128,
+        description="property on the target listing sources",
+        json_schema_extra=identifier_schema(),
     )
     source_multiple: bool = True
     target_multiple: bool = True
@@ -321,14 +342,14 @@ class RelationTypeUpdate(ApiModel):
         json_schema_extra={"examples": [{"description": "Where a system runs", "targetMultiple": True}]}
     )
 
-    name: str | None = None
+    name: str | None = Field(None, description=UNCHANGED, json_schema_extra=READ_ONLY)
     description: str | None = Field(None, max_length=DESCRIPTION_LENGTH)
-    source: str | None = None
-    source_end: str | None = None
-    target: str | None = None
-    target_end: str | None = None
+    source: str | None = Field(None, description=UNCHANGED, json_schema_extra=READ_ONLY)
+    source_end: str | None = Field(None, description=UNCHANGED, json_schema_extra=READ_ONLY)
+    target: str | None = Field(None, description=UNCHANGED, json_schema_extra=READ_ONLY)
+    target_end: str | None = Field(None, description=UNCHANGED, json_schema_extra=READ_ONLY)
     source_multiple: bool | None = None
     target_multiple: bool | None = None
     attributable: bool | None = None
-    id: int | None = None
+    id: int | None = Field(None, description=UNCHANGED, json_schema_extra=READ_ONLY)
     attributes: Any = None

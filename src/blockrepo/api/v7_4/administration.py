@@ -50,19 +50,31 @@ JSON_BODY = [Depends(require_json_body)]
 # --- users ---------------------------------------------------------------------------------------------
 
 
-@router.get("/users/current", response_model=CurrentUserOut, summary="The caller and effective permissions")
+@router.get(
+    "/users/current",
+    operation_id="getCurrentUser",
+    response_model=CurrentUserOut,
+    summary="The caller and effective permissions",
+)
 def current_user(ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
     """Needs no permission: every user may see their own account and what they may do."""
     return model_response(users.current_user(ctx.db, ctx.actor, ctx.metamodel))
 
 
-@router.get("/users", response_model=list[UserOut], responses=_errors(), summary="Every user")
+@router.get(
+    "/users",
+    operation_id="listUsers",
+    response_model=list[UserOut],
+    responses=_errors(),
+    summary="Every user",
+)
 def list_users(ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
     return model_response(users.list_users(ctx.db, ctx.actor))
 
 
 @router.post(
     "/users",
+    operation_id="createUser",
     status_code=201,
     response_model=UserOut,
     responses=_errors(write=True),
@@ -82,13 +94,20 @@ def create_user(body: UserCreate, ctx: RequestContext = Depends(request_context)
     )
 
 
-@router.get("/users/{id}", response_model=UserOut, responses=_errors(item=True), summary="One user")
+@router.get(
+    "/users/{id}",
+    operation_id="getUser",
+    response_model=UserOut,
+    responses=_errors(item=True),
+    summary="One user",
+)
 def get_user(id: int = Id, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
     return model_response(users.get_user(ctx.db, ctx.actor, id))
 
 
 @router.put(
     "/users/{id}",
+    operation_id="updateUser",
     response_model=UserOut,
     responses=_errors(write=True, item=True),
     dependencies=JSON_BODY,
@@ -111,6 +130,7 @@ def update_user(
 
 @router.delete(
     "/users/{id}",
+    operation_id="deleteUser",
     status_code=204,
     responses=_errors(write=True, item=True),
     summary="Delete a user",
@@ -128,13 +148,20 @@ def delete_user(id: int = Id, ctx: RequestContext = Depends(request_context)) ->
 # --- roles ---------------------------------------------------------------------------------------------
 
 
-@router.get("/roles", response_model=list[RoleOut], responses=_errors(), summary="Every role")
+@router.get(
+    "/roles",
+    operation_id="listRoles",
+    response_model=list[RoleOut],
+    responses=_errors(),
+    summary="Every role",
+)
 def list_roles(ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
     return model_response(roles.list_roles(ctx.db, ctx.actor, ctx.metamodel))
 
 
 @router.post(
     "/roles",
+    operation_id="createRole",
     status_code=201,
     response_model=RoleOut,
     responses=_errors(write=True),
@@ -154,13 +181,20 @@ def create_role(body: RoleCreate, ctx: RequestContext = Depends(request_context)
     )
 
 
-@router.get("/roles/{id}", response_model=RoleOut, responses=_errors(item=True), summary="One role")
+@router.get(
+    "/roles/{id}",
+    operation_id="getRole",
+    response_model=RoleOut,
+    responses=_errors(item=True),
+    summary="One role",
+)
 def get_role(id: int = Id, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
     return model_response(roles.get_role(ctx.db, ctx.actor, ctx.metamodel, id))
 
 
 @router.put(
     "/roles/{id}",
+    operation_id="updateRole",
     response_model=RoleOut,
     responses=_errors(write=True, item=True),
     dependencies=JSON_BODY,
@@ -181,6 +215,7 @@ def update_role(
 
 @router.delete(
     "/roles/{id}",
+    operation_id="deleteRole",
     status_code=204,
     responses=_errors(write=True, item=True),
     summary="Delete a role",
@@ -200,7 +235,13 @@ def _fresh(ctx: RequestContext) -> Metamodel:
     return committed_metamodel(ctx.db, ctx.services.metamodels)
 
 
-@router.get("/attributes", response_model=list[AttributeOut], responses=_errors(), summary="Every attribute")
+@router.get(
+    "/attributes",
+    operation_id="listAttributes",
+    response_model=list[AttributeOut],
+    responses=_errors(),
+    summary="Every attribute",
+)
 def list_attributes(ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
     """Needs ADMIN_ATTRIBUTES. User-defined attributes only (the built-ins of a type are listed by
     `/api/metamodel/types/{type}`)."""
@@ -209,6 +250,7 @@ def list_attributes(ctx: RequestContext = Depends(request_context)) -> Starlette
 
 @router.post(
     "/attributes",
+    operation_id="createAttribute",
     status_code=201,
     response_model=AttributeOut,
     responses=_errors(write=True),
@@ -231,7 +273,11 @@ def create_attribute(
 
 
 @router.get(
-    "/attributes/{id}", response_model=AttributeOut, responses=_errors(item=True), summary="One attribute"
+    "/attributes/{id}",
+    operation_id="getAttribute",
+    response_model=AttributeOut,
+    responses=_errors(item=True),
+    summary="One attribute",
 )
 def get_attribute(id: int = Id, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
     return model_response(attributes.get_attribute(ctx.actor, ctx.metamodel, id))
@@ -239,6 +285,7 @@ def get_attribute(id: int = Id, ctx: RequestContext = Depends(request_context)) 
 
 @router.put(
     "/attributes/{id}",
+    operation_id="updateAttribute",
     response_model=AttributeOut,
     responses=_errors(write=True, item=True),
     dependencies=JSON_BODY,
@@ -258,6 +305,7 @@ def update_attribute(
 
 @router.delete(
     "/attributes/{id}",
+    operation_id="deleteAttribute",
     status_code=204,
     responses=_errors(write=True, item=True),
     summary="Delete an attribute",
@@ -275,6 +323,7 @@ def delete_attribute(id: int = Id, ctx: RequestContext = Depends(request_context
 
 @router.get(
     "/attributegroups",
+    operation_id="listAttributeGroups",
     response_model=list[AttributeGroupOut],
     responses=_errors(),
     summary="Every attribute group",
@@ -287,6 +336,7 @@ def list_groups(ctx: RequestContext = Depends(request_context)) -> StarletteResp
 
 @router.post(
     "/attributegroups",
+    operation_id="createAttributeGroup",
     status_code=201,
     response_model=AttributeGroupOut,
     responses=_errors(write=True),
@@ -308,6 +358,7 @@ def create_group(
 
 @router.get(
     "/attributegroups/{id}",
+    operation_id="getAttributeGroup",
     response_model=AttributeGroupOut,
     responses=_errors(item=True),
     summary="One attribute group",
@@ -318,6 +369,7 @@ def get_group(id: int = Id, ctx: RequestContext = Depends(request_context)) -> S
 
 @router.put(
     "/attributegroups/{id}",
+    operation_id="updateAttributeGroup",
     response_model=AttributeGroupOut,
     responses=_errors(write=True, item=True),
     dependencies=JSON_BODY,
@@ -335,6 +387,7 @@ def update_group(
 
 @router.delete(
     "/attributegroups/{id}",
+    operation_id="deleteAttributeGroup",
     status_code=204,
     responses=_errors(write=True, item=True),
     summary="Delete an attribute group",

@@ -116,6 +116,7 @@ def _wrong_credentials_unless_authenticated(request: Request) -> Principal:
 
 @router.get(
     "/api/auth-scheme",
+    operation_id="getAuthScheme",
     summary="How to authenticate",
     description="Public. Describes the authentication scheme. With valid HTTP Basic credentials it also logs "
     "in: it starts a new session and sets the session and CSRF cookies (so `curl -u user:password --head "
@@ -125,6 +126,7 @@ def _wrong_credentials_unless_authenticated(request: Request) -> Principal:
 )
 @router.head(
     "/api/auth-scheme",
+    operation_id="headAuthScheme",
     summary="How to authenticate (headers only)",
     description="As GET, without a body: with valid Basic credentials it sets the session cookies.",
     response_class=Response,
@@ -146,7 +148,10 @@ async def auth_scheme(request: Request) -> JsonResponse:
 FORM_BODY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["j_username", "j_password"],
-    "properties": {"j_username": {"type": "string"}, "j_password": {"type": "string", "format": "password"}},
+    "properties": {
+        "j_username": {"type": "string", "minLength": 1},
+        "j_password": {"type": "string", "format": "password"},
+    },
 }
 FORM_BODY = {
     "requestBody": {
@@ -167,7 +172,7 @@ FORM_LOGIN_RESPONSES: dict[int | str, Any] = {
     400: _problem(400, "A field is missing (`validation_failed`) or the body is malformed"),
     401: WRONG_CREDENTIALS,
     403: _problem(403, "`Origin` or `Referer` names another origin (`cross_origin_login`)"),
-    413: _problem(413, "The body exceeds the size limit (`payload_too_large`)"),
+    413: _problem(413, "The body exceeds the size limit, {setting:max_body_bytes} (`payload_too_large`)"),
     415: _problem(415, "The body is not a form (`unsupported_media_type`)"),
     429: THROTTLED,
     503: STORE_DOWN,
@@ -187,6 +192,7 @@ def _log_in(
 
 @router.post(
     FORM_LOGIN_PATH,
+    operation_id="formLogin",
     summary="Form login",
     description=FORM_LOGIN_DESCRIPTION,
     response_model=LoginResult,
@@ -195,6 +201,7 @@ def _log_in(
 )
 @router.post(
     "/api/j_service_security_check",
+    operation_id="formLoginUnderApi",
     summary="Form login (under /api)",
     description=FORM_LOGIN_DESCRIPTION,
     response_model=LoginResult,
@@ -263,6 +270,7 @@ BASIC_LOGIN_RESPONSES: dict[int | str, Any] = {
 
 @router.get(
     "/api/j_service_security_check",
+    operation_id="basicLogin",
     summary="Basic login",
     description=BASIC_LOGIN_DESCRIPTION,
     response_model=LoginResult,
@@ -270,6 +278,7 @@ BASIC_LOGIN_RESPONSES: dict[int | str, Any] = {
 )
 @router.head(
     "/api/j_service_security_check",
+    operation_id="headBasicLogin",
     summary="Basic login (headers only)",
     description=BASIC_LOGIN_DESCRIPTION,
     response_class=Response,
@@ -294,6 +303,7 @@ LOGOUT_RESPONSES: dict[int | str, Any] = {
 
 @router.post(
     "/j_service_logout",
+    operation_id="logout",
     summary="Logout",
     description=LOGOUT_DESCRIPTION,
     status_code=204,
@@ -302,6 +312,7 @@ LOGOUT_RESPONSES: dict[int | str, Any] = {
 )
 @router.post(
     "/api/j_service_logout",
+    operation_id="logoutUnderApi",
     summary="Logout (under /api)",
     description=LOGOUT_DESCRIPTION,
     status_code=204,

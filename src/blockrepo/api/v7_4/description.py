@@ -49,8 +49,9 @@ a version this service does not publish gets 400 `unsupported_api_version` with 
 
 ## Limits
 
-Request bodies up to 10 MiB (imports 200 MiB), else 413; pages of 100 elements by default and at most
-1000; at most 10,000 elements per bulk request. The operator may configure other values.
+Request bodies up to {setting:max_body_bytes} (imports 20 times as much), else 413; pages of
+{setting:page_size} elements by default and at most {setting:max_page_size}, else 400; at most
+{setting:bulk_max_elements} elements or ids per bulk request, else 413. These are this service's settings.
 """
 
 # Keyed by lower-case tag name, so that route modules may spell their tag in either case.

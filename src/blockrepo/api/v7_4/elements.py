@@ -12,6 +12,7 @@ from starlette.responses import Response
 from blockrepo.api.body import read_json_object
 from blockrepo.api.context import RequestContext, request_context
 from blockrepo.api.etag import element_etag, if_match_check
+from blockrepo.api.parameters import REVISION_OR_TIME, given
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.elements import service
@@ -52,7 +53,7 @@ ELEMENT_SCHEMA: dict[str, Any] = {
     "description": "Property name -> array of values. Read-only: id, type, revision, children, "
     "lastModificationTime, lastModificationUser. Relation ends and parent hold `{id, name}` objects "
     "(plus `attributes` on attributable relations). An empty property is `[]`.",
-    "additionalProperties": {"type": "array"},
+    "additionalProperties": {"type": "array", "items": {}},
 }
 WRITE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -63,7 +64,7 @@ WRITE_SCHEMA: dict[str, Any] = {
     'responsibility -> user login. Relation ends and parent take ids, {"id": n} or {"name": "…"} '
     '(plus "attributes": {"Attr": [values]} on attributable relations). Read-only keys are ignored, but `id` '
     "must match the path.",
-    "additionalProperties": {"type": "array"},
+    "additionalProperties": {"type": "array", "items": {}},
 }
 WRITE_EXAMPLES: dict[str, Any] = {
     "attributes": {
@@ -144,6 +145,7 @@ async def json_body(request: Request) -> dict[str, Any]:
 
 @router.get(
     "/api/element/{type}/{id}",
+    operation_id="getElement",
     summary="Read one element",
     description="The element as the caller may see it: properties in attribute groups the caller cannot "
     "read and relation ends to types the caller cannot read are left out. Answers `304` when "
@@ -161,8 +163,11 @@ def get_element(
     element_id: ElementId,
     ctx: Annotated[RequestContext, Depends(request_context)],
     if_none_match: Annotated[str | None, Header(alias="If-None-Match")] = None,
-    as_of: Annotated[str | None, Query(alias="asOf", description=AS_OF_DESCRIPTION)] = None,
+    as_of: Annotated[
+        str | None, Query(alias="asOf", description=AS_OF_DESCRIPTION, json_schema_extra=REVISION_OR_TIME)
+    ] = None,
 ) -> Response:
+    as_of = given(as_of)
     if as_of is not None:
         type_def = service.resolve_type(ctx.metamodel, ctx.actor, type_name)
         element = asof.get_element_as_of(ctx.db, ctx.metamodel, ctx.actor, type_def, element_id, as_of)
@@ -201,6 +206,7 @@ UPDATE_RESPONSES: dict[int | str, Any] = {
 
 @router.put(
     "/api/element/{type}/{id}",
+    operation_id="updateElement",
     summary="Update an element (partial)",
     description=UPDATE_DESCRIPTION,
     response_class=JsonResponse,
@@ -219,6 +225,7 @@ def put_element(
 
 @router.patch(
     "/api/element/{type}/{id}",
+    operation_id="patchElement",
     summary="Update an element (partial, same as PUT)",
     description=UPDATE_DESCRIPTION,
     response_class=JsonResponse,
@@ -237,6 +244,7 @@ def patch_element(
 
 @router.post(
     "/api/element/{type}",
+    operation_id="createElement",
     summary="Create an element",
     description="Creates an element from a body as for PUT; `name` is required and unique in the type "
     "(else 409 `name_conflict`), mandatory attributes need a value. A new child goes last among its "
@@ -262,6 +270,7 @@ def post_element(
 
 @router.delete(
     "/api/element/{type}/{id}",
+    operation_id="deleteElement",
     summary="Delete an element",
     description="Deletes the element and its relations (the elements at the other ends get a new revision "
     "and a history entry). An element with children gets 409 `has_children` unless `recursive=true`, which "

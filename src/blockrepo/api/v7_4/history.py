@@ -7,6 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query
 
 from blockrepo.api.context import RequestContext, request_context
+from blockrepo.api.limits import PAGE_SIZE_BOUNDS
+from blockrepo.api.parameters import REVISION, REVISION_OR_TIME, given
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.history import service
@@ -27,13 +29,34 @@ router = APIRouter(tags=["history"])
 _ERRORS = problem_responses(400, 401, 403)
 _TYPE_ERRORS = problem_responses(400, 401, 403, 404)
 
-Limit = Annotated[str | None, Query(description=LIMIT_DESCRIPTION, examples=["100"])]
-Cursor = Annotated[str | None, Query(description=CURSOR_DESCRIPTION)]
-From = Annotated[
-    str | None, Query(alias="from", description=FROM_DESCRIPTION, examples=["2026-11-01T00:00:00Z"])
+# Parsed by the history service from the text; described as the integer it must be.
+Limit = Annotated[
+    str | None,
+    Query(
+        description=LIMIT_DESCRIPTION,
+        examples=[100],
+        json_schema_extra={"type": "integer", **PAGE_SIZE_BOUNDS},
+    ),
 ]
-To = Annotated[str | None, Query(description=TO_DESCRIPTION, examples=["42"])]
+Cursor = Annotated[str | None, Query(description=CURSOR_DESCRIPTION + "; empty: the first page")]
+From = Annotated[
+    str | None,
+    Query(
+        alias="from",
+        description=FROM_DESCRIPTION,
+        examples=["2026-11-01T00:00:00Z"],
+        json_schema_extra=REVISION_OR_TIME,
+    ),
+]
+To = Annotated[
+    str | None, Query(description=TO_DESCRIPTION, examples=[42], json_schema_extra=REVISION_OR_TIME)
+]
 TypeName = Annotated[str, Path(alias="type", description="building block type, e.g. BusinessProcess")]
+
+
+def _page(limit: str | None, cursor: str | None, from_: str | None, to: str | None) -> service.PageParameters:
+    # An empty parameter is one not given (a form's empty field), as on every other listing.
+    return service.PageParameters(limit=given(limit), cursor=given(cursor), from_=given(from_), to=given(to))
 
 
 def _limits(ctx: RequestContext) -> service.Limits:
@@ -42,6 +65,7 @@ def _limits(ctx: RequestContext) -> service.Limits:
 
 @router.get(
     "/api/history",
+    operation_id="getHistoryFeed",
     summary="Change feed",
     description=FEED_DESCRIPTION,
     response_model=HistoryPage,
@@ -50,7 +74,8 @@ def _limits(ctx: RequestContext) -> service.Limits:
 def history_feed(
     ctx: Annotated[RequestContext, Depends(request_context)],
     since_revision: Annotated[
-        str | None, Query(alias="sinceRevision", description=SINCE_DESCRIPTION, examples=["0"])
+        str | None,
+        Query(alias="sinceRevision", description=SINCE_DESCRIPTION, examples=[0], json_schema_extra=REVISION),
     ] = None,
     limit: Limit = None,
     cursor: Cursor = None,
@@ -62,14 +87,15 @@ def history_feed(
         ctx.actor,
         ctx.metamodel,
         _limits(ctx),
-        since_revision,
-        service.PageParameters(limit=limit, cursor=cursor, from_=from_, to=to),
+        given(since_revision),
+        _page(limit, cursor, from_, to),
     )
     return JsonResponse(page)
 
 
 @router.get(
     "/api/history/{type}",
+    operation_id="getTypeHistory",
     summary="History of every element of a type",
     description=TYPE_HISTORY_DESCRIPTION,
     response_model=HistoryPage,
@@ -89,13 +115,14 @@ def type_history(
         ctx.metamodel,
         _limits(ctx),
         type_name,
-        service.PageParameters(limit=limit, cursor=cursor, from_=from_, to=to),
+        _page(limit, cursor, from_, to),
     )
     return JsonResponse(page)
 
 
 @router.get(
     "/api/history/{type}/{id}",
+    operation_id="getElementHistory",
     summary="History of one element",
     description=ELEMENT_HISTORY_DESCRIPTION,
     response_model=HistoryPage,
@@ -120,6 +147,6 @@ def element_history(
         _limits(ctx),
         type_name,
         element_id,
-        service.PageParameters(limit=limit, cursor=cursor, from_=from_, to=to),
+        _page(limit, cursor, from_, to),
     )
     return JsonResponse(page)

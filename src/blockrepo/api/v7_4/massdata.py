@@ -12,6 +12,8 @@ from starlette.responses import Response, StreamingResponse
 
 from blockrepo.api.body import is_json_media_type, parse_json
 from blockrepo.api.context import RequestContext, read_context, request_context
+from blockrepo.api.limits import PAGE_SIZE_BOUNDS
+from blockrepo.api.parameters import REVISION_OR_TIME, REVISION_OR_TIME_BRANCHES, REVISION_TEXT
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.elements.service import Writer
@@ -37,7 +39,7 @@ ELEMENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "title": "Element",
     "description": "An element as `GET /api/element/{type}/{id}` returns it (narrowed to `fields`).",
-    "additionalProperties": {"type": "array"},
+    "additionalProperties": {"type": "array", "items": {}},
 }
 PAGE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -115,8 +117,9 @@ def _page(
 
 
 def _revision(ctx: RequestContext, as_of: str | int | None) -> int | None:
-    """The past revision an `asOf` names, or None for today (checked before any streaming starts)."""
-    return None if as_of is None else past.past_revision(ctx.db, ctx.actor, str(as_of))
+    """The past revision an `asOf` names, or None for today (checked before any streaming starts); an
+    empty `asOf` is one not given."""
+    return None if as_of is None or as_of == "" else past.past_revision(ctx.db, ctx.actor, str(as_of))
 
 
 AS_OF_HELP = (
@@ -128,6 +131,22 @@ AS_OF_HELP = (
 
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+# The envelope of a JSON export as the importer reads it; the records are checked against the metamodel.
+EXPORT_DOCUMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "title": "ExportDocument",
+    "required": ["format"],
+    "properties": {
+        "format": {"const": "blockrepo-export"},
+        "metamodel": {"type": ["object", "null"]},
+        "elements": {
+            "type": "object",
+            "description": "type name -> records",
+            "additionalProperties": {"type": "array", "items": {}},
+        },
+        "users": {"type": "array", "items": {}},
+    },
+}
 REPORT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "title": "ImportReport",
@@ -145,6 +164,7 @@ REPORT_SCHEMA: dict[str, Any] = {
 
 @router.get(
     "/api/massdata/export",
+    operation_id="exportRepository",
     summary="Export the repository",
     description="The whole repository as the caller may read it (or the types in `types`): the metamodel it "
     "needs (attribute groups, types with their built-ins, relation types, attributes) and every element, "
@@ -170,11 +190,15 @@ REPORT_SCHEMA: dict[str, Any] = {
 )
 def export_repository(
     ctx: Annotated[RequestContext, Depends(request_context)],
-    format: Annotated[str, Query(description="json (default) or xlsx")] = "json",
+    format: Annotated[
+        str, Query(description="json (default) or xlsx", json_schema_extra={"enum": ["json", "xlsx"]})
+    ] = "json",
     types: Annotated[
         str | None, Query(description="comma-separated type names (default: every readable type)")
     ] = None,
-    as_of: Annotated[str | None, Query(alias="asOf", description="not supported: answered with 400")] = None,
+    # Not offered (an export is always of the current state), so left out of the description; sent, it
+    # is refused rather than ignored.
+    as_of: Annotated[str | None, Query(alias="asOf", include_in_schema=False)] = None,
 ) -> Response:
     if as_of is not None:
         # Refused rather than ignored: a client must never take today's data for a past state.
@@ -220,6 +244,7 @@ async def _import_document(request: Request) -> Document:
 
 @router.post(
     "/api/massdata/import",
+    operation_id="importRepository",
     summary="Import an export",
     description="Imports a JSON or xlsx export, all or nothing, as one revision. The metamodel the file "
     "needs "
@@ -242,7 +267,7 @@ async def _import_document(request: Request) -> Document:
         "requestBody": {
             "required": True,
             "content": {
-                "application/json": {"schema": {"type": "object"}},
+                "application/json": {"schema": EXPORT_DOCUMENT_SCHEMA},
                 XLSX: {"schema": {"type": "string", "format": "binary"}},
             },
         }
@@ -253,7 +278,9 @@ def import_repository(
     # this order): an upload of 200 MiB would otherwise hold up every other write while it arrives.
     document: Annotated[Document, Depends(_import_document)],
     ctx: Annotated[RequestContext, Depends(request_context)],
-    mode: Annotated[str, Query(description="additive (default) or cud")] = "additive",
+    mode: Annotated[
+        str, Query(description="additive (default) or cud", json_schema_extra={"enum": ["additive", "cud"]})
+    ] = "additive",
     dry_run: Annotated[bool, Query(alias="dryRun", description="validate and report only")] = False,
 ) -> JsonResponse:
     with collector_paused():
@@ -274,6 +301,7 @@ def import_repository(
 
 @router.get(
     "/api/massdata/{type}",
+    operation_id="listElements",
     summary="List, filter and stream the elements of a type",
     description="The elements of one type, filtered by an iteraQL predicate (`filter`, the inside of "
     "`[...]`), sorted by `sort` (`name,-id`; id, name, description, revision, lastModificationTime, "
@@ -308,12 +336,22 @@ def list_elements(
     sort: Annotated[
         str | None, Query(description="comma-separated keys, `-` for descending; default `id`")
     ] = None,
-    limit: Annotated[int | None, Query(description="page size, 1 to 1000 (default 100)")] = None,
+    limit: Annotated[
+        int | None,
+        Query(
+            description="page size, 1 to {setting:max_page_size} (default {setting:page_size})",
+            json_schema_extra=PAGE_SIZE_BOUNDS,
+        ),
+    ] = None,
     cursor: Annotated[str | None, Query(description="`nextCursor` of the previous page")] = None,
     count: Annotated[bool, Query(description="also return `total`, the number of matches")] = False,
     as_of: Annotated[
         str | None,
-        Query(alias="asOf", description="a revision number or an ISO-8601 time: the state as it was then"),
+        Query(
+            alias="asOf",
+            description="a revision number or an ISO-8601 time: the state as it was then; empty: today",
+            json_schema_extra=REVISION_OR_TIME,
+        ),
     ] = None,
 ) -> Response:
     prepared = listing.prepare_listing(
@@ -340,14 +378,15 @@ QUERY_BODY_SCHEMA: dict[str, Any] = {
     "properties": {
         "query": {"type": "string", "example": 'InformationSystem[@status = "CURRENT"]/businessProcesses;'},
         "fields": {"type": "array", "items": {"type": "string"}},
-        "sort": {"type": "string", "example": "name"},
-        "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
-        "cursor": {"type": "string"},
-        "count": {"type": "boolean"},
+        "sort": {"type": ["string", "null"], "example": "name"},
+        "limit": {"type": "integer", **PAGE_SIZE_BOUNDS},
+        "cursor": {"type": ["string", "null"]},
+        "count": {"type": ["boolean", "null"]},
         "asOf": {
-            "type": ["string", "integer"],
-            "description": "a revision number or an ISO-8601 time: query the state as it was then",
-            "example": 42,
+            "anyOf": [*REVISION_OR_TIME_BRANCHES, REVISION_TEXT, {"type": "null"}],
+            "description": "a revision number or an ISO-8601 time: query the state as it was then; null or "
+            "empty: today",
+            "example": 1,
         },
     },
     "additionalProperties": False,
@@ -407,6 +446,7 @@ def _query_request(body: dict[str, Any]) -> dict[str, Any]:
 
 @router.post(
     "/api/massdata/query",
+    operation_id="queryElements",
     summary="Run an iteraQL query",
     description="Runs an iteraQL query in the database and returns the elements of its last step's type, "
     "paginated like the list endpoint (`limit`, `cursor`, `sort`, `fields`, `count`). The body is a JSON "
@@ -434,7 +474,10 @@ def _query_request(body: dict[str, Any]) -> dict[str, Any]:
                     "schema": QUERY_BODY_SCHEMA,
                     "example": {"query": "BusinessProcess[count(informationSystems) > 2]", "limit": 50},
                 },
-                "text/plain": {"schema": {"type": "string"}, "example": "InformationSystem[@Costs > 1000];"},
+                "text/plain": {
+                    "schema": {"type": "string"},
+                    "example": 'InformationSystem[@name.startsWith("ERP")];',
+                },
             },
         }
     },
@@ -476,9 +519,10 @@ BULK_BODY_SCHEMA: dict[str, Any] = {
     "properties": {
         "elements": {
             "type": "array",
-            "maxItems": 10000,
-            "items": {"type": "object", "additionalProperties": {"type": "array"}},
-            "description": "element bodies as for PUT/POST /api/element; with `id` an update, else a create",
+            "items": {"type": "object", "additionalProperties": {"type": "array", "items": {}}},
+            # More than the setting is answered 413 (too large), not 400, so the limit is no `maxItems`.
+            "description": "element bodies as for PUT/POST /api/element; with `id` an update, else a create. "
+            "At most {setting:bulk_max_elements} elements, else 413 `payload_too_large`.",
         },
         "mode": {"type": "string", "enum": ["atomic", "perItem"], "default": "atomic"},
         "dryRun": {"type": "boolean", "default": False},
@@ -532,6 +576,7 @@ async def _json_object(request: Request) -> dict[str, Any]:
 
 @router.post(
     "/api/massdata/{type}",
+    operation_id="bulkWriteElements",
     summary="Create and update many elements of a type",
     description="Each element body is written as `PUT`/`POST /api/element` would write it: with `id` it "
     'updates that element (partially), without one it creates an element, unless `match: "name"` finds '
@@ -542,7 +587,8 @@ async def _json_object(request: Request) -> dict[str, Any]:
     "action, or a property in an attribute group the caller may not write). "
     '`mode: "perItem"` writes the good items and reports each one '
     "(`status` 201 created, 200 updated, 400, 403, 404, 409). `dryRun: true` validates and reports without "
-    "writing. At most 10,000 elements per request (else 413). The whole request is one revision in "
+    "writing. At most {setting:bulk_max_elements} elements per request (else 413). The whole request is "
+    "one revision in "
     "history, recorded per element as single writes are. Names resolve against the repository as it was "
     "before the request plus the elements earlier items create. Needs MASSDATA, read on the type and "
     "create/update as used.",
@@ -576,11 +622,13 @@ def bulk_write(
 
 @router.delete(
     "/api/massdata/{type}",
+    operation_id="bulkDeleteElements",
     summary="Delete many elements of a type",
     description="Deletes the elements `ids` of the type and their relations, all or nothing (the elements "
     "at the other ends get a new revision and a history entry). An id that names no element of the type "
     "gets 404, an element with children that are not deleted too gets 409 `has_children` unless "
-    "`recursive=true`. At most 10,000 ids. Needs MASSDATA and delete on the type.",
+    "`recursive=true`. At most {setting:bulk_max_elements} ids (else 413). Needs MASSDATA and delete on "
+    "the type.",
     response_class=JsonResponse,
     responses={
         200: {
@@ -608,8 +656,10 @@ def bulk_write(
                         "properties": {
                             "ids": {
                                 "type": "array",
-                                "items": {"type": "integer", "minimum": 1},
-                                "maxItems": 10000,
+                                "items": {"type": "integer", "minimum": 1, "maximum": 2**31 - 1},
+                                # More ids than the setting get 413 (too large), as for bulk writes.
+                                "description": "at most {setting:bulk_max_elements} ids, else 413 "
+                                "`payload_too_large`",
                             }
                         },
                         "additionalProperties": False,

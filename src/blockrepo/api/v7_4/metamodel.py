@@ -31,7 +31,13 @@ def committed_metamodel(ctx: RequestContext) -> Metamodel:
     return service.committed_metamodel(ctx.db, ctx.services.metamodels)
 
 
-@router.get("", response_model=MetamodelOut, responses=READ_ERRORS, summary="The whole metamodel")
+@router.get(
+    "",
+    operation_id="getMetamodel",
+    response_model=MetamodelOut,
+    responses=READ_ERRORS,
+    summary="The whole metamodel",
+)
 def get_metamodel(ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
     """Types, relation types, attributes and attribute groups as the caller may see them: editors of the
     metamodel or of attributes see everything; others see the types they may read, attributes of groups
@@ -40,7 +46,11 @@ def get_metamodel(ctx: RequestContext = Depends(request_context)) -> StarletteRe
 
 
 @router.get(
-    "/types", response_model=list[BlockTypeOut], responses=READ_ERRORS, summary="Every building block type"
+    "/types",
+    operation_id="listTypes",
+    response_model=list[BlockTypeOut],
+    responses=READ_ERRORS,
+    summary="Every building block type",
 )
 def list_types(ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
     return model_response(service.MetamodelView(ctx.metamodel, ctx.actor).types())
@@ -48,6 +58,7 @@ def list_types(ctx: RequestContext = Depends(request_context)) -> StarletteRespo
 
 @router.post(
     "/types",
+    operation_id="createType",
     status_code=201,
     response_model=BlockTypeOut,
     responses=WRITE_ERRORS,
@@ -67,7 +78,13 @@ def create_type(body: BlockTypeCreate, ctx: RequestContext = Depends(request_con
     )
 
 
-@router.get("/types/{type}", response_model=BlockTypeOut, responses=READ_ERRORS, summary="One type")
+@router.get(
+    "/types/{type}",
+    operation_id="getType",
+    response_model=BlockTypeOut,
+    responses=READ_ERRORS,
+    summary="One type",
+)
 def get_type(type: str, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
     """The type's properties (built-ins and attributes, with value type, cardinality, group and whether
     the caller may write them) and its relation ends."""
@@ -77,6 +94,7 @@ def get_type(type: str, ctx: RequestContext = Depends(request_context)) -> Starl
 
 @router.put(
     "/types/{type}",
+    operation_id="updateType",
     response_model=BlockTypeOut,
     responses=WRITE_ERRORS,
     dependencies=[Depends(require_json_body)],
@@ -93,7 +111,13 @@ def update_type(
     return model_response(view.block_type(view.type_named(type)))
 
 
-@router.delete("/types/{type}", status_code=204, responses=WRITE_ERRORS, summary="Delete an unused type")
+@router.delete(
+    "/types/{type}",
+    operation_id="deleteType",
+    status_code=204,
+    responses=WRITE_ERRORS,
+    summary="Delete an unused type",
+)
 def delete_type(type: str, ctx: RequestContext = Depends(request_context)) -> Response:
     """Needs EDIT_METAMODEL. Refused with 409 (`in_use`) while the type has elements; its relation types
     (which then hold no relations) are deleted with it."""
@@ -104,6 +128,7 @@ def delete_type(type: str, ctx: RequestContext = Depends(request_context)) -> Re
 
 @router.get(
     "/relationtypes",
+    operation_id="listRelationTypes",
     response_model=list[RelationTypeOut],
     responses=READ_ERRORS,
     summary="Every relation type",
@@ -114,6 +139,7 @@ def list_relation_types(ctx: RequestContext = Depends(request_context)) -> Starl
 
 @router.post(
     "/relationtypes",
+    operation_id="createRelationType",
     status_code=201,
     response_model=RelationTypeOut,
     responses=WRITE_ERRORS,
@@ -138,6 +164,7 @@ def create_relation_type(
 
 @router.get(
     "/relationtypes/{name}",
+    operation_id="getRelationType",
     response_model=RelationTypeOut,
     responses=READ_ERRORS,
     summary="One relation type",
@@ -149,6 +176,7 @@ def get_relation_type(name: str, ctx: RequestContext = Depends(request_context))
 
 @router.put(
     "/relationtypes/{name}",
+    operation_id="updateRelationType",
     response_model=RelationTypeOut,
     responses=WRITE_ERRORS,
     dependencies=[Depends(require_json_body)],
@@ -167,7 +195,11 @@ def update_relation_type(
 
 
 @router.delete(
-    "/relationtypes/{name}", status_code=204, responses=WRITE_ERRORS, summary="Delete a relation type"
+    "/relationtypes/{name}",
+    operation_id="deleteRelationType",
+    status_code=204,
+    responses=WRITE_ERRORS,
+    summary="Delete a relation type",
 )
 def delete_relation_type(name: str, ctx: RequestContext = Depends(request_context)) -> Response:
     """Needs EDIT_METAMODEL. Removes every relation of the type; each element that loses relations gets a
