@@ -5,7 +5,8 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -27,6 +28,10 @@ ADMINISTRATION_KIND_PERMISSIONS = {
     "role": "ADMIN_ROLES",
     "attribute": "ADMIN_ATTRIBUTES",  # also "attribute group …"
 }
+# Rows read per batch while a page skips changesets the reader may not see, and the most rows one page
+# looks at before it ends early with a cursor past them (bounds the work of one request).
+FILTER_BATCH = 500
+SCAN_BUDGET = 20_000
 
 
 @dataclass(frozen=True)
@@ -164,10 +169,14 @@ def _readable_type(actor: Actor, metamodel: Metamodel, type_name: str) -> None:
         raise Forbidden(f"no read permission on {type_name}")
 
 
-def changeset_json(row: ChangesetRow, visibility: PropertyVisibility) -> dict[str, Any]:
-    """The API form of one changeset, with what the reader may not see left out."""
+def changeset_json(row: ChangesetRow, visibility: PropertyVisibility) -> dict[str, Any] | None:
+    """The API form of one changeset, with what the reader may not see left out; None when the reader may
+    see none of its changes (API.md 5: such a changeset is left out whole, as it would still tell who
+    changed the element and when)."""
     element = row.entity == "element"
     changes = visibility.filter_changes(row.type_name, row.changes) if element else row.changes
+    if element and not changes and not visibility.sees_everything:
+        return None
     return {
         "revision": row.revision,
         "timestamp": format_timestamp(row.created_at),
@@ -184,15 +193,49 @@ def changeset_json(row: ChangesetRow, visibility: PropertyVisibility) -> dict[st
 
 
 def _page(
-    rows: list[ChangesetRow], window: Window, scope: str, visibility: PropertyVisibility
+    fetch: Callable[[Window], list[ChangesetRow]],
+    window: Window,
+    scope: str,
+    visibility: PropertyVisibility,
+    *,
+    first: list[ChangesetRow] | None = None,
 ) -> dict[str, Any]:
-    more = len(rows) > window.limit
-    rows = rows[: window.limit]
-    last = rows[-1] if rows else None
-    return {
-        "items": [changeset_json(row, visibility) for row in rows],
-        "nextCursor": encode_cursor(scope, last.revision, last.change_id) if more and last else None,
-    }
+    """One page of the changesets the reader may see, read batch by batch from the keyset position on.
+
+    Changesets left out for the reader are skipped in SQL batches until the page is full, so a restricted
+    reader still gets full pages. A page that would have to skip more than SCAN_BUDGET rows ends early
+    with a cursor just past the last row looked at: the next page resumes there, so nothing the reader may
+    see is missed or repeated and the cursor always moves forward. `first` is the first batch if the
+    caller has read it already (`fetch(window)`)."""
+    items: list[dict[str, Any]] = []
+    last_item: ChangesetRow | None = None
+    batch_window = window
+    batch = first if first is not None else fetch(batch_window)
+    scanned = 0
+    while True:
+        more = len(batch) > batch_window.limit
+        batch = batch[: batch_window.limit]
+        for row in batch:
+            item = changeset_json(row, visibility)
+            if item is None:
+                continue
+            if len(items) == window.limit:
+                # A visible changeset beyond a full page: there is a next page, starting after this one.
+                assert last_item is not None
+                return {"items": items, "nextCursor": encode_cursor(scope, *_position(last_item))}
+            items.append(item)
+            last_item = row
+        scanned += len(batch)
+        if not more or not batch:
+            return {"items": items, "nextCursor": None}
+        if scanned >= SCAN_BUDGET:
+            return {"items": items, "nextCursor": encode_cursor(scope, *_position(batch[-1]))}
+        batch_window = replace(window, after=_position(batch[-1]), limit=max(window.limit, FILTER_BATCH))
+        batch = fetch(batch_window)
+
+
+def _position(row: ChangesetRow) -> tuple[int, int]:
+    return row.revision, row.change_id
 
 
 def element_history(
@@ -213,7 +256,13 @@ def element_history(
     known_as = rows[0].type_name if rows else repository.element_type_in_history(db, element_id)
     if known_as != type_name:
         raise NotFound(f"{type_name} {element_id} has no history: it never existed")
-    return _page(rows, window, scope, PropertyVisibility(actor, metamodel))
+    return _page(
+        lambda part: repository.element_changesets(db, element_id, part),
+        window,
+        scope,
+        PropertyVisibility(actor, metamodel),
+        first=rows,
+    )
 
 
 def type_history(
@@ -229,8 +278,12 @@ def type_history(
     _readable_type(actor, metamodel, type_name)
     scope = f"t{type_name}"
     window = _window(parameters, limits, scope, descending=True)
-    rows = repository.type_changesets(db, type_name, window)
-    return _page(rows, window, scope, PropertyVisibility(actor, metamodel))
+    return _page(
+        lambda part: repository.type_changesets(db, type_name, part),
+        window,
+        scope,
+        PropertyVisibility(actor, metamodel),
+    )
 
 
 def _feed_scope(actor: Actor, metamodel: Metamodel) -> FeedScope:
@@ -271,5 +324,10 @@ def feed(
     require_history(actor)
     since = _parse_since(since_revision)
     window = _window(parameters, limits, "f", descending=False)
-    rows = repository.feed_changesets(db, since, _feed_scope(actor, metamodel), window)
-    return _page(rows, window, "f", PropertyVisibility(actor, metamodel))
+    scope = _feed_scope(actor, metamodel)
+    return _page(
+        lambda part: repository.feed_changesets(db, since, scope, part),
+        window,
+        "f",
+        PropertyVisibility(actor, metamodel),
+    )
