@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import calendar
 import datetime as dt
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -73,22 +75,58 @@ def _revision_number(raw: str, pointer: str) -> int:
 
 
 def parse_moment(raw: str, pointer: str) -> int | dt.datetime:
-    """A revision number (digits) or an ISO-8601 time (naive means UTC), else a 400."""
+    """A revision number (digits) or an ISO-8601 time (naive means UTC), else a 400 naming the problem."""
     text = raw.strip()
     if _digits(text):
         return _revision_number(text, pointer)
     try:
-        moment = dt.datetime.fromisoformat(text)
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=dt.UTC)
-        return moment.astimezone(dt.UTC)
-    except (ValueError, OverflowError):  # OverflowError: a time zone pushes it past year 1 or 9999
+        return iso_moment(text)
+    except ValueError as exc:
         raise ValidationFailed(
             f"{pointer.split(':')[-1]} must be a revision number or an ISO-8601 time",
             errors=[
-                ErrorItem(pointer, "invalid_revision_or_time", f"not a revision or an ISO-8601 time: {raw!r}")
+                ErrorItem(
+                    pointer,
+                    "invalid_revision_or_time",
+                    f"not a revision or an ISO-8601 time: {raw!r} ({exc})",
+                )
             ],
         ) from None
+
+
+# ISO-8601 forms Python's fromisoformat does not read: ordinal dates (2026-328), the end of a day (T24:00)
+# and a leap second (23:59:60).
+_ORDINAL_DATE = re.compile(r"(\d{4})-?(\d{3})(?=$|T)")
+_END_OF_DAY = re.compile(r"T24(?::?00(?::?00(?:[.,]0+)?)?)?(?=$|[Zz+-])")
+_LEAP_SECOND = re.compile(r"(T\d{2}:?\d{2}:?)60(?=$|[.,Zz+-])")
+_LATEST = dt.datetime.max.replace(tzinfo=dt.UTC)
+_EARLIEST = dt.datetime.min.replace(tzinfo=dt.UTC)
+
+
+def iso_moment(text: str) -> dt.datetime:
+    """An ISO-8601 time in UTC (ValueError if it is none). A time whose offset puts it beyond year 9999 or
+    before year 1 in UTC is still a valid time: it stands for "after (before) every revision" and is
+    answered as the latest (earliest) moment Python can hold, not refused."""
+    ordinal = _ORDINAL_DATE.match(text)
+    if ordinal is not None:
+        year, day = int(ordinal.group(1)), int(ordinal.group(2))
+        days_in_year = 366 if calendar.isleap(year) else 365
+        if not 1 <= day <= days_in_year or year < 1:
+            raise ValueError(f"day of year must be in 1..{days_in_year}")
+        date = dt.date(year, 1, 1) + dt.timedelta(days=day - 1)
+        text = date.isoformat() + text[ordinal.end() :]
+    later = dt.timedelta()
+    if _END_OF_DAY.search(text):
+        text, later = _END_OF_DAY.sub("T00:00:00", text, count=1), dt.timedelta(days=1)
+    elif _LEAP_SECOND.search(text):
+        text, later = _LEAP_SECOND.sub(r"\g<1>59", text, count=1), dt.timedelta(seconds=1)
+    moment = dt.datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    try:
+        return (moment + later).astimezone(dt.UTC)
+    except OverflowError:
+        return _LATEST if moment.year == dt.MAXYEAR else _EARLIEST
 
 
 def end_of_moment(moment: dt.datetime) -> dt.datetime:
