@@ -133,8 +133,8 @@ def test_from_and_to_bound_the_feed_by_revision_and_time(app: FastAPI, client: T
         ({"sinceRevision": "²"}, "query:sinceRevision"),
         ({"sinceRevision": "99999999999999999999999"}, "query:sinceRevision"),
         ({"from": "99999999999999999999999"}, "query:from"),
-        ({"to": "9999-12-31T23:59:59-05:00"}, "query:to"),
-        ({"from": "0001-01-01T00:00:00+01:00"}, "query:from"),
+        ({"to": "2026-11-24T10:00:00+24:00"}, "query:to"),  # offsets are less than a day
+        ({"from": "10000-01-01T00:00:00Z"}, "query:from"),  # four-digit years only
         ({"limit": "\uff11\uff10"}, "query:limit"),  # full-width digits
         ({"cursor": "WyJmIiw5OTk5OTk5OTk5OTk5OTksMV0"}, "query:cursor"),  # ["f",999999999999999,1]
         ({"cursor": "ÿÿ"}, "query:cursor"),

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, NoReturn
 
 import orjson
 from fastapi import Request
@@ -21,13 +22,32 @@ def is_json_media_type(content_type: str | None) -> bool:
 
 
 def parse_json(raw: bytes) -> Any:
-    """The parsed body; 400 if it does not parse or if any string in it holds NUL."""
+    """The parsed body; 400 if it does not parse or if any string in it holds NUL. A number beyond the
+    range of a double (1e400) is valid JSON that orjson refuses as a whole; it is read as infinity instead,
+    so that the check of the value it is given to answers 400 naming its pointer (`/Costs/0`) rather than
+    the body being called malformed."""
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise BadRequest(f"malformed JSON: {exc}", code="malformed_json") from exc
+        value = _beyond_double_range(raw, exc)
     refuse_nul_in_json(raw, value)
     return value
+
+
+def _beyond_double_range(raw: bytes, error: orjson.JSONDecodeError) -> Any:
+    """The body orjson refused, read by the standard library when a number beyond a double's range was
+    the only reason; otherwise the 400 for malformed JSON."""
+    if "infinity when parsed as double" in str(error):
+        try:
+            return json.loads(raw, parse_constant=_not_json)
+        except (ValueError, RecursionError):
+            pass
+    raise BadRequest(f"malformed JSON: {error}", code="malformed_json") from error
+
+
+def _not_json(literal: str) -> NoReturn:
+    # The standard library reads NaN and Infinity, which are not JSON.
+    raise ValueError(f"{literal} is not JSON")
 
 
 async def read_json(request: Request) -> Any:

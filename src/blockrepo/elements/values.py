@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,11 @@ NAME_MAX_LENGTH = 255
 TEXT_MAX_LENGTH = 4000
 RICHTEXT_MAX_LENGTH = 1_000_000
 LOGIN_MAX_LENGTH = 255
-# Numbers are stored as IEEE doubles; integers beyond 2**53 would silently lose digits.
+# Numbers are stored as IEEE doubles (both databases): every finite JSON number within the attribute's
+# min/max is accepted and stored as the nearest double, so a number such as 1e29 or 0.1 reads back as the
+# same JSON number. A JSON integer beyond 2**53 is refused, as a double would silently change its digits
+# (the parser hands integers beyond 64 bits over as doubles already, which are then taken as doubles); a
+# number beyond the range of a double (1e400) is refused naming its pointer.
 LARGEST_EXACT_INTEGER = 2**53 - 1
 _DATE_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -105,7 +110,10 @@ def _decode_number(attribute: AttributeDef, raw: Any) -> TypedValue:
         )
     number = float(raw)
     if not math.isfinite(number):
-        raise ValueProblem("out_of_range", "the number must be finite")
+        raise ValueProblem(
+            "out_of_range",
+            f"the number is beyond what a double holds (magnitude at most {sys.float_info.max!r})",
+        )
     if attribute.min_value is not None and number < attribute.min_value:
         raise ValueProblem("out_of_range", f"{raw} is below the minimum {encode_number(attribute.min_value)}")
     if attribute.max_value is not None and number > attribute.max_value:

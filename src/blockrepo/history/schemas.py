@@ -107,13 +107,17 @@ poll asks for `sinceRevision=<revision of the last item seen>`. A client that do
 repeats a changeset. A page may end inside a revision with many changesets; `nextCursor` resumes inside it.
 
 Element changes of types the caller may not read are left out, and so are the properties the caller may not
-read; administration changes are shown to holders of the matching administration permission (`user` and
-`role` subjects: ADMIN_USERS / ADMIN_ROLES; `attribute`, `attribute group`: ADMIN_ATTRIBUTES). Needs
+read; a changeset none of whose changes the caller may read is left out whole. Pages stay full past left-out
+changesets; a page that would have to skip more than 20,000 of them ends early (possibly with fewer items)
+with a `nextCursor` past them, so a restricted caller too never misses or repeats what it may see.
+Administration changes are shown to holders of the matching administration permission (`user` and `role`
+subjects: ADMIN_USERS / ADMIN_ROLES; `attribute`, `attribute group`: ADMIN_ATTRIBUTES). Needs
 VIEW_HISTORY."""
 
 ELEMENT_HISTORY_DESCRIPTION = """The changesets of one element, newest first, including its deletion. Relation
 changes appear on both ends as `added`/`removed`. Needs VIEW_HISTORY and read on the type; properties in
-attribute groups the caller may not read, and relation ends to types the caller may not read, are left out."""
+attribute groups the caller may not read, and relation ends to types the caller may not read, are left out;
+a changeset that changed nothing else is left out whole."""
 
 TYPE_HISTORY_DESCRIPTION = """The changesets of every element of the type, deleted ones included, newest
 first. Same permissions and filtering as the history of one element."""

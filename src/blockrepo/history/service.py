@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import calendar
 import datetime as dt
-from dataclasses import dataclass
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -27,6 +30,10 @@ ADMINISTRATION_KIND_PERMISSIONS = {
     "role": "ADMIN_ROLES",
     "attribute": "ADMIN_ATTRIBUTES",  # also "attribute group …"
 }
+# Rows read per batch while a page skips changesets the reader may not see, and the most rows one page
+# looks at before it ends early with a cursor past them (bounds the work of one request).
+FILTER_BATCH = 500
+SCAN_BUDGET = 20_000
 
 
 @dataclass(frozen=True)
@@ -68,22 +75,58 @@ def _revision_number(raw: str, pointer: str) -> int:
 
 
 def parse_moment(raw: str, pointer: str) -> int | dt.datetime:
-    """A revision number (digits) or an ISO-8601 time (naive means UTC), else a 400."""
+    """A revision number (digits) or an ISO-8601 time (naive means UTC), else a 400 naming the problem."""
     text = raw.strip()
     if _digits(text):
         return _revision_number(text, pointer)
     try:
-        moment = dt.datetime.fromisoformat(text)
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=dt.UTC)
-        return moment.astimezone(dt.UTC)
-    except (ValueError, OverflowError):  # OverflowError: a time zone pushes it past year 1 or 9999
+        return iso_moment(text)
+    except ValueError as exc:
         raise ValidationFailed(
             f"{pointer.split(':')[-1]} must be a revision number or an ISO-8601 time",
             errors=[
-                ErrorItem(pointer, "invalid_revision_or_time", f"not a revision or an ISO-8601 time: {raw!r}")
+                ErrorItem(
+                    pointer,
+                    "invalid_revision_or_time",
+                    f"not a revision or an ISO-8601 time: {raw!r} ({exc})",
+                )
             ],
         ) from None
+
+
+# ISO-8601 forms Python's fromisoformat does not read: ordinal dates (2026-328), the end of a day (T24:00)
+# and a leap second (23:59:60).
+_ORDINAL_DATE = re.compile(r"(\d{4})-?(\d{3})(?=$|T)")
+_END_OF_DAY = re.compile(r"T24(?::?00(?::?00(?:[.,]0+)?)?)?(?=$|[Zz+-])")
+_LEAP_SECOND = re.compile(r"(T\d{2}:?\d{2}:?)60(?=$|[.,Zz+-])")
+_LATEST = dt.datetime.max.replace(tzinfo=dt.UTC)
+_EARLIEST = dt.datetime.min.replace(tzinfo=dt.UTC)
+
+
+def iso_moment(text: str) -> dt.datetime:
+    """An ISO-8601 time in UTC (ValueError if it is none). A time whose offset puts it beyond year 9999 or
+    before year 1 in UTC is still a valid time: it stands for "after (before) every revision" and is
+    answered as the latest (earliest) moment Python can hold, not refused."""
+    ordinal = _ORDINAL_DATE.match(text)
+    if ordinal is not None:
+        year, day = int(ordinal.group(1)), int(ordinal.group(2))
+        days_in_year = 366 if calendar.isleap(year) else 365
+        if not 1 <= day <= days_in_year or year < 1:
+            raise ValueError(f"day of year must be in 1..{days_in_year}")
+        date = dt.date(year, 1, 1) + dt.timedelta(days=day - 1)
+        text = date.isoformat() + text[ordinal.end() :]
+    later = dt.timedelta()
+    if _END_OF_DAY.search(text):
+        text, later = _END_OF_DAY.sub("T00:00:00", text, count=1), dt.timedelta(days=1)
+    elif _LEAP_SECOND.search(text):
+        text, later = _LEAP_SECOND.sub(r"\g<1>59", text, count=1), dt.timedelta(seconds=1)
+    moment = dt.datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    try:
+        return (moment + later).astimezone(dt.UTC)
+    except OverflowError:
+        return _LATEST if moment.year == dt.MAXYEAR else _EARLIEST
 
 
 def end_of_moment(moment: dt.datetime) -> dt.datetime:
@@ -164,10 +207,14 @@ def _readable_type(actor: Actor, metamodel: Metamodel, type_name: str) -> None:
         raise Forbidden(f"no read permission on {type_name}")
 
 
-def changeset_json(row: ChangesetRow, visibility: PropertyVisibility) -> dict[str, Any]:
-    """The API form of one changeset, with what the reader may not see left out."""
+def changeset_json(row: ChangesetRow, visibility: PropertyVisibility) -> dict[str, Any] | None:
+    """The API form of one changeset, with what the reader may not see left out; None when the reader may
+    see none of its changes (API.md 5: such a changeset is left out whole, as it would still tell who
+    changed the element and when)."""
     element = row.entity == "element"
     changes = visibility.filter_changes(row.type_name, row.changes) if element else row.changes
+    if element and not changes and not visibility.sees_everything:
+        return None
     return {
         "revision": row.revision,
         "timestamp": format_timestamp(row.created_at),
@@ -184,15 +231,49 @@ def changeset_json(row: ChangesetRow, visibility: PropertyVisibility) -> dict[st
 
 
 def _page(
-    rows: list[ChangesetRow], window: Window, scope: str, visibility: PropertyVisibility
+    fetch: Callable[[Window], list[ChangesetRow]],
+    window: Window,
+    scope: str,
+    visibility: PropertyVisibility,
+    *,
+    first: list[ChangesetRow] | None = None,
 ) -> dict[str, Any]:
-    more = len(rows) > window.limit
-    rows = rows[: window.limit]
-    last = rows[-1] if rows else None
-    return {
-        "items": [changeset_json(row, visibility) for row in rows],
-        "nextCursor": encode_cursor(scope, last.revision, last.change_id) if more and last else None,
-    }
+    """One page of the changesets the reader may see, read batch by batch from the keyset position on.
+
+    Changesets left out for the reader are skipped in SQL batches until the page is full, so a restricted
+    reader still gets full pages. A page that would have to skip more than SCAN_BUDGET rows ends early
+    with a cursor just past the last row looked at: the next page resumes there, so nothing the reader may
+    see is missed or repeated and the cursor always moves forward. `first` is the first batch if the
+    caller has read it already (`fetch(window)`)."""
+    items: list[dict[str, Any]] = []
+    last_item: ChangesetRow | None = None
+    batch_window = window
+    batch = first if first is not None else fetch(batch_window)
+    scanned = 0
+    while True:
+        more = len(batch) > batch_window.limit
+        batch = batch[: batch_window.limit]
+        for row in batch:
+            item = changeset_json(row, visibility)
+            if item is None:
+                continue
+            if len(items) == window.limit:
+                # A visible changeset beyond a full page: there is a next page, starting after this one.
+                assert last_item is not None
+                return {"items": items, "nextCursor": encode_cursor(scope, *_position(last_item))}
+            items.append(item)
+            last_item = row
+        scanned += len(batch)
+        if not more or not batch:
+            return {"items": items, "nextCursor": None}
+        if scanned >= SCAN_BUDGET:
+            return {"items": items, "nextCursor": encode_cursor(scope, *_position(batch[-1]))}
+        batch_window = replace(window, after=_position(batch[-1]), limit=max(window.limit, FILTER_BATCH))
+        batch = fetch(batch_window)
+
+
+def _position(row: ChangesetRow) -> tuple[int, int]:
+    return row.revision, row.change_id
 
 
 def element_history(
@@ -213,7 +294,13 @@ def element_history(
     known_as = rows[0].type_name if rows else repository.element_type_in_history(db, element_id)
     if known_as != type_name:
         raise NotFound(f"{type_name} {element_id} has no history: it never existed")
-    return _page(rows, window, scope, PropertyVisibility(actor, metamodel))
+    return _page(
+        lambda part: repository.element_changesets(db, element_id, part),
+        window,
+        scope,
+        PropertyVisibility(actor, metamodel),
+        first=rows,
+    )
 
 
 def type_history(
@@ -229,8 +316,12 @@ def type_history(
     _readable_type(actor, metamodel, type_name)
     scope = f"t{type_name}"
     window = _window(parameters, limits, scope, descending=True)
-    rows = repository.type_changesets(db, type_name, window)
-    return _page(rows, window, scope, PropertyVisibility(actor, metamodel))
+    return _page(
+        lambda part: repository.type_changesets(db, type_name, part),
+        window,
+        scope,
+        PropertyVisibility(actor, metamodel),
+    )
 
 
 def _feed_scope(actor: Actor, metamodel: Metamodel) -> FeedScope:
@@ -271,5 +362,10 @@ def feed(
     require_history(actor)
     since = _parse_since(since_revision)
     window = _window(parameters, limits, "f", descending=False)
-    rows = repository.feed_changesets(db, since, _feed_scope(actor, metamodel), window)
-    return _page(rows, window, "f", PropertyVisibility(actor, metamodel))
+    scope = _feed_scope(actor, metamodel)
+    return _page(
+        lambda part: repository.feed_changesets(db, since, scope, part),
+        window,
+        "f",
+        PropertyVisibility(actor, metamodel),
+    )

@@ -23,6 +23,11 @@ class PropertyVisibility:
     actor: Actor
     metamodel: Metamodel
 
+    @property
+    def sees_everything(self) -> bool:
+        """Whether nothing is ever left out for this actor (a changeset without changes is then shown)."""
+        return self.actor.supervisor
+
     def can_read_type(self, type_name: str | None) -> bool:
         if type_name is None:
             return False
@@ -53,7 +58,11 @@ class PropertyVisibility:
         return attribute is not None and self.actor.can_read_group(attribute.group_id)
 
     def filter_changes(self, type_name: str | None, changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The property changes of one changeset that the actor may read, relation attributes trimmed."""
+        """The property changes of one changeset that the actor may read, relation attributes trimmed.
+
+        A relation entry both removed and added whose only difference was in relation attributes the
+        actor may not read is no change for this actor; a relation change left with nothing added or
+        removed is left out."""
         if self.actor.supervisor:
             return changes
         block_type = self.metamodel.type_named(type_name) if type_name else None
@@ -61,12 +70,17 @@ class PropertyVisibility:
         for change in changes:
             if not self.can_read_property(block_type, change["property"]):
                 continue
-            visible.append(
-                {
-                    key: [self.trim_relation_value(v) for v in value] if key in _VALUE_LISTS else value
-                    for key, value in change.items()
-                }
-            )
+            trimmed = {
+                key: [self.trim_relation_value(v) for v in value] if key in _VALUE_LISTS else value
+                for key, value in change.items()
+            }
+            if "added" in trimmed or "removed" in trimmed:
+                added, removed = trimmed.get("added", []), trimmed.get("removed", [])
+                trimmed["added"] = [v for v in added if v not in removed]
+                trimmed["removed"] = [v for v in removed if v not in added]
+                if not trimmed["added"] and not trimmed["removed"] and "order" not in trimmed:
+                    continue
+            visible.append(trimmed)
         return visible
 
     def trim_relation_value(self, value: Any) -> Any:

@@ -565,6 +565,28 @@ def import_document(
     return _Writer(db, metamodel, actor, changes, validator, notify).write()
 
 
+def _without_reordered_ends(type_def: BlockTypeDef, diff: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The changes of an imported element less those that only reorder a relation end.
+
+    A relation list's order is not a change (API.md 3): the import rewrites the relations of every element
+    in the file, and the list of an end that the other side holds comes back in the order the relations
+    were written, so an unchanged file would otherwise report `updated` and write revisions."""
+    return [
+        change
+        for change in diff
+        if not (
+            change["property"] in type_def.ends
+            and "old" in change
+            and sorted(change["old"], key=_entry_order) == sorted(change["new"], key=_entry_order)
+        )
+    ]
+
+
+def _entry_order(entry: Any) -> tuple[int, str]:
+    # Relation entries are {"id", "name", "attributes"?}; two entries of one id are the same relation.
+    return (int(entry["id"]), repr(entry)) if isinstance(entry, dict) else (0, repr(entry))
+
+
 class _Writer:
     def __init__(
         self,
@@ -925,7 +947,7 @@ class _Writer:
                 updated_id = record.element_id
                 assert updated_id is not None
                 old, new = before[type_id][updated_id], after[updated_id]
-                diff = diff_elements(type_def, old, new)
+                diff = _without_reordered_ends(type_def, diff_elements(type_def, old, new))
                 if not diff:
                     self.report.updated -= 1
                     unchanged.append(updated_id)
