@@ -17,6 +17,8 @@ from blockrepo.api.versions import API_VERSIONS
 from blockrepo.auth.csrf import CsrfMiddleware
 from blockrepo.auth.middleware import AuthMiddleware
 from blockrepo.settings import Settings
+from blockrepo.web.challenge import ScriptChallengeMiddleware
+from blockrepo.web.routes import mount_web_interface
 
 GC_YOUNG_THRESHOLD = 50_000  # allocations between collections of the youngest generation (CPython: 700)
 
@@ -45,10 +47,13 @@ def create_app(settings: Settings) -> FastAPI:
         router = version.build_router()
         app.include_router(router)
         publish_description(app, version, router.routes)
+    mount_web_interface(app)
 
-    # Added innermost first: request context, then authentication (sessions), then CSRF, then the routes.
+    # Added innermost first: request context, the web interface's challenge, authentication (sessions),
+    # CSRF, then the routes.
     app.add_middleware(CsrfMiddleware, enabled=settings.csrf_enabled)
     app.add_middleware(AuthMiddleware, backends=services.auth, settings=settings)
+    app.add_middleware(ScriptChallengeMiddleware)
     app.add_middleware(
         RequestContextMiddleware,
         max_body_bytes=settings.max_body_bytes,
