@@ -42,7 +42,7 @@ function sendToLogin() {
   const { path, hash } = currentRoute();
   if (path === "/login") return;
   resetSession();
-  location.hash = `#/login?next=${encodeURIComponent(hash)}`;
+  location.hash = `#/login?next=${encodeURIComponent(`#${hash}`)}`;
 }
 
 onUnauthenticated(sendToLogin);

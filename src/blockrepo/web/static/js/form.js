@@ -196,8 +196,9 @@ export async function renderEditor({ params, navigate }) {
     fields.find((f) => f.wrapper.classList.contains("invalid"))?.target.focus();
   };
 
-  const save = async (ifMatch) => {
-    const body = collect();
+  // `changes` is given when a conflict is resolved: the user's own changes, as against what they opened.
+  const save = async (ifMatch, changes) => {
+    const body = changes || collect();
     if (!creating && !Object.keys(body).length) { navigate(elementUrl(id)); return; }
     submit.disabled = true;
     formError.textContent = "";
@@ -233,7 +234,7 @@ export async function renderEditor({ params, navigate }) {
           h("th", { scope: "row" }, key), h("td", {}, show(original[key])), h("td", { class: "new" }, show(theirs[key])), h("td", {}, key in mine ? show(mine[key]) : "(unchanged)"))))),
       h("div", { class: "actions" },
         h("button", { type: "button", class: "button", id: "conflict-reload", onclick: () => { location.reload(); } }, "Discard mine and load theirs"),
-        h("button", { type: "button", class: "button danger", id: "conflict-overwrite", onclick: () => { original = theirs; etag = theirEtag; conflict.replaceChildren(); save(etag); } }, "Save mine over theirs"))));
+        h("button", { type: "button", class: "button danger", id: "conflict-overwrite", onclick: () => { etag = theirEtag; conflict.replaceChildren(); save(etag, mine); } }, "Save mine over theirs"))));
     conflict.scrollIntoView({ block: "start" });
   };
 
