@@ -79,6 +79,8 @@ async function route() {
     if (ticket !== renderCount) return;
     clear(main).append(content);
     main.dataset.page = path.split("/")[1] || "home";
+    // Read by bench/web_pages.py: when a view's data arrived and was drawn, on the page's own clock.
+    performance.mark("blockrepo:view-rendered", { detail: path });
     document.title = `${main.querySelector("h1")?.textContent || "blockrepo"} · blockrepo`;
   } catch (error) {
     if (ticket === renderCount && !(error instanceof ApiError && error.status === 401)) showFailure(error);

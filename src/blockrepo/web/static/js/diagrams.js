@@ -4,10 +4,10 @@
 import cytoscape from "../vendor/cytoscape/cytoscape.esm.min.js";
 import { allElements, elementPath, get } from "./api.js";
 import { h } from "./dom.js";
+import { STATUS_COLORS } from "./palette.js";
 import { can, hasFunction, typeDef, typeLabel } from "./session.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
-const STATUS_COLORS = { CURRENT: "#2f7d4f", PLANNED: "#2b6cb0", TARGET: "#805ad5", INACTIVE: "#8a94a6" };
 const TYPE_COLORS = ["#1f4e79", "#2f7d4f", "#b7791f", "#805ad5", "#c53030", "#2c7a7b", "#975a16", "#4a5568", "#d53f8c", "#3182ce", "#38a169", "#dd6b20", "#5a67d8", "#718096"];
 
 function typeColor(type) {
@@ -107,8 +107,22 @@ function setCounts(container, cy) {
   container.setAttribute("aria-label", `Graph with ${cy.nodes().length} nodes and ${cy.edges().length} edges`);
 }
 
+// Connected elements by a force-directed layout; unconnected ones in rows below it, where they neither
+// crowd the graph nor get scattered across it.
 function runLayout(cy) {
-  cy.layout({ name: "cose", animate: false, nodeRepulsion: () => 9000, idealEdgeLength: () => 90, padding: 20, randomize: false }).run();
+  const isolated = cy.nodes().filter((node) => node.degree() === 0);
+  const connected = cy.elements().not(isolated);
+  if (connected.length) {
+    connected.layout({ name: "cose", animate: false, nodeRepulsion: () => 12000, idealEdgeLength: () => 110, nodeDimensionsIncludeLabels: true, padding: 20, randomize: false }).run();
+  }
+  if (!isolated.length) return;
+  const box = connected.length ? connected.boundingBox() : { x1: 0, y2: 0, w: 900 };
+  const width = Math.max(box.w, 900);
+  const columns = Math.max(1, Math.floor(width / 150));
+  isolated.layout({
+    name: "grid", avoidOverlap: true, nodeDimensionsIncludeLabels: true, columns, condense: false,
+    boundingBox: { x1: box.x1, y1: box.y2 + 70, w: width, h: 50 * Math.ceil(isolated.length / columns) },
+  }).run();
 }
 
 function needsMassdata() {

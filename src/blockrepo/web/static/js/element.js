@@ -3,6 +3,7 @@
 
 import { ApiError, elementPath, get } from "./api.js";
 import { h, formatTime } from "./dom.js";
+import { literalColor } from "./palette.js";
 import { can, typeDef, typeLabel } from "./session.js";
 import { normalizeAsOf } from "./list.js";
 import { openDeleteDialog } from "./form.js";
@@ -26,8 +27,8 @@ function valueNodes(property, values) {
   if (!values.length) return h("span", { class: "empty-value" }, "—");
   if (property?.valueType === "enum") {
     return values.map((value) => {
-      const literal = property.literals.find((l) => l.name === value);
-      return h("span", { class: "pill", style: literal?.color ? `--pill:${literal.color}` : null }, value);
+      const color = literalColor(property, value);
+      return h("span", { class: "pill", style: color ? `--pill:${color}` : null }, value);
     });
   }
   return values.map((value) => h("span", { class: "value" }, formatValue(property, value)));

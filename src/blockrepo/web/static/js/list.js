@@ -3,6 +3,7 @@
 
 import { ApiError, get, propertyRef, quoted } from "./api.js";
 import { h, formatTime } from "./dom.js";
+import { literalColor } from "./palette.js";
 import { can, hasFunction, readableProperties, typeDef } from "./session.js";
 
 const PAGE_SIZE = 50;
@@ -137,10 +138,11 @@ function cellValue(property, values) {
   if (!values || !values.length) return "";
   if (property.valueType === "enum") {
     return values.map((value) => {
-      const literal = property.literals.find((l) => l.name === value);
-      return h("span", { class: "pill", style: literal?.color ? `--pill:${literal.color}` : null }, value);
+      const color = literalColor(property, value);
+      return h("span", { class: "pill", style: color ? `--pill:${color}` : null }, value);
     });
   }
+  if (property.valueType === "number") return values.map((value) => value.toLocaleString()).join(", ");
   return values.join(", ");
 }
 
