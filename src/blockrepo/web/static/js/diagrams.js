@@ -212,7 +212,8 @@ export async function renderNeighbourhood({ params }) {
     expandButton.disabled = true;
     const depth = Math.max(...hops.values());
     const frontier = [...hops].filter(([nodeId, hop]) => hop === depth && !expanded.has(nodeId)).map(([nodeId]) => nodeId);
-    for (const nodeId of frontier) await expand(nodeId);
+    // Read together: the browser keeps a few requests in flight at once.
+    await Promise.all(frontier.map((nodeId) => expand(nodeId)));
     relayout();
   });
   cy.on("tap", "node", async (event) => {
