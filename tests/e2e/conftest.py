@@ -54,10 +54,11 @@ def launch_server(
     env: dict[str, str] | None = None,
     cheap_hashing: bool = True,
     admin_password: str | None = ADMIN_PASSWORD,
+    startup_seconds: float = 60,
 ) -> LiveServer:
-    """Start `blockrepo serve` over `database_url` on a free port and wait until it answers; the caller
-    stops it. `admin_password=None` leaves BLOCKREPO_ADMIN_PASSWORD unset (a first start then generates
-    and prints the password of `system`)."""
+    """Start `blockrepo serve` over `database_url` on a free port and wait (up to `startup_seconds`) until
+    it answers; the caller stops it. `admin_password=None` leaves BLOCKREPO_ADMIN_PASSWORD unset (a first
+    start then generates and prints the password of `system`)."""
     port = free_port()
     log_path = log_directory / f"server-{port}.log"
     environment = {k: v for k, v in os.environ.items() if not k.startswith("BLOCKREPO_")}
@@ -73,7 +74,7 @@ def launch_server(
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=environment)
     server = LiveServer(f"http://127.0.0.1:{port}", process, log_path)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + startup_seconds
     while True:
         if process.poll() is not None:
             raise RuntimeError(f"blockrepo serve exited with {process.returncode}:\n{server.log()}")

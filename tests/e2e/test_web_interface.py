@@ -59,7 +59,10 @@ def server(template_database: str, tmp_path_factory: pytest.TempPathFactory) -> 
     elements and reads what it expects from the API, so the order of the tests does not matter."""
     directory = tmp_path_factory.mktemp("web")
     with cloned_database(template_database, directory) as url:
-        live = launch_server(url, directory, "--demo", env={"BLOCKREPO_DEMO_PASSWORD": DEMO_PASSWORD})
+        # Loading the demo into PostgreSQL on a busy machine can take most of a minute.
+        live = launch_server(
+            url, directory, "--demo", env={"BLOCKREPO_DEMO_PASSWORD": DEMO_PASSWORD}, startup_seconds=240
+        )
         yield live
         live.stop()
 
