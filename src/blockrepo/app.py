@@ -18,6 +18,8 @@ from blockrepo.api.versions import API_VERSIONS
 from blockrepo.auth.csrf import CsrfMiddleware
 from blockrepo.auth.middleware import AuthMiddleware
 from blockrepo.settings import Settings
+from blockrepo.web.challenge import ScriptChallengeMiddleware
+from blockrepo.web.routes import mount_web_interface
 
 GC_YOUNG_THRESHOLD = 50_000  # allocations between collections of the youngest generation (CPython: 700)
 
@@ -46,12 +48,15 @@ def create_app(settings: Settings) -> FastAPI:
         router = version.build_router()
         app.include_router(router)
         publish_description(app, version, router.routes, settings)
+    mount_web_interface(app)
 
-    # Added innermost first: request context, then authentication (sessions), then CSRF, then OPTIONS and
-    # methods a path does not serve, then the routes.
+    # Added innermost first, so a request passes them in the reverse order: request context, the web
+    # interface's challenge, authentication (sessions), CSRF, OPTIONS and methods a path does not serve,
+    # then the routes.
     app.add_middleware(MethodsMiddleware)
     app.add_middleware(CsrfMiddleware, enabled=settings.csrf_enabled)
     app.add_middleware(AuthMiddleware, backends=services.auth, settings=settings)
+    app.add_middleware(ScriptChallengeMiddleware)
     app.add_middleware(
         RequestContextMiddleware,
         max_body_bytes=settings.max_body_bytes,

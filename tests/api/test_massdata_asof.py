@@ -39,6 +39,7 @@ FILTERS: list[tuple[str, str]] = [
     ("InformationSystem", '@Criticality != "high"'),
     ("InformationSystem", '@Tags = "core"'),
     ("InformationSystem", '@Tags.startsWith("c")'),
+    ("InformationSystem", '@name.containsIgnoreCase("erp") | @Tags.containsIgnoreCase("CLOUD")'),
     ("InformationSystem", "count(@Tags) = 2"),
     ("InformationSystem", '@Responsible = "anna"'),
     ("InformationSystem", '@status = "CURRENT"'),

@@ -47,6 +47,48 @@ class LiveServer:
 StartServer = Callable[..., LiveServer]
 
 
+def launch_server(
+    database_url: str,
+    log_directory: Path,
+    *extra_args: str,
+    env: dict[str, str] | None = None,
+    cheap_hashing: bool = True,
+    admin_password: str | None = ADMIN_PASSWORD,
+    startup_seconds: float = 60,
+) -> LiveServer:
+    """Start `blockrepo serve` over `database_url` on a free port and wait (up to `startup_seconds`) until
+    it answers; the caller stops it. `admin_password=None` leaves BLOCKREPO_ADMIN_PASSWORD unset (a first
+    start then generates and prints the password of `system`)."""
+    port = free_port()
+    log_path = log_directory / f"server-{port}.log"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("BLOCKREPO_")}
+    if admin_password is not None:
+        environment["BLOCKREPO_ADMIN_PASSWORD"] = admin_password
+    if cheap_hashing:
+        environment.update({f"BLOCKREPO_{k.upper()}": str(v) for k, v in CHEAP_HASHING.items()})
+    environment.update(env or {})
+    command = [
+        sys.executable, "-m", "blockrepo", "serve",
+        "--host", "127.0.0.1", "--port", str(port), "--database", database_url, *extra_args,
+    ]  # fmt: skip
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=environment)
+    server = LiveServer(f"http://127.0.0.1:{port}", process, log_path)
+    deadline = time.monotonic() + startup_seconds
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"blockrepo serve exited with {process.returncode}:\n{server.log()}")
+        try:
+            if httpx.get(f"{server.base_url}/api/7_4/openapi.json", timeout=2).status_code == 200:
+                return server
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            server.stop()
+            raise RuntimeError(f"blockrepo serve did not come up:\n{server.log()}")
+        time.sleep(0.1)
+
+
 @pytest.fixture
 def start_server(database_url: str, tmp_path: Path) -> Iterator[StartServer]:
     """Returns a function that starts a server over this test's repository; every server is stopped after."""
@@ -59,36 +101,17 @@ def start_server(database_url: str, tmp_path: Path) -> Iterator[StartServer]:
         database: str | None = None,
         admin_password: str | None = ADMIN_PASSWORD,
     ) -> LiveServer:
-        """`database` replaces this test's repository; `admin_password=None` leaves BLOCKREPO_ADMIN_PASSWORD
-        unset (a first start then generates and prints the password of `system`)."""
-        port = free_port()
-        log_path = tmp_path / f"server-{port}.log"
-        environment = {k: v for k, v in os.environ.items() if not k.startswith("BLOCKREPO_")}
-        if admin_password is not None:
-            environment["BLOCKREPO_ADMIN_PASSWORD"] = admin_password
-        if cheap_hashing:
-            environment.update({f"BLOCKREPO_{k.upper()}": str(v) for k, v in CHEAP_HASHING.items()})
-        environment.update(env or {})
-        command = [
-            sys.executable, "-m", "blockrepo", "serve",
-            "--host", "127.0.0.1", "--port", str(port), "--database", database or database_url, *extra_args,
-        ]  # fmt: skip
-        with log_path.open("wb") as log_file:
-            process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=environment)
-        server = LiveServer(f"http://127.0.0.1:{port}", process, log_path)
+        """`database` replaces this test's repository (see `launch_server` for the rest)."""
+        server = launch_server(
+            database or database_url,
+            tmp_path,
+            *extra_args,
+            env=env,
+            cheap_hashing=cheap_hashing,
+            admin_password=admin_password,
+        )
         servers.append(server)
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"blockrepo serve exited with {process.returncode}:\n{server.log()}")
-            try:
-                if httpx.get(f"{server.base_url}/api/7_4/openapi.json", timeout=2).status_code == 200:
-                    return server
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"blockrepo serve did not come up:\n{server.log()}")
-            time.sleep(0.1)
+        return server
 
     yield start
     for server in servers:

@@ -76,7 +76,7 @@ def test_quoted_property_names_and_parts() -> None:
     assert isinstance(second, Comparison) and (second.prop.name, second.prop.part) == ("runtimePeriod", "end")
 
 
-@pytest.mark.parametrize("method", ["contains", "startsWith", "endsWith"])
+@pytest.mark.parametrize("method", ["contains", "containsIgnoreCase", "startsWith", "endsWith"])
 def test_text_functions(method: str) -> None:
     where = parse_predicate(f'@name.{method}("ER")')
     assert isinstance(where, TextMatch)

@@ -36,9 +36,10 @@ PUBLIC_PATHS = frozenset(
         "/api/7_4/openapi.json",
         "/api/7_4/",
         "/api/7_4",
+        "/",  # the web interface's page (it holds no data; it reads everything through the API)
     }
 )
-PUBLIC_PREFIXES = ("/api/7_4/assets/",)
+PUBLIC_PREFIXES = ("/api/7_4/assets/", "/web/")
 # GET/HEAD with Basic credentials here is a login: it always starts a new session.
 BASIC_LOGIN_PATHS = frozenset({"/api/auth-scheme", "/api/j_service_security_check"})
 # POSTs whose route starts or ends the session itself (form login, logout).

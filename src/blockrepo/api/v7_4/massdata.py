@@ -68,7 +68,8 @@ ITERAQL_HELP = (
     "iteraQL: `Type;` selects a type, `Type[predicate]` filters it, `Type/end[predicate]` navigates along "
     "relation ends (also `parent` and `children`), chainable. Predicates: `@property` compared with "
     '`= != < > <= >=` to a string ("x"), number, date (2025-01-31), date-time, `true`/`false` or `null`; '
-    '`@property.contains("x")`, `.startsWith("x")`, `.endsWith("x")` (case-sensitive); `@"Annual costs"` '
+    '`@property.contains("x")`, `.startsWith("x")`, `.endsWith("x")` (case-sensitive), '
+    '`.containsIgnoreCase("x")` (A-Z match either case; other letters as written); `@"Annual costs"` '
     "for names with spaces; `@runtimePeriod.start` / `.end`; `count(end) > n`, `count(end[predicate]) >= n`, "
     "`count(@attribute)`, `count(children)`; combined with `&`, `|`, `!` and parentheses. Multi-valued "
     "properties match when any value does; `!=` is the negation of `=` (it matches empty properties). "

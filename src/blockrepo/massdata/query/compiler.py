@@ -17,6 +17,7 @@ from sqlalchemy import (
     ColumnElement,
     Integer,
     Select,
+    String,
     and_,
     false,
     func,
@@ -65,6 +66,9 @@ _VALUE_COLUMNS = {
 }
 
 
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
 class text_position(GenericFunction[int]):
     """1-based position of a substring, 0 if absent: instr() on SQLite, strpos() on PostgreSQL."""
 
@@ -81,6 +85,25 @@ def _text_position_sqlite(element: text_position, compiler: SQLCompiler, **kw: A
 @compiles(text_position)
 def _text_position_default(element: text_position, compiler: SQLCompiler, **kw: Any) -> str:
     return f"strpos({compiler.process(element.clauses, **kw)})"
+
+
+class ascii_folded(GenericFunction[str]):
+    """The text with A-Z lower-cased and every other character kept: lower() on SQLite (which folds only
+    ASCII), translate() on PostgreSQL (whose lower() would fold other letters too)."""
+
+    type = String()
+    name = "ascii_folded"
+    inherit_cache = True
+
+
+@compiles(ascii_folded, "sqlite")
+def _ascii_folded_sqlite(element: ascii_folded, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"lower({compiler.process(element.clauses, **kw)})"
+
+
+@compiles(ascii_folded)
+def _ascii_folded_default(element: ascii_folded, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"translate({compiler.process(element.clauses, **kw)}, '{_UPPER}', '{_UPPER.lower()}')"
 
 
 def _compare(column: Any, op: str, value: Any) -> Condition:
@@ -100,6 +123,8 @@ def _compare(column: Any, op: str, value: Any) -> Condition:
 def _text_match(column: Any, method: str, needle: str) -> Condition:
     if method == "contains":
         return text_position(column, needle) > 0
+    if method == "containsIgnoreCase":
+        return text_position(ascii_folded(column), ascii_lower(needle)) > 0
     if method == "startsWith":
         return func.substr(column, 1, len(needle)) == needle
     # Portable "ends with": the tail of the text from length - n + 1. A shorter text yields a shorter
@@ -517,9 +542,19 @@ def literal_order_matches(left: int, op: str, right: int) -> bool:
     return {"<": left < right, ">": left > right, "<=": left <= right, ">=": left >= right}[op]
 
 
+def ascii_lower(text: str) -> str:
+    """Lower-cases A-Z only, as SQLite's lower() does: both databases and the as-of evaluator agree."""
+    return text.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = str.maketrans(_UPPER, _UPPER.lower())
+
+
 def text_matches(text: str, method: str, needle: str) -> bool:
     if method == "contains":
         return needle in text
+    if method == "containsIgnoreCase":
+        return ascii_lower(needle) in ascii_lower(text)
     if method == "startsWith":
         return text.startswith(needle)
     return text.endswith(needle)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
@@ -22,6 +22,7 @@ from blockrepo.massdata.query.syntax import (
     Query,
     Step,
     TextMatch,
+    TextMethod,
     Value,
 )
 
@@ -66,7 +67,7 @@ NUMBER: /-?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?/
 %ignore WS
 """
 
-TEXT_METHODS = ("contains", "startsWith", "endsWith")
+TEXT_METHODS = ("contains", "containsIgnoreCase", "startsWith", "endsWith")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
 _ESCAPE_PATTERN = re.compile(r"\\(.)", re.DOTALL)
 # How the parser's terminals read in an error message.
@@ -178,7 +179,7 @@ class _ToSyntax(Transformer[Token, Any]):
         if len(parts) > 2:
             raise self.error(f"unexpected '.{parts[1]}'", position_of(parts[1]))
         ref = PropertyRef(_name(name), str(parts[0]) if len(parts) == 2 else None, position_of(name))
-        kind = cast(Literal["contains", "startsWith", "endsWith"], str(method))
+        kind = cast(TextMethod, str(method))
         return TextMatch(ref, kind, value, position_of(method))
 
     def count(

@@ -45,12 +45,16 @@ class Comparison:
     pos: Position
 
 
+# containsIgnoreCase folds case with SQL lower(): on SQLite that folds ASCII letters only.
+TextMethod = Literal["contains", "containsIgnoreCase", "startsWith", "endsWith"]
+
+
 @dataclass(frozen=True)
 class TextMatch:
-    """`@prop.contains("x")`, `.startsWith("x")`, `.endsWith("x")`."""
+    """`@prop.contains("x")`, `.containsIgnoreCase("x")`, `.startsWith("x")`, `.endsWith("x")`."""
 
     prop: PropertyRef
-    method: Literal["contains", "startsWith", "endsWith"]
+    method: TextMethod
     value: Value
     pos: Position
 

@@ -1,0 +1,100 @@
+// The only way the interface talks to the server: blockrepo's public REST API, with the session cookie and
+// X-XSRF-TOKEN on every write. A 401 sends the user to the login page and back to where they were.
+
+export class ApiError extends Error {
+  constructor(status, problem) {
+    super((problem && (problem.detail || problem.title)) || `HTTP ${status}`);
+    this.status = status;
+    this.problem = problem || {};
+  }
+}
+
+const WRITE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+let unauthenticatedHandler = () => {};
+
+export function onUnauthenticated(handler) {
+  unauthenticatedHandler = handler;
+}
+
+function cookie(name) {
+  for (const part of document.cookie.split(";")) {
+    const [key, ...rest] = part.trim().split("=");
+    if (key === name) return decodeURIComponent(rest.join("="));
+  }
+  return null;
+}
+
+export function withQuery(path, query = {}) {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) {
+    if (value !== undefined && value !== null && value !== "") params.set(key, String(value));
+  }
+  const text = params.toString();
+  return text ? `${path}?${text}` : path;
+}
+
+export async function api(method, path, { body, query, headers = {} } = {}) {
+  const sent = { "X-Requested-With": "XMLHttpRequest", Accept: "application/json", ...headers };
+  if (WRITE_METHODS.has(method)) {
+    const token = cookie("XSRF-TOKEN");
+    if (token) sent["X-XSRF-TOKEN"] = token;
+  }
+  let payload;
+  if (body !== undefined) {
+    sent["Content-Type"] = "application/json";
+    payload = JSON.stringify(body);
+  }
+  const response = await fetch(withQuery(path, query), { method, headers: sent, body: payload, credentials: "same-origin" });
+  const data = response.status === 204 ? null : await response.json().catch(() => null);
+  if (response.status === 401) {
+    unauthenticatedHandler();
+    throw new ApiError(401, data);
+  }
+  if (!response.ok) throw new ApiError(response.status, data);
+  return { data, etag: response.headers.get("ETag"), status: response.status };
+}
+
+export const get = (path, query) => api("GET", path, { query });
+
+export async function login(username, password) {
+  const response = await fetch("/j_service_security_check", {
+    method: "POST",
+    headers: { "X-Requested-With": "XMLHttpRequest", Accept: "application/json" },
+    body: new URLSearchParams({ j_username: username, j_password: password }),
+    credentials: "same-origin",
+  });
+  const data = await response.json().catch(() => null);
+  if (!response.ok) throw new ApiError(response.status, data);
+  return data;
+}
+
+export async function logout() {
+  await api("POST", "/j_service_logout").catch(() => null);
+}
+
+export function elementPath(type, id) {
+  return `/api/element/${encodeURIComponent(type)}/${encodeURIComponent(id)}`;
+}
+
+// A string literal for an iteraQL predicate.
+export function quoted(text) {
+  return `"${String(text).replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
+}
+
+export function propertyRef(name) {
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? `@${name}` : `@${quoted(name)}`;
+}
+
+// Every element of a type (following the cursor), with only the given fields.
+export async function allElements(type, fields, filter) {
+  const items = [];
+  let cursor = null;
+  do {
+    const { data } = await get(`/api/massdata/${encodeURIComponent(type)}`, {
+      fields: fields.join(","), limit: 1000, cursor, filter,
+    });
+    items.push(...data.items);
+    cursor = data.nextCursor;
+  } while (cursor);
+  return items;
+}

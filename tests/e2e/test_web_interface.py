@@ -1,0 +1,437 @@
+"""The web interface in a real headless Chromium (Playwright) against a live `blockrepo serve --demo`: login,
+browse, search, edit, conflicts, history, as-of, diagrams and what a reader does not see. Every page is
+saved as a screenshot under artifacts/screenshots/."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from tests.conftest import ADMIN_PASSWORD, cloned_database
+from tests.e2e.conftest import LiveServer, launch_server
+
+pytestmark = [pytest.mark.e2e, pytest.mark.browser]
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+DEMO_PASSWORD = "demo-password-web"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+TIMEOUT_MS = 20_000  # generous: the machine running the tests may be busy
+expect.set_options(timeout=TIMEOUT_MS)
+
+
+def _unavailable(reason: str) -> None:
+    """Skip, except on CI, where a missing browser is a failure."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists() and shutil.which("chromium") is None:
+        _unavailable("chromium is not installed (/usr/bin/chromium)")
+    executable = str(CHROMIUM) if CHROMIUM.exists() else shutil.which("chromium")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def server(template_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """One demo server for the module (starting one costs more than most tests): each test changes other
+    elements and reads what it expects from the API, so the order of the tests does not matter."""
+    directory = tmp_path_factory.mktemp("web")
+    with cloned_database(template_database, directory) as url:
+        # Loading the demo into PostgreSQL on a busy machine can take most of a minute.
+        live = launch_server(
+            url, directory, "--demo", env={"BLOCKREPO_DEMO_PASSWORD": DEMO_PASSWORD}, startup_seconds=240
+        )
+        yield live
+        live.stop()
+
+
+@pytest.fixture
+def api(server: LiveServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.base_url, auth=("system", ADMIN_PASSWORD), timeout=30) as client:
+        yield client
+
+
+@pytest.fixture
+def page(browser: Browser, server: LiveServer) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 860}, base_url=server.base_url)
+    context.set_default_timeout(TIMEOUT_MS)
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    yield opened
+    context.close()
+    assert errors == [], f"script errors in the page: {errors}"
+
+
+def shoot(page: Page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def log_in(page: Page, user: str = "system", password: str = ADMIN_PASSWORD) -> None:
+    page.fill("#j_username", user)
+    page.fill("#j_password", password)
+    page.get_by_role("button", name="Log in").click()
+    page.locator("#topbar").wait_for(state="visible")
+
+
+def find(api: httpx.Client, type_name: str, name: str) -> dict[str, Any]:
+    response = api.get(f"/api/massdata/{type_name}", params={"filter": f'@name = "{name}"'})
+    assert response.status_code == 200, response.text
+    (item,) = response.json()["items"]
+    return item  # type: ignore[no-any-return]
+
+
+def all_items(api: httpx.Client, type_name: str, **params: str) -> list[dict[str, Any]]:
+    response = api.get(f"/api/massdata/{type_name}", params={"limit": "1000", **params})
+    assert response.status_code == 200, response.text
+    assert response.json()["nextCursor"] is None
+    return response.json()["items"]  # type: ignore[no-any-return]
+
+
+def open_hash(page: Page, route: str) -> None:
+    page.evaluate("route => { location.hash = route; }", route)
+
+
+def test_login_browse_and_search(page: Page, server: LiveServer, api: httpx.Client) -> None:
+    # A browser gets the page, not a Basic prompt; API clients still get JSON and the Basic challenge.
+    front = httpx.get(f"{server.base_url}/")
+    assert front.status_code == 200 and front.headers["content-type"].startswith("text/html")
+    assert "www-authenticate" not in front.headers
+    unauthenticated = httpx.get(f"{server.base_url}/api/metamodel")
+    assert unauthenticated.status_code == 401
+    assert unauthenticated.headers["www-authenticate"].startswith("Basic")
+    assert unauthenticated.headers["content-type"] == "application/problem+json"
+
+    page.goto("/")
+    page.locator("#j_username").wait_for()
+    shoot(page, "01-login")
+    page.fill("#j_username", "system")
+    page.fill("#j_password", "wrong password")
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_text("Wrong user name or password.").wait_for()
+    log_in(page)
+
+    systems = api.get("/api/massdata/InformationSystem", params={"count": "true", "limit": "1"}).json()[
+        "total"
+    ]
+    card = page.locator('[data-count-of="InformationSystem"]')
+    card.filter(has_text="elements").wait_for()
+    assert card.inner_text() == f"{systems} elements"
+    assert page.locator(".type-card").count() == 14
+    shoot(page, "02-landscape")
+
+    page.locator('.type-card[data-type="InformationSystem"]').click()
+    page.locator("#element-table tbody tr").first.wait_for()
+    assert page.locator("#element-table tbody tr").count() == systems
+    page.fill("#list-search", "erp")
+    page.get_by_role("button", name="Apply").click()
+    expect(page.locator("#list-filter")).to_contain_text("erp")
+    page.locator("#list-status").filter(has_text="of").wait_for()
+    names = page.locator("#element-table tbody tr td:first-child").all_inner_texts()
+    expected = sorted(
+        i["name"][0] for i in all_items(api, "InformationSystem") if "erp" in i["name"][0].lower()
+    )
+    assert sorted(names) == expected and "ERP" in names and "Legacy ERP" in names
+
+    # A filter on an attribute, sorted Z-A.
+    page.fill("#list-search", "")
+    page.get_by_role("button", name="Apply").click()
+    expect(page.locator("#list-filter")).not_to_contain_text("erp")
+    page.select_option("#filter-property", "Criticality")
+    page.select_option("#filter-value", "high")
+    page.click("#filter-add")
+    expect(page.locator("#list-filter")).to_contain_text("Criticality")
+    page.select_option("#list-sort", "-name")
+    expect(page).to_have_url(re.compile("sort=-name"))
+    page.locator("#list-status").filter(has_text="of").wait_for()
+    high = sorted(
+        (i["name"][0] for i in all_items(api, "InformationSystem", filter='@Criticality = "high"')),
+        reverse=True,
+    )
+    assert page.locator("#element-table tbody tr td:first-child").all_inner_texts() == high
+    shoot(page, "03-list")
+
+    # One search box across all types: a group for each type with a match in a name or description.
+    expected_groups = []
+    for type_name in (
+        t["name"] for t in sorted(api.get("/api/metamodel").json()["types"], key=lambda t: t["position"])
+    ):
+        predicate = '@name.containsIgnoreCase("order") | @description.containsIgnoreCase("order")'
+        if all_items(api, type_name, filter=predicate, fields="name"):
+            expected_groups.append(type_name)
+    page.fill("#global-search-input", "order")
+    page.press("#global-search-input", "Enter")
+    page.locator(".search-group").first.wait_for()
+    groups = page.locator(".search-group").evaluate_all("nodes => nodes.map(n => n.dataset.type)")
+    assert groups == expected_groups and "BusinessObject" in groups
+    shoot(page, "04-search")
+
+    page.get_by_role("button", name="Log out").click()
+    page.locator("#j_username").wait_for()
+    assert api.get("/api/metamodel").status_code == 200
+
+
+def test_edit_with_a_validation_error_then_success(page: Page, api: httpx.Client) -> None:
+    erp = find(api, "InformationSystem", "ERP")
+    writes: list[dict[str, str]] = []
+    page.on("request", lambda r: writes.append(r.headers) if r.method != "GET" and "/api/" in r.url else None)
+    page.goto(f"/#/element/InformationSystem/{erp['id'][0]}")
+    log_in(page)
+    page.locator("h1", has_text="ERP").wait_for()
+    assert page.locator('[data-property="Annual costs"]').inner_text() == "850,000 EUR"
+    assert page.locator("#element-revision").inner_text() == f"Revision {erp['revision'][0]}"
+    shoot(page, "05-element")
+
+    # Relations are links.
+    page.locator('[data-end="projects"] a', has_text="S/4HANA migration").click()
+    page.locator("h1", has_text="S/4HANA migration").wait_for()
+    page.go_back()
+    page.locator("h1", has_text="ERP").wait_for()
+
+    page.click("#edit-element")
+    field = page.locator('[data-field="Annual costs"]')
+    field.locator("input").fill("-5")
+    page.select_option('[data-field="Criticality"] select', "medium")
+    shoot(page, "06-edit")
+    page.click("#save-element")
+    field.locator(".field-error").filter(has_text=re.compile(".+")).wait_for()
+    assert "invalid" in (field.get_attribute("class") or "")
+    assert field.locator("input").get_attribute("aria-invalid") == "true"
+    shoot(page, "07-validation-error")
+    assert api.get(f"/api/element/InformationSystem/{erp['id'][0]}").json()["Annual costs"] == [850000]
+
+    field.locator("input").fill("900000")
+    page.click("#save-element")
+    page.locator('[data-property="Annual costs"]', has_text="900,000 EUR").wait_for()
+    stored = api.get(f"/api/element/InformationSystem/{erp['id'][0]}").json()
+    assert stored["Annual costs"] == [900000] and stored["Criticality"] == ["medium"]
+    assert stored["revision"] == [erp["revision"][0] + 1]
+    assert page.locator("#element-revision").inner_text() == f"Revision {erp['revision'][0] + 1}"
+    # Every write carried the CSRF token of the session.
+    assert len(writes) == 2 and all(w.get("x-xsrf-token") for w in writes)
+
+
+def test_conflict_from_a_second_session(page: Page, server: LiveServer, api: httpx.Client) -> None:
+    crm = find(api, "InformationSystem", "CRM")
+    url = f"/api/element/InformationSystem/{crm['id'][0]}"
+    page.goto(f"/#/element/InformationSystem/{crm['id'][0]}/edit")
+    log_in(page)
+    page.locator("#save-element").wait_for()
+
+    # Someone else saves first, in a session of their own.
+    with httpx.Client(base_url=server.base_url, timeout=30) as other:
+        login = other.post(
+            "/j_service_security_check", data={"j_username": "system", "j_password": ADMIN_PASSWORD}
+        )
+        assert login.status_code == 200
+        changed = other.put(
+            url,
+            json={"description": ["Changed elsewhere"]},
+            headers={"X-XSRF-TOKEN": other.cookies["XSRF-TOKEN"]},
+        )
+        assert changed.status_code == 200, changed.text
+
+    page.locator('[data-field="version"] input').fill("2027")
+    page.click("#save-element")
+    conflict = page.locator("#conflict .conflict")
+    conflict.wait_for()
+    assert "Changed elsewhere" in conflict.locator('tr[data-property="description"]').inner_text()
+    shoot(page, "08-conflict")
+    assert api.get(url).json()["version"] == crm["version"]
+
+    page.click("#conflict-overwrite")
+    expect(page.locator("h1")).to_have_text("CRM")
+    expect(page.locator("#element-revision")).to_have_text(f"Revision {crm['revision'][0] + 2}")
+    stored = api.get(url).json()
+    assert stored["version"] == ["2027"] and stored["description"] == ["Changed elsewhere"]
+
+
+def test_history_and_as_of(page: Page, api: httpx.Client) -> None:
+    shop = find(api, "InformationSystem", "Online Shop")
+    url = f"/api/element/InformationSystem/{shop['id'][0]}"
+    before = api.get("/api/history", params={"sinceRevision": "0", "limit": "1000"}).json()["items"][-1][
+        "revision"
+    ]
+    assert api.put(url, json={"name": ["Web Shop"], "Criticality": ["low"]}).status_code == 200
+
+    page.goto(f"/#/history/InformationSystem/{shop['id'][0]}")
+    log_in(page)
+    latest = page.locator(".changeset").first
+    latest.wait_for()
+    name_row = latest.locator('tr[data-property="name"]')
+    assert name_row.locator(".old").inner_text() == "Online Shop"
+    assert name_row.locator(".new").inner_text() == "Web Shop"
+    assert latest.locator('tr[data-property="Criticality"] .new').inner_text() == "low"
+    shoot(page, "09-history")
+
+    # The element as it stood before the rename, from the history's link and from a typed revision.
+    page.locator(".changeset").last.get_by_role("link", name="View as of this revision").click()
+    page.locator("#asof-banner").wait_for()
+    assert page.locator("h1").inner_text() == "Online Shop"
+    assert page.locator("#edit-element").count() == 0
+    shoot(page, "10-element-as-of")
+    page.fill("#element-asof", "")
+    page.click("text=Show")
+    page.locator("h1", has_text="Web Shop").wait_for()
+    page.fill("#element-asof", str(before))
+    page.click("text=Show")
+    page.locator("h1", has_text="Online Shop").wait_for()
+
+    # The list as of that revision.
+    open_hash(page, f"#/list/InformationSystem?q=shop&asOf={before}")
+    page.locator("#element-table tbody tr").first.wait_for()
+    assert page.locator("#element-table tbody tr td:first-child").all_inner_texts() == ["Online Shop"]
+    open_hash(page, "#/list/InformationSystem?q=shop")
+    expect(page).not_to_have_url(re.compile("asOf"))
+    page.locator("#element-table td a", has_text="Web Shop").wait_for()
+
+
+def test_diagrams_render_the_right_number_of_nodes(page: Page, api: httpx.Client) -> None:
+    systems = all_items(api, "InformationSystem", fields="name,runtimePeriod")
+    flows = all_items(api, "InformationFlow", fields="sourceSystem,targetSystem")
+    projects = all_items(api, "Project", fields="name,runtimePeriod")
+    page.goto("/#/diagram/flows")
+    log_in(page)
+    graph = page.locator("#flow-graph[data-node-count]")
+    graph.wait_for()
+    assert int(graph.get_attribute("data-node-count") or 0) == len(systems)
+    assert int(graph.get_attribute("data-edge-count") or 0) == sum(
+        1 for f in flows if f["sourceSystem"] and f["targetSystem"]
+    )
+    with page.expect_download() as download:
+        page.click("#export-svg")
+    assert download.value.suggested_filename == "information-flows.svg"
+    svg = Path(download.value.path()).read_text()
+    assert svg.startswith("<svg") and svg.count("<rect") >= len(systems)
+    shoot(page, "11-information-flows")
+
+    erp = api.get(f"/api/element/InformationSystem/{find(api, 'InformationSystem', 'ERP')['id'][0]}").json()
+    types = {t["name"]: t for t in api.get("/api/metamodel").json()["types"]}
+
+    def neighbours(type_name: str, element: dict[str, Any]) -> set[tuple[str, int]]:
+        found = {
+            (end["type"], ref["id"])
+            for end in types[type_name]["relationEnds"]
+            for ref in element[end["name"]]
+        }
+        found |= {(type_name, ref["id"]) for ref in element["parent"] + element["children"]}
+        return found
+
+    one_hop = neighbours("InformationSystem", erp) | {("InformationSystem", erp["id"][0])}
+    two_hops = set(one_hop)
+    for type_name, element_id in one_hop:
+        two_hops |= neighbours(type_name, api.get(f"/api/element/{type_name}/{element_id}").json())
+
+    open_hash(page, f"#/diagram/neighbourhood/InformationSystem/{erp['id'][0]}")
+    neighbourhood = page.locator("#neighbourhood-graph[data-node-count]")
+    neighbourhood.wait_for()
+    assert int(neighbourhood.get_attribute("data-node-count") or 0) == len(one_hop)
+    assert page.locator("#node-list li").count() == len(one_hop)
+    shoot(page, "12-neighbourhood")
+    page.click("#expand-hop")
+    expect(neighbourhood).to_have_attribute("data-node-count", str(len(two_hops)))
+    expect(page.locator("#expand-hop")).to_be_disabled()
+
+    open_hash(page, "#/diagram/roadmap")
+    roadmap = page.locator("svg#roadmap")
+    roadmap.wait_for()
+    with_period = [i for i in systems + projects if i["runtimePeriod"]]
+    assert int(roadmap.get_attribute("data-bar-count") or 0) == len(with_period)
+    assert roadmap.locator("rect.bar").count() == len(with_period)
+    with page.expect_download() as png:
+        page.click("#export-png")
+    assert Path(png.value.path()).read_bytes().startswith(b"\x89PNG")
+    shoot(page, "13-roadmap")
+
+
+def test_reader_sees_no_finance_and_no_edit_controls(page: Page, api: httpx.Client) -> None:
+    erp = find(api, "InformationSystem", "ERP")
+    page.goto(f"/#/element/InformationSystem/{erp['id'][0]}")
+    log_in(page, "anna", DEMO_PASSWORD)
+    page.locator("h1", has_text="ERP").wait_for()
+    page.locator('[data-property="Criticality"]').wait_for()
+    assert "Annual costs" not in page.content()
+    assert "Finance" not in page.locator(".panel h2").all_inner_texts()
+    for control in ("#edit-element", "#delete-element"):
+        assert page.locator(control).count() == 0
+    shoot(page, "14-reader-element")
+
+    open_hash(page, "#/list/InformationSystem")
+    page.locator("h1", has_text="Information System").wait_for()
+    assert page.locator("#create-element").count() == 0
+    page.get_by_text("needs the MASSDATA permission").wait_for()
+
+    open_hash(page, f"#/history/InformationSystem/{erp['id'][0]}")
+    page.locator(".changeset").first.wait_for()
+    assert "Annual costs" not in page.content()
+    shoot(page, "15-reader-history")
+
+
+def test_expired_session_returns_to_the_login_page_and_back(page: Page, api: httpx.Client) -> None:
+    erp = find(api, "InformationSystem", "ERP")
+    page.goto("/")
+    log_in(page)
+    page.locator(".type-card").first.wait_for()
+    page.context.clear_cookies()  # the server forgets the session just the same when it expires
+    open_hash(page, f"#/element/InformationSystem/{erp['id'][0]}")
+    page.locator("#j_username").wait_for()
+    assert "next=" in page.url
+    log_in(page)
+    page.locator("h1", has_text="ERP").wait_for()
+    assert page.url.endswith(f"#/element/InformationSystem/{erp['id'][0]}")
+
+
+def test_create_with_relation_picker_and_delete_with_children(page: Page, api: httpx.Client) -> None:
+    page.goto("/#/list/BusinessProcess")
+    log_in(page)
+    page.click("#create-element")
+    page.locator('[data-field="name"] input').fill("Returns handling")
+    parent = page.locator('[data-field="parent"]')
+    parent.locator("input[type=search]").fill("order to")
+    parent.get_by_role("option", name="Order to cash").click()
+    systems = page.locator('[data-field="informationSystems"]')
+    systems.locator("input[type=search]").fill("SERVICE")
+    systems.get_by_role("option", name="Service Desk").click()
+    shoot(page, "16-create")
+    page.click("#save-element")
+    page.locator("h1", has_text="Returns handling").wait_for()
+    created = find(api, "BusinessProcess", "Returns handling")
+    assert [p["name"] for p in created["parent"]] == ["Order to cash"]
+    assert [s["name"] for s in created["informationSystems"]] == ["Service Desk"]
+
+    # The parent has children: deleting it needs the recursive confirmation.
+    page.locator('[data-property="parent"] a').click()
+    page.locator("h1", has_text="Order to cash").wait_for()
+    page.click("#delete-element")
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_role("button", name="Delete").click()
+    dialog.get_by_text("Tick the box").wait_for()
+    shoot(page, "17-delete")
+    dialog.get_by_label(re.compile("Also delete its")).check()
+    dialog.get_by_role("button", name="Delete").click()
+    page.locator("h1", has_text="Business Process").wait_for()
+    response = api.get("/api/massdata/BusinessProcess", params={"filter": '@name = "Returns handling"'})
+    assert response.json()["items"] == []
