@@ -181,6 +181,12 @@ def test_reader_reads_but_cannot_write_or_see_costs(demo: DemoResult, app: FastA
         assert anna.put(erp_path, json={"description": ["x"]}).status_code == 403
         process = f"/api/element/BusinessProcess/{element_id(db, 'BusinessProcess', 'Order entry')}"
         assert anna.put(process, json={"description": ["x"]}).status_code == 403
+        listed = anna.get("/api/massdata/InformationSystem", params={"filter": '@name = "ERP"'})
+        assert listed.status_code == 200, "a reader may list and search what it may read"
+        assert [item["name"] for item in listed.json()["items"]] == [["ERP"]]
+        assert "Annual costs" not in listed.json()["items"][0]
+        bulk = anna.post("/api/massdata/InformationSystem", json={"elements": [{"name": ["New system"]}]})
+        assert bulk.status_code == 403, "listing does not make a reader a writer"
 
 
 def test_editor_changes_business_types_only(demo: DemoResult, app: FastAPI, db: Session) -> None:

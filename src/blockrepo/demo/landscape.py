@@ -28,9 +28,11 @@ EDITOR_ROLE = "Business editor"
 ROLES: tuple[dict[str, Any], ...] = (
     {
         "name": READER_ROLE,
-        "description": "Reads the whole landscape and its history; changes nothing",
+        "description": "Reads the whole landscape, its lists and queries, and its history; changes nothing",
         "typePermissions": {EVERY_TYPE: ["read"]},
-        "functionalPermissions": ["VIEW_HISTORY"],
+        # MASSDATA lets a reader list, search and query what it may read; writing still needs the type's
+        # write permissions, which this role has none of.
+        "functionalPermissions": ["VIEW_HISTORY", "MASSDATA"],
     },
     {
         "name": EDITOR_ROLE,
