@@ -28,6 +28,7 @@ from blockrepo.elements.models import Element, ElementValue
 from blockrepo.elements.view import ElementView
 from blockrepo.errors import BadRequest, ErrorItem, Forbidden, UnknownType
 from blockrepo.massdata.query.compiler import compile_filter, compile_query
+from blockrepo.massdata.query.limits import QueryLimits
 from blockrepo.massdata.query.parser import parse_predicate, parse_query
 from blockrepo.massdata.query.syntax import Predicate, Query
 from blockrepo.massdata.reader import ElementReader
@@ -297,12 +298,13 @@ def prepare_listing(
     sort: str | None = None,
     fields: Sequence[str] | str | None = None,
     cursor: str | None = None,
+    limits: QueryLimits,
 ) -> Listing:
     """`GET /api/massdata/{type}`: elements of one type, optionally filtered by an iteraQL predicate."""
     type_def = readable_type(metamodel, actor, type_name)
     condition = predicate = None
     if filter_text is not None and filter_text.strip():
-        predicate = parse_predicate(filter_text, pointer="filter")
+        predicate = parse_predicate(filter_text, pointer="filter", limits=limits)
         condition = compile_filter(predicate, type_def, metamodel, actor, text=filter_text, pointer="filter")
     prepared = _listing(metamodel, actor, type_def, condition, sort, fields, cursor)
     return replace(prepared, predicate=predicate)
@@ -316,9 +318,10 @@ def prepare_query(
     sort: str | None = None,
     fields: Sequence[str] | str | None = None,
     cursor: str | None = None,
+    limits: QueryLimits,
 ) -> Listing:
     """`POST /api/massdata/query`: the elements an iteraQL query selects (of its last step's type)."""
-    query = parse_query(query_text)
+    query = parse_query(query_text, limits=limits)
     compiled = compile_query(query, metamodel, actor, text=query_text)
     prepared = _listing(metamodel, actor, compiled.type_def, compiled.condition, sort, fields, cursor)
     return replace(prepared, query=query)

@@ -19,6 +19,7 @@ from blockrepo.errors import BadRequest, ErrorItem, UnsupportedMediaType
 from blockrepo.massdata import asof as past
 from blockrepo.massdata import bulk, listing
 from blockrepo.massdata.collector import collector_paused
+from blockrepo.massdata.query.limits import QueryLimits
 from blockrepo.massdata.transfer.document import Document, parse_json_document
 from blockrepo.massdata.transfer.export import stream_json
 from blockrepo.massdata.transfer.importer import import_document, parse_mode
@@ -318,7 +319,14 @@ def list_elements(
 ) -> Response:
     listing.require_massdata(ctx.actor)
     prepared = listing.prepare_listing(
-        ctx.metamodel, ctx.actor, type_name, filter_text=filter, sort=sort, fields=fields, cursor=cursor
+        ctx.metamodel,
+        ctx.actor,
+        type_name,
+        filter_text=filter,
+        sort=sort,
+        fields=fields,
+        cursor=cursor,
+        limits=QueryLimits.from_settings(ctx.settings),
     )
     revision = _revision(ctx, as_of)
     if _wants_ndjson(request):
@@ -455,6 +463,7 @@ def run_query(
         sort=body.get("sort"),
         fields=body.get("fields"),
         cursor=body.get("cursor"),
+        limits=QueryLimits.from_settings(ctx.settings),
     )
     revision = _revision(ctx, body.get("asOf"))
     if _wants_ndjson(request):

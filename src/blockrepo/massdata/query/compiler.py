@@ -198,6 +198,9 @@ class QueryCompiler:
     # --- queries -----------------------------------------------------------------------------------
 
     def query(self, query: Query, target: ElementTable) -> CompiledQuery:
+        """Each step but the last becomes a common table expression that the next one reads its ids from:
+        a chain of steps is a flat list in SQL, where subqueries nested in subqueries would overflow
+        SQLite's parser stack (a fixed 100 levels before SQLite 3.46) at about a dozen steps."""
         steps = (query.start, *query.navigation)
         type_def = self.readable_type(query.start)
         previous: Select[tuple[int]] | None = None
@@ -217,7 +220,8 @@ class QueryCompiler:
                 conditions.append(self.predicate(step.where, table, type_def))
             if last:
                 return CompiledQuery(type_def, and_(*conditions))
-            previous = select(table.id).where(*conditions)
+            step_ids = select(table.id.label("id")).where(*conditions).cte(f"step_{index}")
+            previous = select(step_ids.c.id)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def link(self, holder: BlockTypeDef, step: Step) -> ResolvedProperty:
@@ -408,7 +412,16 @@ class QueryCompiler:
                     moment = None
             if isinstance(moment, dt.datetime):
                 moment = moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
-                return moment.astimezone(dt.UTC)
+                try:
+                    return moment.astimezone(dt.UTC)
+                except OverflowError:
+                    raise query_error(
+                        f"'{value.value}' is outside the years 1 to 9999 in UTC",
+                        value.pos,
+                        pointer=self.pointer,
+                        text=self.text,
+                        code="query_date_out_of_range",
+                    ) from None
             if isinstance(moment, dt.date):
                 return moment
             raise self.error(
@@ -525,21 +538,28 @@ def text_matches(text: str, method: str, needle: str) -> bool:
     return text.endswith(needle)
 
 
+def day_bounds(day: dt.date) -> tuple[dt.datetime, dt.datetime | None]:
+    """The first moment of a UTC day and of the next one; None after 9999-12-31, which has no next day."""
+    start = dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
+    return start, None if day == dt.date.max else start + dt.timedelta(days=1)
+
+
 def _day_comparison(column: Any, op: str, day: dt.date) -> Condition:
     """A time column against a whole day (UTC): `= 2025-01-31` means during that day."""
-    start = dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
-    end = start + dt.timedelta(days=1)
+    start, end = day_bounds(day)
+    before: Condition = column < start
+    after: Condition = false() if end is None else column >= end
     if op == "=":
-        return and_(column >= start, column < end)
+        return and_(not_(before), not_(after))
     if op == "!=":
-        return or_(column < start, column >= end)
+        return or_(before, after)
     if op == "<":
-        return column < start  # type: ignore[no-any-return]
+        return before
     if op == "<=":
-        return column < end  # type: ignore[no-any-return]
+        return not_(after)
     if op == ">":
-        return column >= end  # type: ignore[no-any-return]
-    return column >= start  # type: ignore[no-any-return]
+        return after
+    return not_(before)
 
 
 def compile_query(
