@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
-from sqlalchemy import ColumnElement, Select, and_, false, func, or_, select
+from sqlalchemy import CTE, ColumnElement, Select, and_, false, func, or_, select
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
@@ -252,20 +252,23 @@ class Listing:
     after: list[Any] | None
     predicate: Predicate | None = None
     query: Query | None = None
+    steps: tuple[CTE, ...] = ()  # the navigation steps the condition reads from (`CompiledQuery.steps`)
 
     def statement(self, limit: int, after: Sequence[Any] | None) -> Select[Any]:
         statement = select(Element.id, *(key.expression for key in self.keys)).where(
             Element.type_id == self.type_def.id
         )
         if self.condition is not None:
-            statement = statement.where(self.condition)
+            statement = statement.add_cte(*self.steps).where(self.condition)
         if after is not None:
             statement = statement.where(keyset_after(self.keys, after))
         return statement.order_by(*(key.order() for key in self.keys)).limit(limit)
 
     def count_statement(self) -> Select[Any]:
         statement = select(func.count()).select_from(Element).where(Element.type_id == self.type_def.id)
-        return statement.where(self.condition) if self.condition is not None else statement
+        if self.condition is None:
+            return statement
+        return statement.add_cte(*self.steps).where(self.condition)
 
 
 def _fields(
@@ -324,7 +327,7 @@ def prepare_query(
     query = parse_query(query_text, limits=limits)
     compiled = compile_query(query, metamodel, actor, text=query_text)
     prepared = _listing(metamodel, actor, compiled.type_def, compiled.condition, sort, fields, cursor)
-    return replace(prepared, query=query)
+    return replace(prepared, query=query, steps=compiled.steps)
 
 
 def _listing(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
+    CTE,
     ColumnElement,
     Integer,
     Select,
@@ -109,10 +110,16 @@ def _text_match(column: Any, method: str, needle: str) -> Condition:
 
 @dataclass(frozen=True)
 class CompiledQuery:
-    """The type of the result and the condition that selects its elements on the given element table."""
+    """The type of the result and the condition that selects its elements on the given element table.
+
+    The condition reads the ids of the steps before the last from `steps`, one common table expression
+    each, in order. A statement using the condition adds them first (`Select.add_cte(*steps)`): SQLAlchemy
+    then renders each step once, reading the one before by name, instead of descending from the last step
+    to the first (a recursion as deep as the chain)."""
 
     type_def: BlockTypeDef
     condition: Condition
+    steps: tuple[CTE, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -204,6 +211,7 @@ class QueryCompiler:
         steps = (query.start, *query.navigation)
         type_def = self.readable_type(query.start)
         previous: Select[tuple[int]] | None = None
+        ctes: list[CTE] = []
         for index, step in enumerate(steps):
             last = index == len(steps) - 1
             table = target if last else aliased(Element)
@@ -219,9 +227,9 @@ class QueryCompiler:
             if step.where is not None:
                 conditions.append(self.predicate(step.where, table, type_def))
             if last:
-                return CompiledQuery(type_def, and_(*conditions))
-            step_ids = select(table.id.label("id")).where(*conditions).cte(f"step_{index}")
-            previous = select(step_ids.c.id)
+                return CompiledQuery(type_def, and_(*conditions), tuple(ctes))
+            ctes.append(select(table.id.label("id")).where(*conditions).cte(f"step_{index}"))
+            previous = select(ctes[-1].c.id)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def link(self, holder: BlockTypeDef, step: Step) -> ResolvedProperty:
