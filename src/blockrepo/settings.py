@@ -44,7 +44,7 @@ class Settings(BaseSettings):
     query_max_nesting: int = Field(
         16, ge=1, description="iteraQL nesting: open parentheses and brackets plus consecutive `!`"
     )
-    query_max_operators: int = Field(256, ge=1, description="`&`, `|` and `!` in one iteraQL query or filter")
+    query_max_operators: int = Field(128, ge=1, description="`&`, `|` and `!` in one iteraQL query or filter")
     query_max_string_length: int = Field(2_000, ge=1, description="characters of one iteraQL string literal")
     query_max_number_length: int = Field(
         40, ge=1, description="characters of one iteraQL number, date or date-time literal"

@@ -15,12 +15,15 @@ from typing import Any
 
 from sqlalchemy import (
     CTE,
+    BigInteger,
     ColumnElement,
+    Float,
     Integer,
     Select,
     and_,
     false,
     func,
+    literal,
     not_,
     or_,
     select,
@@ -84,7 +87,17 @@ def _text_position_default(element: text_position, compiler: SQLCompiler, **kw: 
     return f"strpos({compiler.process(element.clauses, **kw)})"
 
 
+def number_parameter(value: Any) -> Any:
+    """A number bound as what it is: an integer as BIGINT, a fraction as a double. Bound with the
+    column's type instead, PostgreSQL would cast it to INTEGER for `id`, `revision` and counts (out of range
+    beyond 32 bits) and round 1.5 to 2."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    return literal(value, BigInteger() if isinstance(value, int) else Float())
+
+
 def _compare(column: Any, op: str, value: Any) -> Condition:
+    value = number_parameter(value)
     if op == "=":
         return column == value  # type: ignore[no-any-return]
     if op == "!=":
@@ -228,7 +241,11 @@ class QueryCompiler:
                 conditions.append(self.predicate(step.where, table, type_def))
             if last:
                 return CompiledQuery(type_def, and_(*conditions), tuple(ctes))
-            ctes.append(select(table.id.label("id")).where(*conditions).cte(f"step_{index}"))
+            step_ids = select(table.id.label("id")).where(*conditions).cte(f"step_{index}")
+            # PostgreSQL would inline each step into the next and join them all as nested-loop semi-joins,
+            # which re-run the inner steps for every outer row (an hour for twelve `/children` steps over
+            # a dozen rows before ANALYZE). Materialized, each step is one set the next hashes against.
+            ctes.append(step_ids.prefix_with("MATERIALIZED", dialect="postgresql"))
             previous = select(ctes[-1].c.id)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -287,7 +304,8 @@ class QueryCompiler:
             if op not in ("=", "!="):
                 raise self.error(f"'@{node.prop.name}' refers to elements; compare it with = or !=", node.pos)
             if value.kind == "number" and isinstance(value.value, int):
-                matches = self.reference(prop, table, lambda other: other.id == value.value)
+                wanted = number_parameter(value.value)
+                matches = self.reference(prop, table, lambda other: other.id == wanted)
             elif value.kind == "string":
                 matches = self.reference(prop, table, lambda other: other.name == value.value)
             else:

@@ -22,7 +22,7 @@ class QueryLimits:
     max_length: int = 10_000
     max_steps: int = 12
     max_nesting: int = 16
-    max_operators: int = 256
+    max_operators: int = 128
     max_string_length: int = 2_000
     max_number_length: int = 40
 
