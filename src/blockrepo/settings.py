@@ -42,6 +42,18 @@ class Settings(BaseSettings):
     page_size: int = Field(100, ge=1, description="default page size of list endpoints")
     max_page_size: int = Field(1000, ge=1, description="largest page size a client may ask for")
     bulk_max_elements: int = Field(10000, ge=1, description="elements one bulk request may carry")
+    query_max_length: int = Field(10_000, ge=1, description="characters an iteraQL query or filter may have")
+    query_max_steps: int = Field(
+        12, ge=1, description="steps of an iteraQL query: its type and each navigation `/end`"
+    )
+    query_max_nesting: int = Field(
+        16, ge=1, description="iteraQL nesting: open parentheses and brackets plus consecutive `!`"
+    )
+    query_max_operators: int = Field(128, ge=1, description="`&`, `|` and `!` in one iteraQL query or filter")
+    query_max_string_length: int = Field(2_000, ge=1, description="characters of one iteraQL string literal")
+    query_max_number_length: int = Field(
+        40, ge=1, description="characters of one iteraQL number, date or date-time literal"
+    )
     credential_cache_size: int = Field(1024, ge=0, description="recently verified Basic credentials kept")
     credential_cache_ttl: int = Field(60, ge=0, description="seconds a verified Basic credential is trusted")
     argon2_time_cost: int = Field(3, ge=1, description="Argon2id iterations")

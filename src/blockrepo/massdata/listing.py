@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
-from sqlalchemy import ColumnElement, Select, and_, false, func, or_, select
+from sqlalchemy import CTE, ColumnElement, Select, and_, false, func, or_, select
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
@@ -28,6 +28,7 @@ from blockrepo.elements.models import Element, ElementValue
 from blockrepo.elements.view import ElementView
 from blockrepo.errors import BadRequest, ErrorItem, Forbidden, UnknownType
 from blockrepo.massdata.query.compiler import compile_filter, compile_query
+from blockrepo.massdata.query.limits import QueryLimits
 from blockrepo.massdata.query.parser import parse_predicate, parse_query
 from blockrepo.massdata.query.syntax import Predicate, Query
 from blockrepo.massdata.reader import ElementReader
@@ -253,20 +254,23 @@ class Listing:
     after: list[Any] | None
     predicate: Predicate | None = None
     query: Query | None = None
+    steps: tuple[CTE, ...] = ()  # the navigation steps the condition reads from (`CompiledQuery.steps`)
 
     def statement(self, limit: int, after: Sequence[Any] | None) -> Select[Any]:
         statement = select(Element.id, *(key.expression for key in self.keys)).where(
             Element.type_id == self.type_def.id
         )
         if self.condition is not None:
-            statement = statement.where(self.condition)
+            statement = statement.add_cte(*self.steps).where(self.condition)
         if after is not None:
             statement = statement.where(keyset_after(self.keys, after))
         return statement.order_by(*(key.order() for key in self.keys)).limit(limit)
 
     def count_statement(self) -> Select[Any]:
         statement = select(func.count()).select_from(Element).where(Element.type_id == self.type_def.id)
-        return statement.where(self.condition) if self.condition is not None else statement
+        if self.condition is None:
+            return statement
+        return statement.add_cte(*self.steps).where(self.condition)
 
 
 def _fields(
@@ -299,6 +303,7 @@ def prepare_listing(
     sort: str | None = None,
     fields: Sequence[str] | str | None = None,
     cursor: str | None = None,
+    limits: QueryLimits,
 ) -> Listing:
     """`GET /api/massdata/{type}`: elements of one type, optionally filtered by an iteraQL predicate.
     Needs MASSDATA."""
@@ -306,7 +311,7 @@ def prepare_listing(
     type_def = readable_type(metamodel, actor, type_name)
     condition = predicate = None
     if filter_text is not None and filter_text.strip():
-        predicate = parse_predicate(filter_text, pointer="filter")
+        predicate = parse_predicate(filter_text, pointer="filter", limits=limits)
         condition = compile_filter(predicate, type_def, metamodel, actor, text=filter_text, pointer="filter")
     prepared = _listing(metamodel, actor, type_def, condition, sort, fields, cursor)
     return replace(prepared, predicate=predicate)
@@ -320,14 +325,15 @@ def prepare_query(
     sort: str | None = None,
     fields: Sequence[str] | str | None = None,
     cursor: str | None = None,
+    limits: QueryLimits,
 ) -> Listing:
     """`POST /api/massdata/query`: the elements an iteraQL query selects (of its last step's type).
     Needs MASSDATA."""
     require_massdata(actor)
-    query = parse_query(query_text)
+    query = parse_query(query_text, limits=limits)
     compiled = compile_query(query, metamodel, actor, text=query_text)
     prepared = _listing(metamodel, actor, compiled.type_def, compiled.condition, sort, fields, cursor)
-    return replace(prepared, query=query)
+    return replace(prepared, query=query, steps=compiled.steps)
 
 
 def _listing(

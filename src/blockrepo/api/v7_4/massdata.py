@@ -21,6 +21,7 @@ from blockrepo.errors import BadRequest, ErrorItem, UnsupportedMediaType
 from blockrepo.massdata import asof as past
 from blockrepo.massdata import bulk, listing
 from blockrepo.massdata.collector import collector_paused
+from blockrepo.massdata.query.limits import QueryLimits
 from blockrepo.massdata.transfer.document import Document, parse_json_document
 from blockrepo.massdata.transfer.export import stream_json
 from blockrepo.massdata.transfer.importer import import_document, parse_mode
@@ -356,7 +357,14 @@ def list_elements(
     ] = None,
 ) -> Response:
     prepared = listing.prepare_listing(
-        ctx.metamodel, ctx.actor, type_name, filter_text=filter, sort=sort, fields=fields, cursor=cursor
+        ctx.metamodel,
+        ctx.actor,
+        type_name,
+        filter_text=filter,
+        sort=sort,
+        fields=fields,
+        cursor=cursor,
+        limits=QueryLimits.from_settings(ctx.settings),
     )
     revision = _revision(ctx, as_of)
     if _wants_ndjson(request):
@@ -497,6 +505,7 @@ def run_query(
         sort=body.get("sort"),
         fields=body.get("fields"),
         cursor=body.get("cursor"),
+        limits=QueryLimits.from_settings(ctx.settings),
     )
     revision = _revision(ctx, body.get("asOf"))
     if _wants_ndjson(request):

@@ -14,13 +14,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
+    CTE,
+    BigInteger,
     ColumnElement,
+    Float,
     Integer,
     Select,
     String,
     and_,
     false,
     func,
+    literal,
     not_,
     or_,
     select,
@@ -106,7 +110,17 @@ def _ascii_folded_default(element: ascii_folded, compiler: SQLCompiler, **kw: An
     return f"translate({compiler.process(element.clauses, **kw)}, '{_UPPER}', '{_UPPER.lower()}')"
 
 
+def number_parameter(value: Any) -> Any:
+    """A number bound as what it is: an integer as BIGINT, a fraction as a double. Bound with the
+    column's type instead, PostgreSQL would cast it to INTEGER for `id`, `revision` and counts (out of range
+    beyond 32 bits) and round 1.5 to 2."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    return literal(value, BigInteger() if isinstance(value, int) else Float())
+
+
 def _compare(column: Any, op: str, value: Any) -> Condition:
+    value = number_parameter(value)
     if op == "=":
         return column == value  # type: ignore[no-any-return]
     if op == "!=":
@@ -134,10 +148,16 @@ def _text_match(column: Any, method: str, needle: str) -> Condition:
 
 @dataclass(frozen=True)
 class CompiledQuery:
-    """The type of the result and the condition that selects its elements on the given element table."""
+    """The type of the result and the condition that selects its elements on the given element table.
+
+    The condition reads the ids of the steps before the last from `steps`, one common table expression
+    each, in order. A statement using the condition adds them first (`Select.add_cte(*steps)`): SQLAlchemy
+    then renders each step once, reading the one before by name, instead of descending from the last step
+    to the first (a recursion as deep as the chain)."""
 
     type_def: BlockTypeDef
     condition: Condition
+    steps: tuple[CTE, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -223,9 +243,13 @@ class QueryCompiler:
     # --- queries -----------------------------------------------------------------------------------
 
     def query(self, query: Query, target: ElementTable) -> CompiledQuery:
+        """Each step but the last becomes a common table expression that the next one reads its ids from:
+        a chain of steps is a flat list in SQL, where subqueries nested in subqueries would overflow
+        SQLite's parser stack (a fixed 100 levels before SQLite 3.46) at about a dozen steps."""
         steps = (query.start, *query.navigation)
         type_def = self.readable_type(query.start)
         previous: Select[tuple[int]] | None = None
+        ctes: list[CTE] = []
         for index, step in enumerate(steps):
             last = index == len(steps) - 1
             table = target if last else aliased(Element)
@@ -241,8 +265,13 @@ class QueryCompiler:
             if step.where is not None:
                 conditions.append(self.predicate(step.where, table, type_def))
             if last:
-                return CompiledQuery(type_def, and_(*conditions))
-            previous = select(table.id).where(*conditions)
+                return CompiledQuery(type_def, and_(*conditions), tuple(ctes))
+            step_ids = select(table.id.label("id")).where(*conditions).cte(f"step_{index}")
+            # PostgreSQL would inline each step into the next and join them all as nested-loop semi-joins,
+            # which re-run the inner steps for every outer row (an hour for twelve `/children` steps over
+            # a dozen rows before ANALYZE). Materialized, each step is one set the next hashes against.
+            ctes.append(step_ids.prefix_with("MATERIALIZED", dialect="postgresql"))
+            previous = select(ctes[-1].c.id)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def link(self, holder: BlockTypeDef, step: Step) -> ResolvedProperty:
@@ -300,7 +329,8 @@ class QueryCompiler:
             if op not in ("=", "!="):
                 raise self.error(f"'@{node.prop.name}' refers to elements; compare it with = or !=", node.pos)
             if value.kind == "number" and isinstance(value.value, int):
-                matches = self.reference(prop, table, lambda other: other.id == value.value)
+                wanted = number_parameter(value.value)
+                matches = self.reference(prop, table, lambda other: other.id == wanted)
             elif value.kind == "string":
                 matches = self.reference(prop, table, lambda other: other.name == value.value)
             else:
@@ -433,7 +463,16 @@ class QueryCompiler:
                     moment = None
             if isinstance(moment, dt.datetime):
                 moment = moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
-                return moment.astimezone(dt.UTC)
+                try:
+                    return moment.astimezone(dt.UTC)
+                except OverflowError:
+                    raise query_error(
+                        f"'{value.value}' is outside the years 1 to 9999 in UTC",
+                        value.pos,
+                        pointer=self.pointer,
+                        text=self.text,
+                        code="query_date_out_of_range",
+                    ) from None
             if isinstance(moment, dt.date):
                 return moment
             raise self.error(
@@ -560,21 +599,28 @@ def text_matches(text: str, method: str, needle: str) -> bool:
     return text.endswith(needle)
 
 
+def day_bounds(day: dt.date) -> tuple[dt.datetime, dt.datetime | None]:
+    """The first moment of a UTC day and of the next one; None after 9999-12-31, which has no next day."""
+    start = dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
+    return start, None if day == dt.date.max else start + dt.timedelta(days=1)
+
+
 def _day_comparison(column: Any, op: str, day: dt.date) -> Condition:
     """A time column against a whole day (UTC): `= 2025-01-31` means during that day."""
-    start = dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
-    end = start + dt.timedelta(days=1)
+    start, end = day_bounds(day)
+    before: Condition = column < start
+    after: Condition = false() if end is None else column >= end
     if op == "=":
-        return and_(column >= start, column < end)
+        return and_(not_(before), not_(after))
     if op == "!=":
-        return or_(column < start, column >= end)
+        return or_(before, after)
     if op == "<":
-        return column < start  # type: ignore[no-any-return]
+        return before
     if op == "<=":
-        return column < end  # type: ignore[no-any-return]
+        return not_(after)
     if op == ">":
-        return column >= end  # type: ignore[no-any-return]
-    return column >= start  # type: ignore[no-any-return]
+        return after
+    return not_(before)
 
 
 def compile_query(

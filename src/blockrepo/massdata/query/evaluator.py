@@ -22,6 +22,7 @@ from blockrepo.massdata.query.compiler import (
     PARENT,
     QueryCompiler,
     ResolvedProperty,
+    day_bounds,
     literal_order_matches,
     text_matches,
 )
@@ -69,18 +70,18 @@ def parse_timestamp(raw: str) -> dt.datetime:
 
 def _day_compare(moment: dt.datetime, op: str, day: dt.date) -> bool:
     """A time against a whole UTC day, as the compiler's `_day_comparison`."""
-    start = dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
-    end = start + dt.timedelta(days=1)
+    start, end = day_bounds(day)
+    during = start <= moment and (end is None or moment < end)
     if op == "=":
-        return start <= moment < end
+        return during
     if op == "!=":
-        return not start <= moment < end
+        return not during
     if op == "<":
         return moment < start
     if op == "<=":
-        return moment < end
+        return moment < start or during
     if op == ">":
-        return moment >= end
+        return not (moment < start or during)
     return moment >= start
 
 

@@ -1,15 +1,22 @@
-"""Parses iteraQL text into the syntax tree with a lark LALR grammar; errors say where they are."""
+"""Parses iteraQL text into the syntax tree with a lark LALR grammar; errors say where they are.
+
+The text is checked against the limits first (`limits.py`). Nothing here recurses per step or per operator:
+steps and `&`/`|` chains are flat lists in the grammar, a run of `!` is one rule, and the parse tree is
+transformed without recursion, so only parenthesis nesting (bounded by the limits) deepens the syntax tree.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from typing import Any, cast
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer_NonRecursive, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from blockrepo.errors import ErrorItem, QuerySyntaxError
+from blockrepo.massdata.query.limits import QueryLimits, check_limits
 from blockrepo.massdata.query.syntax import (
     And,
     Comparison,
@@ -36,7 +43,7 @@ predicate: disjunction
             | conjunction
 ?conjunction: negation ("&" negation)+ -> all_of
             | negation
-?negation: "!" negation -> negate
+?negation: NOT+ atom -> negate
          | atom
 ?atom: "(" disjunction ")"
      | comparison
@@ -53,6 +60,7 @@ count_target: name filter? -> count_end
 literal: STRING | NUMBER | DATE | DATETIME | NULL | TRUE | FALSE
 
 COUNT: "count"
+NOT: "!"
 NULL: "null"
 TRUE: "true"
 FALSE: "false"
@@ -68,6 +76,7 @@ NUMBER: /-?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?/
 """
 
 TEXT_METHODS = ("contains", "containsIgnoreCase", "startsWith", "endsWith")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
 _ESCAPE_PATTERN = re.compile(r"\\(.)", re.DOTALL)
 # How the parser's terminals read in an error message.
@@ -95,16 +104,24 @@ def position_of(token: Token) -> Position:
 
 
 def query_error(
-    message: str, pos: Position, *, pointer: str, invalid: bool = False, text: str | None = None
+    message: str,
+    pos: Position,
+    *,
+    pointer: str,
+    invalid: bool = False,
+    text: str | None = None,
+    code: str | None = None,
 ) -> QuerySyntaxError:
-    """A 400 that names the position; `invalid` for meaning errors, else a syntax error."""
+    """A 400 that names the position; `invalid` for meaning errors, else a syntax error; `code` replaces
+    the class's code where a client may want to tell the case apart."""
     detail = f"{message} (at {pos.describe()})"
     if text is not None:
         detail += "\n" + _caret(text, pos)
     cls = QueryInvalid if invalid else QuerySyntaxError
     return cls(
         detail,
-        errors=[ErrorItem(pointer=pointer, code=cls.code, message=f"{message} at {pos.describe()}")],
+        code=code,
+        errors=[ErrorItem(pointer=pointer, code=code or cls.code, message=f"{message} at {pos.describe()}")],
         extra={"position": {"offset": pos.offset, "line": pos.line, "column": pos.column}},
     )
 
@@ -124,7 +141,7 @@ def _name(token: Token) -> str:
 
 
 @v_args(inline=True)
-class _ToSyntax(Transformer[Token, Any]):
+class _ToSyntax(Transformer_NonRecursive[Token, Any]):
     """Turns lark's parse tree into the frozen syntax tree of `syntax.py`."""
 
     def __init__(self, pointer: str, text: str) -> None:
@@ -132,8 +149,8 @@ class _ToSyntax(Transformer[Token, Any]):
         self.pointer = pointer
         self.text = text
 
-    def error(self, message: str, pos: Position) -> QuerySyntaxError:
-        return query_error(message, pos, pointer=self.pointer, text=self.text)
+    def error(self, message: str, pos: Position, code: str | None = None) -> QuerySyntaxError:
+        return query_error(message, pos, pointer=self.pointer, text=self.text, code=code)
 
     def query(self, start: Step, *navigation: Step) -> Query:
         return Query(start=start, navigation=tuple(navigation))
@@ -150,8 +167,10 @@ class _ToSyntax(Transformer[Token, Any]):
     def all_of(self, *parts: Predicate) -> And:
         return And(tuple(parts))
 
-    def negate(self, part: Predicate) -> Not:
-        return Not(part)
+    def negate(self, *bangs_and_part: Any) -> Predicate:
+        # Every atom compiles to a two-valued condition, so `!!p` is `p`: a run of `!` is one `Not` or none.
+        part = cast(Predicate, bangs_and_part[-1])
+        return Not(part) if len(bangs_and_part) % 2 == 0 else part
 
     def property(self, name: Token, *parts: Token) -> tuple[Token, list[Token]]:
         return name, list(parts)
@@ -194,15 +213,32 @@ class _ToSyntax(Transformer[Token, Any]):
     def count_property(self, name: Token) -> tuple[Token, bool, Predicate | None]:
         return name, True, None
 
+    def number(self, text: str, pos: Position) -> int | float:
+        """An integer within 64 bits or a finite double: the range both databases compare exactly."""
+        if any(c in text for c in ".eE"):
+            number = float(text)
+            if not math.isfinite(number):
+                raise self.error(f"{text} is beyond the range of a number", pos, "query_number_out_of_range")
+            return number
+        try:
+            whole = int(text)
+        except ValueError:  # more digits than Python converts; only reachable with a raised length limit
+            whole = INT64_MAX + 1
+        if not INT64_MIN <= whole <= INT64_MAX:
+            raise self.error(
+                f"{text if len(text) <= 40 else text[:20] + '…'} is beyond the range of a 64-bit integer",
+                pos,
+                "query_number_out_of_range",
+            )
+        return whole
+
     def literal(self, token: Token) -> Value:
         pos = position_of(token)
         kind = token.type
         if kind == "STRING":
             return Value("string", _unescape(token), pos)
         if kind == "NUMBER":
-            text = str(token)
-            number: int | float = float(text) if any(c in text for c in ".eE") else int(text)
-            return Value("number", number, pos)
+            return Value("number", self.number(str(token), pos), pos)
         if kind == "DATE":
             try:
                 return Value("date", dt.date.fromisoformat(token), pos)
@@ -215,6 +251,12 @@ class _ToSyntax(Transformer[Token, Any]):
                 raise self.error(f"'{token}' is not a valid date-time", pos) from None
             if moment.tzinfo is None:
                 moment = moment.replace(tzinfo=dt.UTC)
+            try:
+                moment.astimezone(dt.UTC)
+            except OverflowError:
+                raise self.error(
+                    f"'{token}' is outside the years 1 to 9999 in UTC", pos, "query_date_out_of_range"
+                ) from None
             return Value("datetime", moment, pos)
         if kind == "NULL":
             return Value("null", None, pos)
@@ -256,7 +298,8 @@ def _syntax_error(exc: UnexpectedInput, text: str, pointer: str) -> QuerySyntaxE
     return query_error(message, pos, pointer=pointer, text=text)
 
 
-def _parse(text: str, start: str, pointer: str) -> Any:
+def _parse(text: str, start: str, pointer: str, limits: QueryLimits) -> Any:
+    check_limits(text, limits, pointer=pointer)
     if not text.strip():
         raise query_error("the query is empty", Position(0, 1, 1), pointer=pointer)
     try:
@@ -271,11 +314,12 @@ def _parse(text: str, start: str, pointer: str) -> Any:
         raise
 
 
-def parse_query(text: str, *, pointer: str = "/query") -> Query:
-    """`Type[predicate]/end[predicate];` -> syntax tree; `QuerySyntaxError` (400) naming the position."""
-    return cast(Query, _parse(text, "query", pointer))
+def parse_query(text: str, *, pointer: str = "/query", limits: QueryLimits = QueryLimits()) -> Query:
+    """`Type[predicate]/end[predicate];` -> syntax tree; `QuerySyntaxError` (400) naming the position,
+    `QueryLimitExceeded` (400) naming the limit."""
+    return cast(Query, _parse(text, "query", pointer, limits))
 
 
-def parse_predicate(text: str, *, pointer: str = "filter") -> Predicate:
+def parse_predicate(text: str, *, pointer: str = "filter", limits: QueryLimits = QueryLimits()) -> Predicate:
     """The inside of `[...]`, as the `filter` parameter takes it."""
-    return cast(Predicate, _parse(text, "predicate", pointer))
+    return cast(Predicate, _parse(text, "predicate", pointer, limits))
