@@ -25,6 +25,8 @@ CHANGE = cast(Table, Change.__table__)
 FLUSH_SLICE = 5000  # change rows per insert when a request is flushed
 
 JsonValue = Any
+# Keys of the element JSON that history does not record (they change with every write).
+UNRECORDED_KEYS = frozenset({"id", "type", "revision", "lastModificationTime", "lastModificationUser"})
 
 
 @dataclass(slots=True)
@@ -184,6 +186,34 @@ class ChangeLog:
         else:
             known.changes = _merge_property_changes(known.changes, changes)
         known.element_name = element_name
+
+    def element_created(self, type_name: str, element_id: int, element: dict[str, Any]) -> None:
+        """Record a created element from its JSON: every recorded property that holds something, as new."""
+        self.element(
+            "created",
+            type_name=type_name,
+            element_id=element_id,
+            element_name=element["name"][0],
+            changes=[
+                {"property": key, "old": [], "new": value}
+                for key, value in element.items()
+                if key not in UNRECORDED_KEYS and value
+            ],
+        )
+
+    def element_deleted(self, type_name: str, element_id: int, element: dict[str, Any]) -> None:
+        """Record a deleted element from its last JSON: each recorded property that held something, as old."""
+        self.element(
+            "deleted",
+            type_name=type_name,
+            element_id=element_id,
+            element_name=element["name"][0],
+            changes=[
+                {"property": key, "old": value, "new": []}
+                for key, value in element.items()
+                if key not in UNRECORDED_KEYS and value
+            ],
+        )
 
     def unrecorded(self, element_ids: Iterable[int]) -> list[int]:
         """The ids this request has recorded no change of yet: those whose revision a writer still has to

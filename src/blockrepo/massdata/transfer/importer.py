@@ -34,10 +34,9 @@ from blockrepo.access.actor import Actor
 from blockrepo.administration import users as user_admin
 from blockrepo.administration.schemas import UserCreate
 from blockrepo.auth.passwords import generate_password
-from blockrepo.elements import repository as elements_repository
+from blockrepo.elements import repository
 from blockrepo.elements.models import Element, ElementValue, Relation, RelationValue
 from blockrepo.elements.repository import chunks
-from blockrepo.elements.service import UNRECORDED_KEYS, diff_elements
 from blockrepo.elements.values import (
     RICHTEXT_MAX_LENGTH,
     TypedValue,
@@ -49,10 +48,9 @@ from blockrepo.elements.values import (
     json_type,
 )
 from blockrepo.elements.view import ElementView, format_timestamp, relation_attributable
+from blockrepo.elements.writer import NeighbourMirror, diff_elements, loops
 from blockrepo.errors import ErrorItem, Forbidden, UnknownType, ValidationFailed
 from blockrepo.history.recorder import ChangeLog
-from blockrepo.massdata import repository
-from blockrepo.massdata.bulk import NeighbourMirror
 from blockrepo.massdata.reader import ElementReader
 from blockrepo.massdata.transfer.document import Document
 from blockrepo.massdata.transfer.metamodel_sync import apply_metamodel
@@ -373,7 +371,7 @@ class _Validator:
                 unique[triple] = relation
         self.relations = list(unique.values())
         self._single_valued()
-        logins = elements_repository.existing_logins(self.db, (login for _, login in self.logins))
+        logins = repository.existing_logins(self.db, (login for _, login in self.logins))
         for pointer, login in self.logins:
             if login not in logins:
                 self.error(pointer, "unknown_user", f"there is no user {login!r}")
@@ -387,22 +385,15 @@ class _Validator:
         }
         for record in records:
             parent_of[record.name] = record.parent
-        state: dict[str, int] = {}  # 1: on the current path, 2: known to reach a root
+        looped = loops((record.name for record in records), parent_of.get)
         for record in records:
-            path = []
-            current: str | None = record.name
-            while current is not None and state.get(current) is None:
-                state[current] = 1
-                path.append(current)
-                current = parent_of.get(current)
-            if current is not None and state.get(current) == 1:
+            reached = looped.get(record.name)
+            if reached is not None:
                 self.error(
                     f"/elements/{type_def.name}/{record.index}/parent",
                     "cycle",
-                    f"the parents of {record.name!r} lead back to {current!r}",
+                    f"the parents of {record.name!r} lead back to {reached!r}",
                 )
-            for name in path:
-                state[name] = 2
 
     def _single_valued(self) -> None:
         """A single-valued end holds one element: count what the file gives and what stays stored."""
@@ -487,7 +478,7 @@ def _create_missing_users(
     wanted: dict[str, dict[str, Any]] = {
         u["login"]: u for u in users if isinstance(u, dict) and isinstance(u.get("login"), str)
     }
-    missing = set(wanted) - elements_repository.existing_logins(db, wanted)
+    missing = set(wanted) - repository.existing_logins(db, wanted)
     errors: list[ErrorItem] = []
     for login in sorted(missing):
         user = wanted[login]
@@ -881,7 +872,7 @@ class _Writer:
 
     def _delete(self, doomed: dict[int, list[int]]) -> None:
         for ids in doomed.values():
-            elements_repository.delete_elements(self.db, ids)
+            repository.delete_elements(self.db, ids)
 
     # --- history -------------------------------------------------------------------------------------
 
@@ -900,17 +891,7 @@ class _Writer:
         for type_id, elements in deleted_before.items():
             type_def = self.metamodel.type_by_id(type_id)
             for element_id, element in elements.items():
-                changes.element(
-                    "deleted",
-                    type_name=type_def.name,
-                    element_id=element_id,
-                    element_name=element["name"][0],
-                    changes=[
-                        {"property": k, "old": v, "new": []}
-                        for k, v in element.items()
-                        if k not in UNRECORDED_KEYS and v
-                    ],
-                )
+                changes.element_deleted(type_def.name, element_id, element)
                 mirror.add(type_def, element_id, element, None)
         unchanged: list[int] = []
         for type_id, type_records in updated.items():
@@ -940,20 +921,9 @@ class _Writer:
         # One created element's JSON at a time: it goes into the change log as text and into the mirror
         # as the few entries its neighbours need.
         for element_id, type_def, element in self._created_json(views):
-            changes.element(
-                "created",
-                type_name=type_def.name,
-                element_id=element_id,
-                element_name=element["name"][0],
-                changes=[
-                    {"property": k, "old": [], "new": v}
-                    for k, v in element.items()
-                    if k not in UNRECORDED_KEYS and v
-                ],
-            )
+            changes.element_created(type_def.name, element_id, element)
             mirror.add(type_def, element_id, None, element)
-        neighbours = mirror.record(changes)
-        elements_repository.bump_elements(db, neighbours, now=changes.now, user=self.actor.login)
+        mirror.record(db, changes, self.actor.login)
 
     def _restore_stamps(self, unchanged: list[int]) -> None:
         """Elements the import rewrote without changing them keep their revision and stamps."""
