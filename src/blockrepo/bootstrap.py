@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, Engine, insert, select, text
 from sqlalchemy.orm import Session
 
-from blockrepo.access.actor import FUNCTIONAL_PERMISSIONS, SUPERVISOR_ROLE, SYSTEM_LOGIN
-from blockrepo.access.models import Role, RoleFunctionalPermission, User, UserRole
+from blockrepo.access.actor import FUNCTIONAL_PERMISSIONS, SYSTEM_LOGIN
+from blockrepo.access.models import SUPERVISOR_ROLE, Role, RoleFunctionalPermission, User, UserRole
 from blockrepo.auth.passwords import Passwords, generate_password
 from blockrepo.history.recorder import ChangeLog
 from blockrepo.metamodel.defaults import DEFAULT_BUILTINS, DEFAULT_RELATIONS, DEFAULT_TYPES

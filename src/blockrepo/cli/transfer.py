@@ -27,7 +27,8 @@ from blockrepo.massdata.transfer.export import json_chunks
 from blockrepo.massdata.transfer.importer import import_document, parse_mode
 from blockrepo.massdata.transfer.plan import plan_export
 from blockrepo.massdata.transfer.xlsx import read_workbook, write_workbook
-from blockrepo.metamodel.snapshot import Metamodel, load_metamodel, read_repository_state
+from blockrepo.metamodel.repository import load_metamodel, read_repository_state
+from blockrepo.metamodel.snapshot import Metamodel
 from blockrepo.storage.engine import build_engine, build_session_factory
 
 DatabaseOption = Annotated[

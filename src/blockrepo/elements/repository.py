@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -276,6 +276,11 @@ def _has_selected(end: RelationEnd, attribute_ids: frozenset[int]) -> bool:
 # --- lookups used by validation -------------------------------------------------------------------
 
 
+def any_element(db: Session) -> bool:
+    """Whether the repository holds at least one element."""
+    return db.scalar(select(Element.id).limit(1)) is not None
+
+
 def find_by_ids(db: Session, ids: Iterable[int]) -> dict[int, tuple[int, str]]:
     """id -> (type id, name) of every existing element among `ids` (any type)."""
     found: dict[int, tuple[int, str]] = {}
@@ -379,7 +384,7 @@ def insert_relations(db: Session, relations: Sequence[NewRelation]) -> None:
     if not relations:
         return
     open_positions = {(r.relation_type_id, r.source_id) for r in relations if r.position is None}
-    next_position = _next_source_positions(db, open_positions)
+    next_position = next_source_positions(db, open_positions)
     rows = []
     for r in relations:
         position = r.position
@@ -426,7 +431,8 @@ def insert_relations(db: Session, relations: Sequence[NewRelation]) -> None:
         bulk_insert.insert_rows(db, RELATION_VALUE, value_rows)
 
 
-def _next_source_positions(db: Session, keys: set[tuple[int, int]]) -> dict[tuple[int, int], int]:
+def next_source_positions(db: Session, keys: set[tuple[int, int]]) -> dict[tuple[int, int], int]:
+    """(relation type id, source id) -> the position after the last of the source's relations."""
     by_type: dict[int, list[int]] = {}
     for relation_type_id, source_id in keys:
         by_type.setdefault(relation_type_id, []).append(source_id)
@@ -674,3 +680,266 @@ def restore_stamps(db: Session, stamps: Sequence[tuple[int, int, Any, str]]) -> 
     rows = [{"element_id": e, "old_revision": r, "old_at": a, "old_by": b} for e, r, a, b in stamps]
     for start in range(0, len(rows), ROWS_PER_CALL):
         db.execute(statement, rows[start : start + ROWS_PER_CALL])
+
+
+# --- whole types and holders (imports) -----------------------------------------------------------------
+
+
+def placement_by_name(db: Session, type_id: int) -> dict[str, tuple[int, int | None, int]]:
+    """name -> (id, parent id, position) of every element of the type."""
+    rows = db.execute(
+        select(Element.name, Element.id, Element.parent_id, Element.position).where(
+            Element.type_id == type_id
+        )
+    )
+    return {row[0]: (row[1], row[2], row[3]) for row in rows}
+
+
+def ids_of_type(db: Session, type_id: int) -> dict[str, int]:
+    """name -> id of every element of the type."""
+    return {
+        name: element_id
+        for element_id, name in db.execute(select(Element.id, Element.name).where(Element.type_id == type_id))
+    }
+
+
+def stamps(db: Session, ids: Sequence[int]) -> dict[int, tuple[int, Any, str]]:
+    """id -> (revision, last modified at, by) of the elements among `ids`."""
+    found: dict[int, tuple[int, Any, str]] = {}
+    for chunk in chunks(ids):
+        for element_id, revision, at, by in db.execute(
+            select(Element.id, Element.revision, Element.last_modified_at, Element.last_modified_by).where(
+                Element.id.in_(chunk)
+            )
+        ):
+            found[element_id] = (revision, at, by)
+    return found
+
+
+def delete_attribute_values(db: Session, element_ids: Sequence[int], attribute_ids: Sequence[int]) -> None:
+    """Every value of the given attributes on the given elements."""
+    for chunk in chunks(element_ids):
+        db.execute(
+            delete(ElementValue).where(
+                ElementValue.element_id.in_(chunk), ElementValue.attribute_id.in_(attribute_ids)
+            )
+        )
+
+
+def single_partner(
+    db: Session, relation_type_id: int, holder_is_source: bool, holder_id: int
+) -> tuple[str, int] | None:
+    """(name, type id) of one element at the other end of the holder's relations of the type, if any."""
+    column, other_column = (
+        (Relation.source_id, Relation.target_id)
+        if holder_is_source
+        else (Relation.target_id, Relation.source_id)
+    )
+    row = db.execute(
+        select(Element.name, Element.type_id)
+        .select_from(Relation)
+        .join(Element, Element.id == other_column)
+        .where(Relation.relation_type_id == relation_type_id, column == holder_id)
+    ).first()
+    return None if row is None else (row[0], row[1])
+
+
+def take_relations(
+    db: Session, relation_type_id: int, holder_is_source: bool, holder_ids: Sequence[int]
+) -> list[tuple[int, int, int, int]]:
+    """Delete the relations of the type held by the given elements on that side; returns them as
+    (relation id, relation type id, source id, target id)."""
+    column = Relation.source_id if holder_is_source else Relation.target_id
+    removed: list[tuple[int, int, int, int]] = []
+    for chunk in chunks(holder_ids):
+        condition = (Relation.relation_type_id == relation_type_id, column.in_(chunk))
+        removed.extend(
+            (row[0], row[1], row[2], row[3])
+            for row in db.execute(
+                select(Relation.id, Relation.relation_type_id, Relation.source_id, Relation.target_id).where(
+                    *condition
+                )
+            )
+        )
+        db.execute(delete(Relation).where(*condition))
+    return removed
+
+
+def relation_ids(db: Session, relation_type_id: int, source_ids: Sequence[int]) -> dict[tuple[int, int], int]:
+    """(source id, target id) -> relation id of the type's relations from the given sources."""
+    found: dict[tuple[int, int], int] = {}
+    for chunk in chunks(sorted(set(source_ids))):
+        for relation_id, source, target in db.execute(
+            select(Relation.id, Relation.source_id, Relation.target_id).where(
+                Relation.relation_type_id == relation_type_id, Relation.source_id.in_(chunk)
+            )
+        ):
+            found[(source, target)] = relation_id
+    return found
+
+
+def insert_relation_rows(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Relation rows with explicit positions (executemany, COPY on PostgreSQL)."""
+    bulk_insert.insert_rows(db, RELATION, rows)
+
+
+def insert_relation_value_rows(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
+    bulk_insert.insert_rows(db, RELATION_VALUE, rows)
+
+
+# --- values of one attribute everywhere (metamodel edits) ----------------------------------------------
+
+
+def _element_values_where(
+    attribute_id: int, type_ids: Collection[int] | None, literal_ids: Collection[int] | None
+) -> Any:
+    condition = ElementValue.attribute_id == attribute_id
+    if type_ids is not None:
+        condition = and_(
+            condition,
+            ElementValue.element_id.in_(select(Element.id).where(Element.type_id.in_(list(type_ids)))),
+        )
+    if literal_ids is not None:
+        condition = and_(condition, ElementValue.literal_id.in_(list(literal_ids)))
+    return condition
+
+
+def attribute_values(
+    db: Session,
+    attribute_id: int,
+    *,
+    type_ids: Collection[int] | None = None,
+    holding: Collection[int] | None = None,
+) -> list[tuple[int, str, int, int | None, TypedValue]]:
+    """(element id, element name, type id, literal id, value) of every value of the attribute (on elements
+    of `type_ids`, or all; only on elements holding one of the literals `holding`, or all), in each
+    element's order."""
+    condition = _element_values_where(attribute_id, type_ids, None)
+    if holding is not None:
+        condition = and_(
+            condition,
+            ElementValue.element_id.in_(
+                select(ElementValue.element_id).where(
+                    ElementValue.attribute_id == attribute_id, ElementValue.literal_id.in_(list(holding))
+                )
+            ),
+        )
+    rows = db.execute(
+        select(ElementValue, Element.name, Element.type_id)
+        .join(Element, Element.id == ElementValue.element_id)
+        .where(condition)
+        .order_by(ElementValue.element_id, ElementValue.position, ElementValue.id)
+    ).all()
+    return [
+        (value.element_id, name, type_id, value.literal_id, _typed(value)) for value, name, type_id in rows
+    ]
+
+
+def delete_attribute_everywhere(
+    db: Session,
+    attribute_id: int,
+    *,
+    type_ids: Collection[int] | None = None,
+    literal_ids: Collection[int] | None = None,
+) -> None:
+    """Delete the attribute's values on elements (of `type_ids`, or all; of `literal_ids`, or all)."""
+    db.execute(
+        delete(ElementValue)
+        .where(_element_values_where(attribute_id, type_ids, literal_ids))
+        .execution_options(synchronize_session=False)
+    )
+
+
+def _relation_values_where(
+    attribute_id: int, relation_type_ids: Collection[int] | None, literal_ids: Collection[int] | None
+) -> Any:
+    condition = RelationValue.attribute_id == attribute_id
+    if relation_type_ids is not None:
+        condition = and_(
+            condition,
+            RelationValue.relation_id.in_(
+                select(Relation.id).where(Relation.relation_type_id.in_(list(relation_type_ids)))
+            ),
+        )
+    if literal_ids is not None:
+        condition = and_(condition, RelationValue.literal_id.in_(list(literal_ids)))
+    return condition
+
+
+@dataclass(frozen=True, slots=True)
+class RelationValueRow:
+    """One value of a relation attribute with the relation's two elements as (id, name, type id)."""
+
+    relation_id: int
+    relation_type_id: int
+    source: tuple[int, str, int]
+    target: tuple[int, str, int]
+    literal_id: int | None
+    value: TypedValue
+
+
+def relation_attribute_values(
+    db: Session,
+    attribute_id: int,
+    *,
+    relation_type_ids: Collection[int] | None = None,
+    holding: Collection[int] | None = None,
+) -> list[RelationValueRow]:
+    """Every value of the relation attribute (on relations of `relation_type_ids`, or all; only on
+    relations holding one of the literals `holding`, or all), in each relation's order."""
+    condition = _relation_values_where(attribute_id, relation_type_ids, None)
+    if holding is not None:
+        condition = and_(
+            condition,
+            RelationValue.relation_id.in_(
+                select(RelationValue.relation_id).where(
+                    RelationValue.attribute_id == attribute_id, RelationValue.literal_id.in_(list(holding))
+                )
+            ),
+        )
+    source = aliased(Element)
+    target = aliased(Element)
+    rows = db.execute(
+        select(
+            RelationValue,
+            Relation.relation_type_id,
+            source.id,
+            source.name,
+            source.type_id,
+            target.id,
+            target.name,
+            target.type_id,
+        )
+        .join(Relation, Relation.id == RelationValue.relation_id)
+        .join(source, source.id == Relation.source_id)
+        .join(target, target.id == Relation.target_id)
+        .where(condition)
+        .order_by(RelationValue.relation_id, RelationValue.position, RelationValue.id)
+    ).all()
+    return [
+        RelationValueRow(
+            row[0].relation_id,
+            row[1],
+            (row[2], row[3], row[4]),
+            (row[5], row[6], row[7]),
+            row[0].literal_id,
+            _typed(row[0]),
+        )
+        for row in rows
+    ]
+
+
+def delete_relation_attribute_everywhere(
+    db: Session,
+    attribute_id: int,
+    *,
+    relation_type_ids: Collection[int] | None = None,
+    literal_ids: Collection[int] | None = None,
+) -> None:
+    """Delete the attribute's values on relations (of `relation_type_ids`, or all; of `literal_ids`, or
+    all)."""
+    db.execute(
+        delete(RelationValue)
+        .where(_relation_values_where(attribute_id, relation_type_ids, literal_ids))
+        .execution_options(synchronize_session=False)
+    )

@@ -8,6 +8,7 @@ names against the metamodel as it stands under that lock, write, and record a me
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -43,19 +44,37 @@ from blockrepo.metamodel.snapshot import (
     AttributeDef,
     BlockTypeDef,
     Metamodel,
-    MetamodelCache,
     RelationEnd,
     RelationTypeDef,
-    read_repository_state,
 )
 
 EDIT_METAMODEL = "EDIT_METAMODEL"
 ADMIN_ATTRIBUTES = "ADMIN_ATTRIBUTES"
 
 
+class MetamodelCache:
+    """Keeps the snapshot of the newest metamodel revision seen by this process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._current: Metamodel | None = None
+
+    def get(self, db: Session, revision: int) -> Metamodel:
+        current = self._current
+        if current is not None and current.revision == revision:
+            return current
+        with self._lock:
+            current = self._current
+            if current is None or current.revision != revision:
+                current = repository.load_metamodel(db, revision)
+                if self._current is None or self._current.revision <= revision:
+                    self._current = current
+            return current
+
+
 def committed_metamodel(db: Session, cache: MetamodelCache) -> Metamodel:
     """The metamodel as the request's own commit left it (loaded once, then shared via the cache)."""
-    return cache.get(db, read_repository_state(db).metamodel_revision)
+    return cache.get(db, repository.read_repository_state(db).metamodel_revision)
 
 
 # --- what a caller sees -------------------------------------------------------------------------------

@@ -27,7 +27,6 @@ from itertools import islice
 from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
-from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
@@ -35,8 +34,6 @@ from blockrepo.administration import users as user_admin
 from blockrepo.administration.schemas import UserCreate
 from blockrepo.auth.passwords import generate_password
 from blockrepo.elements import repository
-from blockrepo.elements.models import Element, ElementValue, Relation, RelationValue
-from blockrepo.elements.repository import chunks
 from blockrepo.elements.values import (
     RICHTEXT_MAX_LENGTH,
     TypedValue,
@@ -55,19 +52,11 @@ from blockrepo.massdata.reader import ElementReader
 from blockrepo.massdata.transfer.document import Document
 from blockrepo.massdata.transfer.metamodel_sync import apply_metamodel
 from blockrepo.metamodel.snapshot import AttributeDef, BlockTypeDef, Metamodel, RelationEnd
-from blockrepo.storage import bulk_insert
 
 MODES = ("additive", "cud")
 MAX_REPORTED_ERRORS = 1000
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 Key = tuple[int, str]  # (type id, element name): an element before ids are known
-
-RELATION_TABLE = Relation.__table__
-RELATION_VALUE_TABLE = RelationValue.__table__
-
-
-def _insert_relations(db: Session, rows: Sequence[dict[str, Any]]) -> None:
-    bulk_insert.insert_rows(db, RELATION_TABLE, rows)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -151,12 +140,7 @@ class _Validator:
     def existing_of(self, type_def: BlockTypeDef) -> _Existing:
         known = self.existing.get(type_def.id)
         if known is None:
-            rows = self.db.execute(
-                select(Element.name, Element.id, Element.parent_id, Element.position).where(
-                    Element.type_id == type_def.id
-                )
-            )
-            known = self.existing[type_def.id] = _Existing({r[0]: (r[1], r[2], r[3]) for r in rows})
+            known = self.existing[type_def.id] = _Existing(repository.placement_by_name(self.db, type_def.id))
         return known
 
     # --- records ---------------------------------------------------------------------------------------
@@ -449,24 +433,16 @@ class _Validator:
             found = self.existing_of(type_def).by_name.get(holder[1])
             if found is None:
                 continue
-            column, other_column = (
-                (Relation.source_id, Relation.target_id)
-                if holder_is_source
-                else (Relation.target_id, Relation.source_id)
-            )
-            other = self.db.execute(
-                select(other_column, Element.name, Element.type_id)
-                .join(Element, Element.id == other_column)
-                .where(Relation.relation_type_id == rt_id, column == found[0])
-            ).first()
+            other = repository.single_partner(self.db, rt_id, holder_is_source, found[0])
             if other is None:
                 continue
-            other_key = (other.type_id, other.name)
+            other_name, other_type_id = other
+            other_key = (other_type_id, other_name)
             replaced = replaced_targets if holder_is_source else replaced_sources
             own_side = replaced_sources if holder_is_source else replaced_targets
             if (rt_id, holder) in own_side or (rt_id, other_key) in replaced:
                 continue
-            conflicts[(rt_id, holder_is_source, holder)] = other.name
+            conflicts[(rt_id, holder_is_source, holder)] = other_name
         return conflicts
 
 
@@ -668,9 +644,7 @@ class _Writer:
         self.report.created = created
         for type_id, records in self.validated.records.items():
             if any(r.element_id is None for r in records):
-                for element_id, name in db.execute(
-                    select(Element.id, Element.name).where(Element.type_id == type_id)
-                ):
+                for name, element_id in repository.ids_of_type(db, type_id).items():
                     self.ids[(type_id, name)] = element_id
             for record in records:
                 if record.element_id is not None:
@@ -711,14 +685,7 @@ class _Writer:
     def _load_stamps(self) -> None:
         """Revision and modification stamp of every element the file updates, before it writes."""
         ids = [r.element_id for rs in self.validated.records.values() for r in rs if r.element_id is not None]
-        self._stamps = {}
-        for chunk in chunks(ids):
-            for element_id, revision, at, by in self.db.execute(
-                select(
-                    Element.id, Element.revision, Element.last_modified_at, Element.last_modified_by
-                ).where(Element.id.in_(chunk))
-            ):
-                self._stamps[element_id] = (revision, at, by)
+        self._stamps = repository.stamps(self.db, ids)
 
     def _values(self) -> None:
         db = self.db
@@ -728,12 +695,7 @@ class _Writer:
                 p.id for p in type_def.properties if p.builtin or self.actor.can_write_group(p.group_id)
             ]
             updated = [r.element_id for r in records if r.element_id is not None]
-            for chunk in chunks(updated):
-                db.execute(
-                    delete(ElementValue).where(
-                        ElementValue.element_id.in_(chunk), ElementValue.attribute_id.in_(writable)
-                    )
-                )
+            repository.delete_attribute_values(db, updated, writable)
         rows = (
             {
                 "element_id": self.ids[record.key],
@@ -784,22 +746,12 @@ class _Writer:
             for rt_id, key in validated._holders(source=source_side):
                 if key in self.ids and self._stored(key):
                     holders.setdefault(rt_id, []).append(self.ids[key])
-            column = Relation.source_id if source_side else Relation.target_id
             for rt_id, ids in holders.items():
-                for chunk in chunks(ids):
-                    condition = (Relation.relation_type_id == rt_id, column.in_(chunk))
-                    removed.extend(
-                        db.execute(
-                            select(
-                                Relation.id, Relation.relation_type_id, Relation.source_id, Relation.target_id
-                            ).where(*condition)
-                        ).all()
-                    )
-                    db.execute(delete(Relation).where(*condition))
+                removed.extend(repository.take_relations(db, rt_id, source_side, ids))
         # Source-held lists first (their positions are the list order), then what targets list.
         ordered = sorted(validated.relations, key=lambda r: r.source_position is None)
         sources = {(r.relation_type_id, self.ids[r.source]) for r in ordered if r.source_position is None}
-        next_position = self._next_positions(sources)
+        next_position = repository.next_source_positions(self.db, sources)
 
         def rows() -> Iterator[dict[str, Any]]:
             for relation in ordered:
@@ -816,7 +768,7 @@ class _Writer:
                     "position": position,
                 }
 
-        self._insert_in_slices(rows(), _insert_relations, "relations", len(ordered))
+        self._insert_in_slices(rows(), repository.insert_relation_rows, "relations", len(ordered))
         self._relation_values(ordered)
         self.inserted = ordered
         return removed
@@ -825,21 +777,6 @@ class _Writer:
 
     def _stored(self, key: Key) -> bool:
         return key[1] in self.validated.existing_of(self.metamodel.type_by_id(key[0])).by_name
-
-    def _next_positions(self, keys: set[tuple[int, int]]) -> dict[tuple[int, int], int]:
-        positions: dict[tuple[int, int], int] = {}
-        by_type: dict[int, list[int]] = {}
-        for rt_id, source in keys:
-            by_type.setdefault(rt_id, []).append(source)
-        for rt_id, sources in by_type.items():
-            for chunk in chunks(sorted(set(sources))):
-                for source, last in self.db.execute(
-                    select(Relation.source_id, Relation.position)
-                    .where(Relation.relation_type_id == rt_id, Relation.source_id.in_(chunk))
-                    .order_by(Relation.source_id, Relation.position.desc())
-                ):
-                    positions.setdefault((rt_id, source), int(last) + 1)
-        return positions
 
     def _relation_values(self, relations: Sequence[_Relation]) -> None:
         with_values = [r for r in relations if r.values]
@@ -850,13 +787,8 @@ class _Writer:
         for relation in with_values:
             by_type.setdefault(relation.relation_type_id, []).append(self.ids[relation.source])
         for rt_id, sources in by_type.items():
-            for chunk in chunks(sorted(set(sources))):
-                for relation_id, source, target in self.db.execute(
-                    select(Relation.id, Relation.source_id, Relation.target_id).where(
-                        Relation.relation_type_id == rt_id, Relation.source_id.in_(chunk)
-                    )
-                ):
-                    ids[(rt_id, source, target)] = relation_id
+            for (source, target), relation_id in repository.relation_ids(self.db, rt_id, sources).items():
+                ids[(rt_id, source, target)] = relation_id
         rows = [
             {
                 "relation_id": ids[(r.relation_type_id, self.ids[r.source], self.ids[r.target])],
@@ -868,7 +800,7 @@ class _Writer:
             for attribute_id, values in r.values.items()
             for position, value in enumerate(values)
         ]
-        bulk_insert.insert_rows(self.db, RELATION_VALUE_TABLE, rows)  # type: ignore[arg-type]
+        repository.insert_relation_value_rows(self.db, rows)
 
     def _delete(self, doomed: dict[int, list[int]]) -> None:
         for ids in doomed.values():

@@ -18,8 +18,9 @@ from blockrepo.administration.schemas import AttributeCreate, AttributeGroupCrea
 from blockrepo.errors import ErrorItem, ValidationFailed
 from blockrepo.history.recorder import ChangeLog
 from blockrepo.metamodel import service as metamodel_service
+from blockrepo.metamodel.repository import load_metamodel
 from blockrepo.metamodel.schemas import BlockTypeCreate, RelationTypeCreate
-from blockrepo.metamodel.snapshot import AttributeDef, Metamodel, load_metamodel
+from blockrepo.metamodel.snapshot import AttributeDef, Metamodel
 
 RELATION_TYPE_KEYS = ("source", "sourceEnd", "target", "targetEnd", "sourceMultiple", "targetMultiple")
 

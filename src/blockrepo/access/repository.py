@@ -1,0 +1,54 @@
+"""All SQL of effective rights: a user's roles, their sub-roles and the permissions they grant."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from blockrepo.access.models import (
+    AttributeGroupPermission,
+    Role,
+    RoleFunctionalPermission,
+    RoleSubRole,
+    RoleTypePermission,
+    User,
+    UserRole,
+)
+
+
+def user_named(db: Session, login: str) -> User | None:
+    """The user with exactly this login."""
+    return db.scalar(select(User).where(User.login == login))
+
+
+def direct_role_ids(db: Session, user_id: int) -> set[int]:
+    return set(db.scalars(select(UserRole.role_id).where(UserRole.user_id == user_id)))
+
+
+def sub_role_pairs(db: Session) -> list[tuple[int, int]]:
+    """(role id, sub-role id) of every role that inherits another."""
+    return [(row[0], row[1]) for row in db.execute(select(RoleSubRole.role_id, RoleSubRole.sub_role_id))]
+
+
+def role_names(db: Session, role_ids: Collection[int]) -> frozenset[str]:
+    if not role_ids:
+        return frozenset()
+    return frozenset(db.scalars(select(Role.name).where(Role.id.in_(role_ids))))
+
+
+def type_permissions(db: Session, role_ids: Collection[int]) -> list[RoleTypePermission]:
+    return list(db.scalars(select(RoleTypePermission).where(RoleTypePermission.role_id.in_(role_ids))))
+
+
+def functional_permissions(db: Session, role_ids: Collection[int]) -> set[str]:
+    return set(
+        db.scalars(
+            select(RoleFunctionalPermission.permission).where(RoleFunctionalPermission.role_id.in_(role_ids))
+        )
+    )
+
+
+def group_permissions(db: Session) -> list[AttributeGroupPermission]:
+    return list(db.scalars(select(AttributeGroupPermission)))
