@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -17,10 +17,28 @@ from blockrepo.access.models import (
     UserRole,
 )
 
+CHUNK_SIZE = 500  # logins per IN list, far below the bind-parameter limits
+
 
 def user_named(db: Session, login: str) -> User | None:
     """The user with exactly this login."""
     return db.scalar(select(User).where(User.login == login))
+
+
+def user_names(db: Session, logins: Iterable[str]) -> list[tuple[str, str, str]]:
+    """(login, first name, last name) of the users among `logins`."""
+    found: list[tuple[str, str, str]] = []
+    wanted = sorted(set(logins))
+    for start in range(0, len(wanted), CHUNK_SIZE):
+        found.extend(
+            (row[0], row[1], row[2])
+            for row in db.execute(
+                select(User.login, User.first_name, User.last_name).where(
+                    User.login.in_(wanted[start : start + CHUNK_SIZE])
+                )
+            )
+        )
+    return found
 
 
 def direct_role_ids(db: Session, user_id: int) -> set[int]:

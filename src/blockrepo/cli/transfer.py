@@ -10,11 +10,10 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from blockrepo.access import repository as access_repository
 from blockrepo.access.actor import SYSTEM_LOGIN, Actor, load_actor
-from blockrepo.access.models import User
 from blockrepo.auth.passwords import Passwords
 from blockrepo.cli.options import build_settings, console
 from blockrepo.cli.repository import initialize_repository
@@ -47,7 +46,7 @@ def _format(path: Path, given: str | None) -> str:
 
 def _context(db: Session, login: str) -> tuple[Metamodel, Actor]:
     state = read_repository_state(db)
-    user = db.scalar(select(User).where(User.login == login))
+    user = access_repository.user_named(db, login)
     if user is None or not user.enabled:
         console.print(f"[red]there is no enabled user {login!r}[/red]")
         raise typer.Exit(1)

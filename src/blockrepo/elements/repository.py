@@ -695,6 +695,16 @@ def placement_by_name(db: Session, type_id: int) -> dict[str, tuple[int, int | N
     return {row[0]: (row[1], row[2], row[3]) for row in rows}
 
 
+def placements(db: Session, type_id: int) -> list[tuple[int, int | None, int]]:
+    """(id, parent id, position) of every element of the type."""
+    return [
+        (row[0], row[1], row[2])
+        for row in db.execute(
+            select(Element.id, Element.parent_id, Element.position).where(Element.type_id == type_id)
+        )
+    ]
+
+
 def ids_of_type(db: Session, type_id: int) -> dict[str, int]:
     """name -> id of every element of the type."""
     return {

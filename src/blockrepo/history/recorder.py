@@ -14,14 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import orjson
-from sqlalchemy import Table, insert, update
 from sqlalchemy.orm import Session
 
-from blockrepo.history.models import Change, Revision
-from blockrepo.metamodel.models import RepositoryState
-from blockrepo.storage.bulk_insert import insert_rows
+from blockrepo.history import repository
 
-CHANGE = cast(Table, Change.__table__)
 FLUSH_SLICE = 5000  # change rows per insert when a request is flushed
 
 JsonValue = Any
@@ -238,28 +234,18 @@ class ChangeLog:
         entries = [e for e in self._entries if e.operation != "updated" or not e.empty]
         if not entries and not self.metamodel_changed and not self.access_changed:
             return None
-        values: dict[str, Any] = {"revision": RepositoryState.revision + 1}
-        if self.metamodel_changed:
-            values["metamodel_revision"] = RepositoryState.metamodel_revision + 1
-        if self.access_changed:
-            values["access_revision"] = RepositoryState.access_revision + 1
-        revision = db.execute(
-            update(RepositoryState)
-            .where(RepositoryState.id == 1)
-            .values(**values)
-            .returning(RepositoryState.revision)
-        ).scalar_one()
-        db.execute(
-            insert(Revision).values(
-                id=revision, created_at=self.now, user_login=self.user_login, request_id=self.request_id
-            )
+        revision = repository.next_revision(
+            db,
+            metamodel_changed=self.metamodel_changed,
+            access_changed=self.access_changed,
+            created_at=self.now,
+            user_login=self.user_login,
+            request_id=self.request_id,
         )
-        # Set-based, below the ORM (storage.bulk_insert), in slices so that only one slice of row
-        # dictionaries exists at a time; the changes are already JSON text.
+        # In slices, so that only one slice of row dictionaries exists at a time.
         for start in range(0, len(entries), FLUSH_SLICE):
-            insert_rows(
+            repository.insert_changes(
                 db,
-                CHANGE,
                 [
                     {
                         "revision": revision,
@@ -273,7 +259,6 @@ class ChangeLog:
                     }
                     for e in entries[start : start + FLUSH_SLICE]
                 ],
-                verbatim={"changes"},
             )
         self._entries.clear()
         self._by_element.clear()
