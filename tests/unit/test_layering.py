@@ -25,7 +25,16 @@ import pytest
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = "blockrepo"
-FEATURE_PACKAGES = ("access", "administration", "auth", "elements", "history", "massdata", "metamodel")
+FEATURE_PACKAGES = (
+    "access",
+    "administration",
+    "auth",
+    "elements",
+    "history",
+    "massdata",
+    "metamodel",
+    "revisions",
+)
 ROUTE_MODULE = re.compile(r"^blockrepo\.api\.v\d+_\d+(\.|$)")
 JUNK_DRAWER_NAMES = frozenset({"utils", "util", "helpers", "helper", "misc", "common"})
 
@@ -36,7 +45,7 @@ ALLOWED = {
     ("blockrepo.storage.migrations.env", "blockrepo.access.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.auth.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.elements.models"),
-    ("blockrepo.storage.migrations.env", "blockrepo.history.models"),
+    ("blockrepo.storage.migrations.env", "blockrepo.revisions.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.metamodel.models"),
     # The auth layer is pure ASGI middleware running before routing (the brief puts it in auth/): its 401,
     # 403 and 429 answers must be the one problem+json shape, so it may use the renderer and nothing else

@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session
 
 from blockrepo.elements import repository
 from blockrepo.elements.values import encode_value
-from blockrepo.history.recorder import ChangeLog
 from blockrepo.metamodel.snapshot import AttributeDef, Metamodel
+from blockrepo.revisions.recorder import ChangeLog
 
 NewValue = Callable[[int | None, Any], Any]  # (literal id, encoded old value) -> new value, None: dropped
 

@@ -18,7 +18,6 @@ from blockrepo.auth.passwords import Passwords
 from blockrepo.cli.options import build_settings, console
 from blockrepo.cli.repository import initialize_repository
 from blockrepo.errors import BlockrepoError
-from blockrepo.history.recorder import ChangeLog
 from blockrepo.massdata.collector import collector_paused
 from blockrepo.massdata.listing import begin_snapshot
 from blockrepo.massdata.transfer.document import Document, parse_json_document
@@ -28,6 +27,7 @@ from blockrepo.massdata.transfer.plan import plan_export
 from blockrepo.massdata.transfer.xlsx import read_workbook, write_workbook
 from blockrepo.metamodel.repository import load_metamodel, read_repository_state
 from blockrepo.metamodel.snapshot import Metamodel
+from blockrepo.revisions.recorder import ChangeLog
 from blockrepo.storage.engine import build_engine, build_session_factory
 
 DatabaseOption = Annotated[

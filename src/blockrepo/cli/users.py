@@ -13,7 +13,7 @@ from blockrepo.administration.schemas import LOGIN_PATTERN, PASSWORD_MAX_LENGTH,
 from blockrepo.auth.passwords import Passwords
 from blockrepo.cli.options import build_settings, console
 from blockrepo.cli.repository import initialize_repository
-from blockrepo.history.recorder import ChangeLog
+from blockrepo.revisions.recorder import ChangeLog
 from blockrepo.storage.engine import build_engine, build_session_factory
 
 app = typer.Typer(help="Manage user accounts.", no_args_is_help=True)

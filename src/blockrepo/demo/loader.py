@@ -28,9 +28,9 @@ from blockrepo.demo import landscape
 from blockrepo.elements import repository as elements_repository
 from blockrepo.elements.service import Writer, create_element
 from blockrepo.errors import BlockrepoError
-from blockrepo.history.recorder import ChangeLog
 from blockrepo.metamodel import repository as metamodel_repository
 from blockrepo.metamodel.snapshot import Metamodel
+from blockrepo.revisions.recorder import ChangeLog
 from blockrepo.settings import Settings
 from blockrepo.storage.engine import build_session_factory
 

@@ -37,8 +37,8 @@ from blockrepo.elements.validation import (
 from blockrepo.elements.values import TypedValue
 from blockrepo.elements.view import ElementView
 from blockrepo.errors import ErrorItem
-from blockrepo.history.recorder import UNRECORDED_KEYS, ChangeLog, apply_related_change
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
+from blockrepo.revisions.recorder import UNRECORDED_KEYS, ChangeLog, apply_related_change
 
 NewKey = tuple[str, int]  # ("new", index of the item that creates the element)
 K = TypeVar("K", bound=Hashable)

@@ -1,5 +1,4 @@
-"""All SQL of history: writing a revision and its changes, and the reads (changesets by element, by type
-and in feed order, and the folds of `asOf`).
+"""All SQL of the history reads: changesets by element, by type and in feed order, and the folds of `asOf`.
 
 Every query walks one of the change table's indexes: (element_id, revision) for one element,
 (type_name, revision) for a type, (revision) for the feed, so a read costs in proportion to the rows it
@@ -11,16 +10,12 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import ColumnElement, Select, Table, and_, case, func, insert, or_, select, true, update
+from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select, true
 from sqlalchemy.orm import Session, aliased
 
-from blockrepo.history.models import Change, Revision
-from blockrepo.metamodel.models import RepositoryState
-from blockrepo.storage.bulk_insert import insert_rows
-
-CHANGE = cast(Table, Change.__table__)
+from blockrepo.revisions.models import Change, RepositoryState, Revision
 
 # Ids per IN (...) list: well under SQLite's bound-parameter limit; a page of 1,000 ids is one query.
 _IN_CHUNK = 1000
@@ -161,41 +156,6 @@ def _scope_predicate(scope: FeedScope) -> ColumnElement[bool]:
             for kind in sorted(scope.administration_kinds)
         )
     return or_(*allowed) if allowed else Change.id.is_(None)
-
-
-def next_revision(
-    db: Session,
-    *,
-    metamodel_changed: bool,
-    access_changed: bool,
-    created_at: dt.datetime,
-    user_login: str,
-    request_id: str,
-) -> int:
-    """Allocate the next revision (and move the metamodel and access revisions when those changed) and
-    write its row. The UPDATE takes the row lock on `repository_state`, held until the commit."""
-    values: dict[str, Any] = {"revision": RepositoryState.revision + 1}
-    if metamodel_changed:
-        values["metamodel_revision"] = RepositoryState.metamodel_revision + 1
-    if access_changed:
-        values["access_revision"] = RepositoryState.access_revision + 1
-    revision = db.execute(
-        update(RepositoryState)
-        .where(RepositoryState.id == 1)
-        .values(**values)
-        .returning(RepositoryState.revision)
-    ).scalar_one()
-    db.execute(
-        insert(Revision).values(
-            id=revision, created_at=created_at, user_login=user_login, request_id=request_id
-        )
-    )
-    return int(revision)
-
-
-def insert_changes(db: Session, rows: Sequence[dict[str, Any]]) -> None:
-    """Change rows whose `changes` are JSON text already (set-based, below the ORM)."""
-    insert_rows(db, CHANGE, rows, verbatim={"changes"})
 
 
 def element_type_in_history(db: Session, element_id: int) -> str | None:

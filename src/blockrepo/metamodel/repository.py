@@ -17,9 +17,9 @@ from blockrepo.metamodel.models import (
     AttributeTypeActivation,
     BlockType,
     RelationType,
-    RepositoryState,
 )
 from blockrepo.metamodel.snapshot import Metamodel, MetamodelRows, compile_metamodel
+from blockrepo.revisions.models import RepositoryState
 
 
 def load_metamodel(db: Session, revision: int) -> Metamodel:

@@ -23,7 +23,6 @@ from blockrepo.errors import (
     UnknownType,
     ValidationFailed,
 )
-from blockrepo.history.recorder import ChangeLog
 from blockrepo.metamodel import repository
 from blockrepo.metamodel.names import clash_on_type, identifier_problem
 from blockrepo.metamodel.schemas import (
@@ -47,6 +46,7 @@ from blockrepo.metamodel.snapshot import (
     RelationEnd,
     RelationTypeDef,
 )
+from blockrepo.revisions.recorder import ChangeLog
 
 EDIT_METAMODEL = "EDIT_METAMODEL"
 ADMIN_ATTRIBUTES = "ADMIN_ATTRIBUTES"

@@ -47,11 +47,11 @@ from blockrepo.elements.values import (
 from blockrepo.elements.view import ElementView, format_timestamp, relation_attributable
 from blockrepo.elements.writer import NeighbourMirror, diff_elements, loops
 from blockrepo.errors import ErrorItem, Forbidden, UnknownType, ValidationFailed
-from blockrepo.history.recorder import ChangeLog
 from blockrepo.massdata.reader import ElementReader
 from blockrepo.massdata.transfer.document import Document
 from blockrepo.massdata.transfer.metamodel_sync import apply_metamodel
 from blockrepo.metamodel.snapshot import AttributeDef, BlockTypeDef, Metamodel, RelationEnd
+from blockrepo.revisions.recorder import ChangeLog
 
 MODES = ("additive", "cud")
 MAX_REPORTED_ERRORS = 1000

@@ -16,7 +16,7 @@ from typing import Any, cast
 import orjson
 from sqlalchemy.orm import Session
 
-from blockrepo.history import repository
+from blockrepo.revisions import repository
 
 FLUSH_SLICE = 5000  # change rows per insert when a request is flushed
 
