@@ -15,6 +15,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     delete,
+    exists,
     func,
     insert,
     literal,
@@ -953,3 +954,48 @@ def delete_relation_attribute_everywhere(
         .where(_relation_values_where(attribute_id, relation_type_ids, literal_ids))
         .execution_options(synchronize_session=False)
     )
+
+
+# --- what metamodel edits ask of the stored elements ---------------------------------------------------
+
+
+def type_has_elements(db: Session, type_id: int) -> bool:
+    return bool(db.scalar(select(exists().where(Element.type_id == type_id))))
+
+
+def type_has_parents(db: Session, type_id: int) -> bool:
+    return bool(db.scalar(select(exists().where(Element.type_id == type_id, Element.parent_id.is_not(None)))))
+
+
+def end_holds_several(db: Session, relation_type_id: int, *, holder_is_source: bool) -> bool:
+    """Whether some element holds more than one value in this end of the relation type."""
+    holder = Relation.source_id if holder_is_source else Relation.target_id
+    query = (
+        select(holder)
+        .where(Relation.relation_type_id == relation_type_id)
+        .group_by(holder)
+        .having(func.count() > 1)
+        .limit(1)
+    )
+    return db.scalar(query) is not None
+
+
+def relations_of_type(db: Session, relation_type_id: int) -> list[tuple[int, str, int, str]]:
+    """(source id, source name, target id, target name) of every relation of the type, in the order of
+    the sources' lists (one query)."""
+    source = aliased(Element)
+    target = aliased(Element)
+    rows = db.execute(
+        select(source.id, source.name, target.id, target.name)
+        .select_from(Relation)
+        .join(source, source.id == Relation.source_id)
+        .join(target, target.id == Relation.target_id)
+        .where(Relation.relation_type_id == relation_type_id)
+        .order_by(Relation.source_id, Relation.position, Relation.id)
+    )
+    return [(row[0], row[1], row[2], row[3]) for row in rows]
+
+
+def delete_relations_of_type(db: Session, relation_type_id: int) -> None:
+    """Every relation of the type (their values cascade)."""
+    db.execute(delete(Relation).where(Relation.relation_type_id == relation_type_id))

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
-from sqlalchemy import delete, exists, func, insert, or_, select, update
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import delete, func, insert, or_, select, update
+from sqlalchemy.orm import Session
 
-from blockrepo.elements.models import Element, Relation
 from blockrepo.metamodel.models import (
     Attribute,
     AttributeGroup,
@@ -84,14 +82,6 @@ def update_type(db: Session, type_id: int, values: dict[str, Any]) -> None:
     db.execute(update(BlockType).where(BlockType.id == type_id).values(**values))
 
 
-def type_has_elements(db: Session, type_id: int) -> bool:
-    return bool(db.scalar(select(exists().where(Element.type_id == type_id))))
-
-
-def type_has_parents(db: Session, type_id: int) -> bool:
-    return bool(db.scalar(select(exists().where(Element.type_id == type_id, Element.parent_id.is_not(None)))))
-
-
 def delete_type(db: Session, type_id: int) -> None:
     """Delete a type without elements; its relation types go first (their foreign keys do not cascade)."""
     db.execute(
@@ -110,61 +100,6 @@ def update_relation_type(db: Session, relation_type_id: int, values: dict[str, A
     db.execute(update(RelationType).where(RelationType.id == relation_type_id).values(**values))
 
 
-def end_holds_several(db: Session, relation_type_id: int, *, holder_is_source: bool) -> bool:
-    """Whether some element holds more than one value in this end of the relation type."""
-    holder = Relation.source_id if holder_is_source else Relation.target_id
-    query = (
-        select(holder)
-        .where(Relation.relation_type_id == relation_type_id)
-        .group_by(holder)
-        .having(func.count() > 1)
-        .limit(1)
-    )
-    return db.scalar(query) is not None
-
-
-def relations_of_type(db: Session, relation_type_id: int) -> list[tuple[int, int, str, str, int, str, str]]:
-    """(relation id, source id, source name, source type, target id, target name, target type) of every
-    relation of the type, in one query."""
-    source = aliased(Element)
-    target = aliased(Element)
-    source_type = aliased(BlockType)
-    target_type = aliased(BlockType)
-    rows = db.execute(
-        select(
-            Relation.id,
-            source.id,
-            source.name,
-            source_type.name,
-            target.id,
-            target.name,
-            target_type.name,
-        )
-        .join(source, source.id == Relation.source_id)
-        .join(target, target.id == Relation.target_id)
-        .join(source_type, source_type.id == source.type_id)
-        .join(target_type, target_type.id == target.type_id)
-        .where(Relation.relation_type_id == relation_type_id)
-        .order_by(Relation.source_id, Relation.position, Relation.id)
-    )
-    return [tuple(row) for row in rows]  # type: ignore[misc]
-
-
-def touch_elements(db: Session, element_ids: set[int], *, login: str, now: dt.datetime) -> None:
-    """Bump revision and last modification of elements whose content a metamodel edit changed."""
-    if not element_ids:
-        return
-    ids = sorted(element_ids)
-    # Chunked so that the statement stays within SQLite's bound-parameter limit on huge repositories.
-    for start in range(0, len(ids), 10000):
-        db.execute(
-            update(Element)
-            .where(Element.id.in_(ids[start : start + 10000]))
-            .values(revision=Element.revision + 1, last_modified_at=now, last_modified_by=login)
-        )
-
-
 def delete_relation_type(db: Session, relation_type_id: int) -> None:
-    """Relations, their values and attribute activations cascade."""
-    db.execute(delete(Relation).where(Relation.relation_type_id == relation_type_id))
+    """Delete a relation type without relations; its attribute activations cascade."""
     db.execute(delete(RelationType).where(RelationType.id == relation_type_id))
