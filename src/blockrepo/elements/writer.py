@@ -629,13 +629,13 @@ def delete(writer: Writer, type_def: BlockTypeDef, ids: Sequence[int]) -> None:
 
 
 def diff_elements(
-    type_def: BlockTypeDef, before: dict[str, Any], after: dict[str, Any]
+    type_def: BlockTypeDef, before: dict[str, Any], after: dict[str, Any], *, order_counts: bool = True
 ) -> list[dict[str, Any]]:
     """Field-level changes between two renderings of one element: `old`/`new` for values, `added`/
     `removed` for relation ends and children (matched by id, so the same entries in another order add and
     remove nothing; changed relation attributes show the old entry as removed and the new one as added,
     and `order` lists the ids when the end was reordered as well); a pure reordering is recorded as
-    `old`/`new`."""
+    `old`/`new`, unless `order_counts` is false (an import: a relation list's order is not a change)."""
     changes: list[dict[str, Any]] = []
     for key in dict.fromkeys([*before, *after]):
         if key in UNRECORDED_KEYS:
@@ -651,6 +651,8 @@ def diff_elements(
                 if [entry["id"] for entry in apply_related_change(old, change)] != new_order:
                     change["order"] = new_order  # added and reordered at once: history keeps the order
                 changes.append(change)
+                continue
+            if not order_counts:
                 continue
         changes.append({"property": key, "old": old, "new": new})
     return changes

@@ -836,7 +836,7 @@ class _Writer:
                 updated_id = record.element_id
                 assert updated_id is not None
                 old, new = before[type_id][updated_id], after[updated_id]
-                diff = diff_elements(type_def, old, new)
+                diff = diff_elements(type_def, old, new, order_counts=False)
                 if not diff:
                     self.report.updated -= 1
                     unchanged.append(updated_id)
