@@ -185,30 +185,27 @@ class ChangeLog:
 
     def element_created(self, type_name: str, element_id: int, element: dict[str, Any]) -> None:
         """Record a created element from its JSON: every recorded property that holds something, as new."""
-        self.element(
-            "created",
-            type_name=type_name,
-            element_id=element_id,
-            element_name=element["name"][0],
-            changes=[
-                {"property": key, "old": [], "new": value}
-                for key, value in element.items()
-                if key not in UNRECORDED_KEYS and value
-            ],
-        )
+        self._whole_element("created", type_name, element_id, element)
 
     def element_deleted(self, type_name: str, element_id: int, element: dict[str, Any]) -> None:
         """Record a deleted element from its last JSON: each recorded property that held something, as old."""
+        self._whole_element("deleted", type_name, element_id, element)
+
+    def _whole_element(
+        self, operation: str, type_name: str, element_id: int, element: dict[str, Any]
+    ) -> None:
+        created = operation == "created"
+        changes = [
+            {"property": key, "old": [] if created else value, "new": value if created else []}
+            for key, value in element.items()
+            if key not in UNRECORDED_KEYS and value
+        ]
         self.element(
-            "deleted",
+            operation,
             type_name=type_name,
             element_id=element_id,
             element_name=element["name"][0],
-            changes=[
-                {"property": key, "old": value, "new": []}
-                for key, value in element.items()
-                if key not in UNRECORDED_KEYS and value
-            ],
+            changes=changes,
         )
 
     def unrecorded(self, element_ids: Iterable[int]) -> list[int]:
