@@ -68,11 +68,11 @@ SQL_OUTSIDE_REPOSITORIES = {
     "blockrepo.auth.ratelimit",
     "blockrepo.auth.sessions",
     "blockrepo.auth.throttle",
-    # Massdata's read engine: the query language and filters compile to SQL, and the column-oriented reader
-    # builds its statements once per dialect; SQL is what they produce.
+    # The read engines: the query language and filters compile to SQL, and the column-oriented element
+    # reader builds its statements once per dialect; SQL is what they produce.
+    "blockrepo.elements.reader",
     "blockrepo.massdata.listing",
     "blockrepo.massdata.query.compiler",
-    "blockrepo.massdata.reader",
 }
 # What any module may take from SQLAlchemy: the session and engine types it is handed, and its errors.
 SQLALCHEMY_TYPES = frozenset(

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.elements import repository
+from blockrepo.elements.reader import ElementReader
 from blockrepo.elements.repository import LoadedElement, NewRelation
 from blockrepo.elements.validation import (
     ElementDraft,
@@ -389,10 +390,16 @@ def plan_update(draft: ElementDraft, before: LoadedElement) -> UpdatePlan:
 
 
 def persist(
-    writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem], good: Sequence[WriteItem]
+    writer: Writer,
+    type_def: BlockTypeDef,
+    items: Sequence[WriteItem],
+    good: Sequence[WriteItem],
+    *,
+    loaded: bool = False,
 ) -> dict[int, LoadedElement]:
     """Write the items that passed (`good`, a part of `items`, which pending references index) and record
-    their history; returns every good item's element as it is now (all properties), by id."""
+    their history. With `loaded`, returns every good item's element as it is now (all properties, the form
+    the element API renders for its caller); else nothing (an empty dict)."""
     db = writer.db
     full = ElementView.build(writer.metamodel, None, type_def)
     creates = [item for item in good if item.creating]
@@ -405,16 +412,24 @@ def persist(
     changed = _apply_updates(writer, type_def, updates, before, touched, inserted)
     written = [item.new_id for item in creates if item.new_id is not None]
     written += [item.element_id for item in changed if item.element_id is not None]
-    after = repository.load_elements(db, type_def.id, written, full.selection)
+    # What was written, rendered for history: the column-oriented reader gives the same JSON as
+    # `full.render` of a loaded element at a fraction of the cost for the thousands of a bulk write; one
+    # element is loaded, since the caller renders its answer from it.
+    loaded_after = repository.load_elements(db, type_def.id, written, full.selection) if loaded else {}
+    after = (
+        {element_id: full.render(element) for element_id, element in loaded_after.items()}
+        if loaded
+        else {element["id"][0]: element for element in ElementReader(full).read(db, written)}
+    )
     mirror = NeighbourMirror(set(written))
     for item in creates:
         assert item.new_id is not None
-        rendered = full.render(after[item.new_id])
+        rendered = after[item.new_id]
         writer.changes.element_created(type_def.name, item.new_id, rendered)
         mirror.add(type_def, item.new_id, None, rendered)
     for item in changed:
         assert item.element_id is not None
-        old, new = full.render(before[item.element_id]), full.render(after[item.element_id])
+        old, new = full.render(before[item.element_id]), after[item.element_id]
         writer.changes.element(
             "updated",
             type_name=type_def.name,
@@ -424,7 +439,7 @@ def persist(
         )
         mirror.add(type_def, item.element_id, old, new)
     mirror.record(db, writer.changes, writer.actor.login)
-    return {**before, **after}
+    return {**before, **loaded_after} if loaded else {}
 
 
 def _insert_creates(

@@ -14,10 +14,10 @@ from sqlalchemy.orm import Session
 from blockrepo import API_VERSION
 from blockrepo.access import repository as access_repository
 from blockrepo.elements import repository
+from blockrepo.elements.reader import ElementReader
 from blockrepo.elements.repository import chunks
 from blockrepo.history.repository import current_revision
 from blockrepo.massdata.listing import begin_snapshot
-from blockrepo.massdata.reader import ElementReader
 from blockrepo.massdata.transfer.plan import FORMAT, FORMAT_VERSION, ExportPlan, TypePlan, metamodel_section
 
 EXPORT_BATCH = 1000

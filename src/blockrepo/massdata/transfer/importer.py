@@ -34,6 +34,7 @@ from blockrepo.administration import users as user_admin
 from blockrepo.administration.schemas import UserCreate
 from blockrepo.auth.passwords import generate_password
 from blockrepo.elements import repository
+from blockrepo.elements.reader import ElementReader
 from blockrepo.elements.values import (
     RICHTEXT_MAX_LENGTH,
     TypedValue,
@@ -47,7 +48,6 @@ from blockrepo.elements.values import (
 from blockrepo.elements.view import ElementView, format_timestamp, relation_attributable
 from blockrepo.elements.writer import NeighbourMirror, diff_elements, loops
 from blockrepo.errors import ErrorItem, Forbidden, UnknownType, ValidationFailed
-from blockrepo.massdata.reader import ElementReader
 from blockrepo.massdata.transfer.document import Document
 from blockrepo.massdata.transfer.metamodel_sync import apply_metamodel
 from blockrepo.metamodel.snapshot import AttributeDef, BlockTypeDef, Metamodel, RelationEnd
