@@ -34,7 +34,8 @@ from blockrepo.administration import users as user_admin
 from blockrepo.administration.schemas import UserCreate
 from blockrepo.auth.passwords import generate_password
 from blockrepo.elements import repository
-from blockrepo.elements.reader import ElementReader
+from blockrepo.elements.reader import READ_BATCH, ElementReader
+from blockrepo.elements.repository import chunks
 from blockrepo.elements.values import (
     RICHTEXT_MAX_LENGTH,
     TypedValue,
@@ -42,10 +43,9 @@ from blockrepo.elements.values import (
     check_name,
     check_text,
     decode_value,
-    encode_value,
     json_type,
 )
-from blockrepo.elements.view import ElementView, format_timestamp, relation_attributable
+from blockrepo.elements.view import ElementView
 from blockrepo.elements.writer import NeighbourMirror, diff_elements, loops
 from blockrepo.errors import ErrorItem, Forbidden, UnknownType, ValidationFailed
 from blockrepo.massdata.transfer.document import Document
@@ -87,7 +87,6 @@ class _Relation:
     source: Key
     target: Key
     values: dict[int, list[TypedValue]]
-    encoded: dict[str, list[Any]]  # attribute name -> API JSON values (every attribute of the type)
     source_position: int | None  # index in the source's list; None: listed from the target's side
 
 
@@ -99,7 +98,6 @@ class _Record:
     description: str = ""
     parent: str | None = None
     values: dict[int, list[TypedValue]] = field(default_factory=dict)
-    encoded: dict[int, list[Any]] = field(default_factory=dict)
     element_id: int | None = None  # the existing element it updates
 
     @property
@@ -232,9 +230,7 @@ class _Validator:
                 self.error(f"{pointer}/{attribute.name}", "mandatory", f"{attribute.name} is mandatory")
         return record
 
-    def decode(
-        self, attribute: AttributeDef, raw: Any, where: str
-    ) -> tuple[list[TypedValue], list[Any]] | None:
+    def decode(self, attribute: AttributeDef, raw: Any, where: str) -> list[TypedValue] | None:
         if not isinstance(raw, list):
             self.error(
                 where, "not_an_array", f"{attribute.name} takes an array of values, got {json_type(raw)}"
@@ -256,12 +252,12 @@ class _Validator:
             if attribute.value_type == "responsibility" and value.text is not None:
                 self.logins.append((f"{where}/{position}", value.text))
             typed.append(value)
-        return typed, [encode_value(attribute, value) for value in typed]
+        return typed
 
     def values(self, record: _Record, attribute: AttributeDef, raw: Any, where: str) -> None:
         decoded = self.decode(attribute, raw, where)
-        if decoded is not None and decoded[0]:
-            record.values[attribute.id], record.encoded[attribute.id] = decoded
+        if decoded:
+            record.values[attribute.id] = decoded
 
     def end(self, record: _Record, end: RelationEnd, raw: Any, where: str) -> None:
         if not isinstance(raw, list):
@@ -275,7 +271,6 @@ class _Validator:
         for position, item in enumerate(raw):
             item_where = f"{where}/{position}"
             values: dict[int, list[TypedValue]] = {}
-            encoded: dict[str, list[Any]] = {}
             if isinstance(item, dict):
                 other = item.get("name")
                 for attribute_name, attribute_values in (item.get("attributes") or {}).items():
@@ -294,8 +289,8 @@ class _Validator:
                         )
                         continue
                     decoded = self.decode(attribute, attribute_values, value_where)
-                    if decoded is not None and decoded[0]:
-                        values[attribute.id], encoded[attribute.name] = decoded
+                    if decoded:
+                        values[attribute.id] = decoded
             else:
                 other = item
             if not isinstance(other, str) or not other:
@@ -305,10 +300,9 @@ class _Validator:
                 continue
             other_key = (end.other_type_id, other)
             if end.holder_is_source:
-                relation = _Relation(relation_type.id, record.key, other_key, values, encoded, position)
+                relation = _Relation(relation_type.id, record.key, other_key, values, position)
             else:
-                relation = _Relation(relation_type.id, other_key, record.key, values, encoded, None)
-            relation.encoded = {a.name: encoded.get(a.name, []) for a in relation_type.attributes}
+                relation = _Relation(relation_type.id, other_key, record.key, values, None)
             self.relations.append(relation)
             self._pointers[id(relation)] = item_where
 
@@ -770,10 +764,7 @@ class _Writer:
 
         self._insert_in_slices(rows(), repository.insert_relation_rows, "relations", len(ordered))
         self._relation_values(ordered)
-        self.inserted = ordered
         return removed
-
-    inserted: list[_Relation]
 
     def _stored(self, key: Key) -> bool:
         return key[1] in self.validated.existing_of(self.metamodel.type_by_id(key[0])).by_name
@@ -850,9 +841,9 @@ class _Writer:
                 )
                 mirror.add(type_def, updated_id, old, new)
         self._restore_stamps(unchanged)
-        # One created element's JSON at a time: it goes into the change log as text and into the mirror
-        # as the few entries its neighbours need.
-        for element_id, type_def, element in self._created_json(views):
+        # One batch of created elements' JSON at a time: each goes into the change log as text and into the
+        # mirror as the few entries its neighbours need.
+        for element_id, type_def, element in self._created(views):
             changes.element_created(type_def.name, element_id, element)
             mirror.add(type_def, element_id, None, element)
         mirror.record(db, changes, self.actor.login)
@@ -861,68 +852,12 @@ class _Writer:
         """Elements the import rewrote without changing them keep their revision and stamps."""
         repository.restore_stamps(self.db, [(i, *self._stamps[i]) for i in unchanged])
 
-    def _created_json(
-        self, views: dict[int, ElementView]
-    ) -> Iterator[tuple[int, BlockTypeDef, dict[str, Any]]]:
-        """The JSON of every created element (id, type, JSON), from the records and the relations as
-        inserted, made one element at a time."""
-        created: dict[int, tuple[BlockTypeDef, _Record]] = {}
+    def _created(self, views: dict[int, ElementView]) -> Iterator[tuple[int, BlockTypeDef, dict[str, Any]]]:
+        """The JSON of every created element (id, type, JSON) as the element reader renders it, read back
+        one batch at a time so that only one batch of JSON exists at once."""
         for type_id, records in self.validated.records.items():
+            created = [self.ids[record.key] for record in records if record.element_id is None]
             type_def = self.metamodel.type_by_id(type_id)
-            for record in records:
-                if record.element_id is None:
-                    created[self.ids[record.key]] = (type_def, record)
-        if not created:
-            return
-        names = {element_id: key[1] for key, element_id in self.ids.items()}
-        children: dict[int, list[dict[str, Any]]] = {}
-        for type_id, records in self.validated.records.items():
-            for record in records:
-                if record.parent is not None:
-                    parent_id = self.ids[(type_id, record.parent)]
-                    if parent_id in created:
-                        children.setdefault(parent_id, []).append(
-                            {"id": self.ids[record.key], "name": record.name}
-                        )
-        ends: dict[int, dict[str, list[dict[str, Any]]]] = {}
-        for relation in self.inserted:
-            relation_type = self.metamodel.relation_type_by_id(relation.relation_type_id)
-            source, target = self.ids[relation.source], self.ids[relation.target]
-            for holder, other, end_name in (
-                (source, target, relation_type.source_end),
-                (target, source, relation_type.target_end),
-            ):
-                if holder not in created:
-                    continue
-                entry: dict[str, Any] = {"id": other, "name": names[other]}
-                holder_type = created[holder][0]
-                end = holder_type.ends[end_name]
-                if relation_attributable(end):
-                    entry["attributes"] = dict(relation.encoded)
-                ends.setdefault(holder, {}).setdefault(end_name, []).append(entry)
-        moment = [format_timestamp(self.changes.now)]
-        for element_id, (type_def, record) in created.items():
-            view = views[type_def.id]
-            element: dict[str, Any] = {
-                "id": [element_id],
-                "type": [type_def.name],
-                "revision": [1],
-                "name": [record.name],
-                "description": [record.description] if record.description else [],
-            }
-            if type_def.hierarchical:
-                parent = (
-                    []
-                    if record.parent is None
-                    else [{"id": self.ids[(type_def.id, record.parent)], "name": record.parent}]
-                )
-                element["parent"] = parent
-                element["children"] = children.pop(element_id, [])
-            for prop in view.properties:
-                element[prop.name] = record.encoded.get(prop.id, [])
-            own_ends = ends.pop(element_id, {})
-            for end in view.ends:
-                element[end.name] = own_ends.get(end.name, [])
-            element["lastModificationTime"] = moment
-            element["lastModificationUser"] = [self.actor.login]
-            yield element_id, type_def, element
+            for batch in ElementReader(views[type_id]).read_batches(self.db, chunks(created, READ_BATCH)):
+                for element in batch:
+                    yield element["id"][0], type_def, element
