@@ -31,7 +31,7 @@ from blockrepo.auth.passwords import Passwords
 from blockrepo.bootstrap import initialize
 from blockrepo.elements.models import Element, ElementValue, Relation, RelationValue
 from blockrepo.metamodel.models import AttributeLiteral, BlockType, RelationType
-from blockrepo.metamodel.snapshot import load_metamodel, read_repository_state
+from blockrepo.metamodel.repository import load_metamodel, read_repository_state
 from blockrepo.settings import Settings
 from blockrepo.storage.engine import build_engine
 

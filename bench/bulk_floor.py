@@ -55,7 +55,7 @@ from blockrepo.cli.repository import initialize_repository
 from blockrepo.elements.models import Element, ElementValue
 from blockrepo.elements.repository import CHUNK_SIZE
 from blockrepo.elements.values import encode_number
-from blockrepo.history.models import Revision
+from blockrepo.revisions.models import Revision
 
 warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
 from starlette.testclient import TestClient  # noqa: E402

@@ -26,8 +26,7 @@ from sqlalchemy import insert, text, update
 from blockrepo.app import create_app
 from blockrepo.auth.passwords import Passwords
 from blockrepo.bootstrap import initialize
-from blockrepo.history.models import Change, Revision
-from blockrepo.metamodel.models import RepositoryState
+from blockrepo.revisions.models import Change, RepositoryState, Revision
 from blockrepo.storage.engine import build_engine
 
 PASSWORD = "bench-password"

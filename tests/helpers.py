@@ -28,9 +28,9 @@ from blockrepo.metamodel.models import (
     AttributeTypeActivation,
     BlockType,
     RelationType,
-    RepositoryState,
 )
 from blockrepo.metamodel.snapshot import DEFAULT_GROUP_NAME
+from blockrepo.revisions.models import RepositoryState
 
 
 def engine_of(app: FastAPI) -> Engine:

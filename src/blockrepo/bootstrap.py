@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, Engine, insert, select, text
 from sqlalchemy.orm import Session
 
-from blockrepo.access.actor import FUNCTIONAL_PERMISSIONS, SUPERVISOR_ROLE, SYSTEM_LOGIN
-from blockrepo.access.models import Role, RoleFunctionalPermission, User, UserRole
+from blockrepo.access.actor import FUNCTIONAL_PERMISSIONS, SYSTEM_LOGIN
+from blockrepo.access.models import SUPERVISOR_ROLE, Role, RoleFunctionalPermission, User, UserRole
 from blockrepo.auth.passwords import Passwords, generate_password
-from blockrepo.history.recorder import ChangeLog
 from blockrepo.metamodel.defaults import DEFAULT_BUILTINS, DEFAULT_RELATIONS, DEFAULT_TYPES
 from blockrepo.metamodel.models import (
     Attribute,
@@ -20,9 +19,10 @@ from blockrepo.metamodel.models import (
     AttributeLiteral,
     BlockType,
     RelationType,
-    RepositoryState,
 )
 from blockrepo.metamodel.snapshot import DEFAULT_GROUP_NAME
+from blockrepo.revisions.models import RepositoryState
+from blockrepo.revisions.recorder import ChangeLog
 from blockrepo.settings import Settings
 from blockrepo.storage import migrate
 

@@ -23,8 +23,8 @@ from blockrepo.access.models import (
     UserRole,
 )
 from blockrepo.api.context import AppServices
-from blockrepo.history.recorder import ChangeLog
 from blockrepo.metamodel.models import Attribute, AttributeGroup, AttributeTypeActivation, BlockType
+from blockrepo.revisions.recorder import ChangeLog
 
 USER_PASSWORD = "reader-password"
 

@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 from blockrepo.access.models import User
 from blockrepo.administration import repository
 from blockrepo.app import create_app
-from blockrepo.history.models import Change
+from blockrepo.revisions.models import Change
 from blockrepo.settings import Settings
 from tests.api.access_helpers import PASSWORD, acting_as, create_role, create_user, database
 from tests.api.auth_support import bare_client, form_login, logged_in, session_headers

@@ -16,8 +16,8 @@ from starlette.testclient import TestClient
 
 from blockrepo.demo import DemoResult, landscape, load_demo
 from blockrepo.elements.models import Element
-from blockrepo.history.models import Revision
 from blockrepo.metamodel.models import BlockType
+from blockrepo.revisions.models import Revision
 from blockrepo.settings import Settings
 from blockrepo.storage.engine import build_engine
 from tests.conftest import cloned_database, make_settings

@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from blockrepo.demo import DemoLoadFailed, DemoResult, load_demo
 from blockrepo.elements.models import Element
-from blockrepo.history.models import Revision
+from blockrepo.revisions.models import Revision
 from blockrepo.settings import Settings
 from blockrepo.storage.engine import build_engine
 from tests.conftest import make_settings

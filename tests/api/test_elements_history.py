@@ -9,7 +9,7 @@ from fastapi import FastAPI
 from sqlalchemy import select
 from starlette.testclient import TestClient
 
-from blockrepo.history.models import Change, Revision
+from blockrepo.revisions.models import Change, Revision
 from tests.helpers import create_attribute, session_of
 
 

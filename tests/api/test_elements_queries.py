@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 from starlette.testclient import TestClient
 
 from blockrepo.elements.view import read_elements
-from blockrepo.metamodel.snapshot import load_metamodel
+from blockrepo.metamodel.repository import load_metamodel
 from tests.helpers import count_queries, create_attribute, engine_of
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.testclient import TestClient
 
-from blockrepo.metamodel.snapshot import read_repository_state
+from blockrepo.metamodel.repository import read_repository_state
 from tests.api.history_support import all_pages
 from tests.helpers import create_attribute, create_group, create_role, create_user, session_of
 

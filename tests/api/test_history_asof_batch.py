@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 from starlette.testclient import TestClient
 
 from blockrepo.history.asof import element_ids_as_of, read_elements_as_of
-from blockrepo.metamodel.snapshot import load_metamodel, read_repository_state
+from blockrepo.metamodel.repository import load_metamodel, read_repository_state
 from tests.helpers import count_queries, engine_of
 
 

@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from sqlalchemy import select
 from starlette.testclient import TestClient
 
-from blockrepo.metamodel.models import RepositoryState
+from blockrepo.revisions.models import RepositoryState
 from tests.api.massdata_landscape import build_landscape
 from tests.helpers import client_as, create_role, create_user, session_of
 

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from starlette.testclient import TestClient
 
 from blockrepo.elements.models import Element
-from blockrepo.history.models import Change, Revision
+from blockrepo.revisions.models import Change, Revision
 from tests.api.history_support import all_pages
 from tests.api.test_history_replay import replay
 from tests.helpers import (

@@ -13,11 +13,12 @@ from sqlalchemy.orm import Session
 from starlette.testclient import TestClient
 
 from blockrepo.access.actor import Actor, GroupRule
+from blockrepo.elements import reader as reader_module
 from blockrepo.elements.models import Element
+from blockrepo.elements.reader import ElementReader
 from blockrepo.elements.view import ElementView, read_elements
-from blockrepo.massdata import reader as reader_module
-from blockrepo.massdata.reader import ElementReader
-from blockrepo.metamodel.snapshot import Metamodel, load_metamodel
+from blockrepo.metamodel.repository import load_metamodel
+from blockrepo.metamodel.snapshot import Metamodel
 from tests.helpers import count_queries, create_attribute, create_group, create_user, engine_of
 
 TYPES = ("InformationSystem", "BusinessProcess", "InformationFlow")

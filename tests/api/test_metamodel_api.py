@@ -11,7 +11,7 @@ from starlette.testclient import TestClient
 
 from blockrepo.app import create_app
 from blockrepo.elements.models import Element
-from blockrepo.history.models import Change
+from blockrepo.revisions.models import Change
 from blockrepo.settings import Settings
 from tests.api.access_helpers import (
     acting_as,

@@ -13,8 +13,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from blockrepo.elements.models import Element, Relation
-from blockrepo.history.models import Change, Revision
 from blockrepo.metamodel.models import RelationType
+from blockrepo.revisions.models import Change, Revision
 from blockrepo.storage import bulk_insert
 from blockrepo.storage.engine import build_engine
 

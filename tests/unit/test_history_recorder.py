@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from blockrepo.history.recorder import ChangeLog, apply_related_change
+from blockrepo.revisions.recorder import ChangeLog, apply_related_change
 
 
 def _e(element_id: int, **extra: Any) -> dict[str, Any]:

@@ -24,7 +24,8 @@ from blockrepo.metamodel.models import (
     AttributeLiteral,
     AttributeTypeActivation,
 )
-from blockrepo.metamodel.snapshot import Metamodel, load_metamodel
+from blockrepo.metamodel.repository import load_metamodel
+from blockrepo.metamodel.snapshot import Metamodel
 from blockrepo.storage.engine import build_engine
 
 NOW = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)

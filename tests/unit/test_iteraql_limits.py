@@ -21,7 +21,8 @@ from blockrepo.massdata.query.evaluator import ElementJson, Evaluator
 from blockrepo.massdata.query.limits import QueryLimitExceeded, QueryLimits, check_limits
 from blockrepo.massdata.query.parser import parse_predicate, parse_query
 from blockrepo.massdata.query.syntax import And, Comparison, Not, Or
-from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, load_metamodel
+from blockrepo.metamodel.repository import load_metamodel
+from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
 from blockrepo.settings import Settings
 from blockrepo.storage.engine import build_engine
 

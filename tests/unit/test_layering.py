@@ -10,6 +10,10 @@ classified by where it lives and what it does:
   so it sits above the repositories whatever its name);
 - route: `blockrepo.api.v<major>_<minor>.*`; the rest of `blockrepo.api` is the HTTP layer they share.
 
+Beyond the layers: no package imports another that imports it back (no cycles between packages), no
+private name crosses a module boundary (imported, or exported under a public alias), and SQL is built and
+run only in repositories, models and storage.
+
 Every rule names the offending import with its file and line, so a failure says what to move.
 """
 
@@ -25,7 +29,16 @@ import pytest
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = "blockrepo"
-FEATURE_PACKAGES = ("access", "administration", "auth", "elements", "history", "massdata", "metamodel")
+FEATURE_PACKAGES = (
+    "access",
+    "administration",
+    "auth",
+    "elements",
+    "history",
+    "massdata",
+    "metamodel",
+    "revisions",
+)
 ROUTE_MODULE = re.compile(r"^blockrepo\.api\.v\d+_\d+(\.|$)")
 JUNK_DRAWER_NAMES = frozenset({"utils", "util", "helpers", "helper", "misc", "common"})
 
@@ -36,13 +49,41 @@ ALLOWED = {
     ("blockrepo.storage.migrations.env", "blockrepo.access.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.auth.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.elements.models"),
-    ("blockrepo.storage.migrations.env", "blockrepo.history.models"),
+    ("blockrepo.storage.migrations.env", "blockrepo.revisions.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.metamodel.models"),
     # The auth layer is pure ASGI middleware running before routing (the brief puts it in auth/): its 401,
     # 403 and 429 answers must be the one problem+json shape, so it may use the renderer and nothing else
     # of the HTTP layer.
     ("blockrepo.auth", "blockrepo.api.problem"),
 }
+
+
+# Modules outside repositories and storage that still build SQL, each with the reason; nothing else may.
+SQL_OUTSIDE_REPOSITORIES = {
+    # Initialisation: creates the schema and seeds a fresh database before any feature can run.
+    "blockrepo.bootstrap",
+    # The authentication layer keeps its own session, credential and throttle tables next to the middleware
+    # that reads them on every request.
+    "blockrepo.auth.authenticator",
+    "blockrepo.auth.ratelimit",
+    "blockrepo.auth.sessions",
+    "blockrepo.auth.throttle",
+    # The read engines: the query language and filters compile to SQL, and the column-oriented element
+    # reader builds its statements once per dialect; SQL is what they produce.
+    "blockrepo.elements.reader",
+    "blockrepo.massdata.listing",
+    "blockrepo.massdata.query.compiler",
+}
+# What any module may take from SQLAlchemy: the session and engine types it is handed, and its errors.
+SQLALCHEMY_TYPES = frozenset(
+    {
+        ("sqlalchemy", "Engine"),
+        ("sqlalchemy", "Connection"),
+        ("sqlalchemy.orm", "Session"),
+        ("sqlalchemy.orm", "sessionmaker"),
+    }
+)
+SQL_METHODS = frozenset({"execute", "scalar", "scalars"})
 
 
 @dataclass(frozen=True)
@@ -260,3 +301,153 @@ def test_the_checker_reports_a_forbidden_import_by_name() -> None:
     # The allowlist is narrow: the auth layer may render problems, but not reach the request context.
     assert allowed(Import("blockrepo.auth.csrf", "blockrepo.api.problem", MODULE_PATHS[module], 1))
     assert not allowed(Import("blockrepo.auth.csrf", "blockrepo.api.context", MODULE_PATHS[module], 1))
+
+
+def package_of(module: str) -> str:
+    """`blockrepo.elements.writer` -> `blockrepo.elements`; a top-level module is its own package."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_cycles(imports: Iterable[Import]) -> list[list[str]]:
+    """The groups of packages that import each other, directly or around a loop (strongly connected
+    components of more than one package), each sorted; the allowlisted imports do not count."""
+    graph: dict[str, set[str]] = {}
+    for found in imports:
+        source, target = package_of(found.importer), package_of(found.imported)
+        if source != target and not allowed(found):
+            graph.setdefault(source, set()).add(target)
+            graph.setdefault(target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for successor in sorted(graph[node]):
+            if successor not in index:
+                visit(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in on_stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(groups)
+
+
+def test_no_import_cycles_between_packages() -> None:
+    # A package that imports one which imports it back cannot be understood, tested or moved on its own:
+    # elements and metamodel record through `revisions`, and metamodel edits reach the elements through
+    # the StoredElements protocol the elements package provides.
+    cycles = package_cycles(ALL_IMPORTS)
+    detail = [
+        str(found)
+        for found in ALL_IMPORTS
+        if not allowed(found)
+        and any(
+            package_of(found.importer) in group and package_of(found.imported) in group for group in cycles
+        )
+        and package_of(found.importer) != package_of(found.imported)
+    ]
+    assert cycles == [], detail
+
+
+def private_name_leaks(module: str, tree: ast.Module | None = None) -> list[str]:
+    """Imports of another module's `_private` names, and module-level public aliases of private names
+    (`plan_update = _plan_update`), in `module` (or in `tree`, read as that module)."""
+    where = MODULE_PATHS[module].relative_to(SOURCE_ROOT.parent)
+    leaks = []
+    tree = tree or parse(module)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and resolve_from(module, node).split(".")[0] == PACKAGE:
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    leaks.append(
+                        f"{where}:{node.lineno}: imports {alias.name} from {resolve_from(module, node)}"
+                    )
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Name)
+            and node.value.id.startswith("_")
+        ):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and not target.id.startswith("_"):
+                    leaks.append(f"{where}:{node.lineno}: exports {node.value.id} as {target.id}")
+    return leaks
+
+
+def test_no_private_name_crosses_a_module_boundary() -> None:
+    # A private name is free to change; one imported elsewhere, or exported under a public alias, is a
+    # public name in disguise: make it public where it is defined instead.
+    assert [leak for module in MODULE_PATHS for leak in private_name_leaks(module)] == []
+
+
+def sql_in(module: str) -> list[str]:
+    """SQLAlchemy constructs imported and statements run by `module`, beyond the session types."""
+    where = MODULE_PATHS[module].relative_to(SOURCE_ROOT.parent)
+    found = []
+    for node in ast.walk(parse(module)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "sqlalchemy":
+            if (node.module or "").startswith("sqlalchemy.exc"):
+                continue
+            for alias in node.names:
+                if (node.module, alias.name) not in SQLALCHEMY_TYPES:
+                    found.append(f"{where}:{node.lineno}: imports {node.module}.{alias.name}")
+        elif isinstance(node, ast.Import):
+            found += [
+                f"{where}:{node.lineno}: imports {alias.name}"
+                for alias in node.names
+                if alias.name.split(".")[0] == "sqlalchemy"
+            ]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in SQL_METHODS
+        ):
+            found.append(f"{where}:{node.lineno}: runs .{node.func.attr}()")
+    return found
+
+
+def test_sql_only_in_repositories_models_and_storage() -> None:
+    # Services, routes and commands say what to read or write; the statements live in one place per feature.
+    checked = [
+        module
+        for module in MODULE_PATHS
+        if not (is_repository(module) or is_models(module) or is_storage(module))
+        and module not in SQL_OUTSIDE_REPOSITORIES
+    ]
+    assert [found for module in checked for found in sql_in(module)] == []
+
+
+def test_the_new_rules_can_fail() -> None:
+    # Planted offenders: a loop between two packages, a private alias, a statement run by a service.
+    path = MODULE_PATHS["blockrepo.elements.service"]
+    loop = [
+        Import("blockrepo.elements.writer", "blockrepo.revisions.recorder", path, 1),
+        Import("blockrepo.revisions.recorder", "blockrepo.elements.view", path, 2),
+    ]
+    assert package_cycles(loop) == [["blockrepo.elements", "blockrepo.revisions"]]
+    assert package_cycles(loop[:1]) == []
+    planted = ast.parse("from blockrepo.elements.writer import _parse\nplan_update = _plan_update\n")
+    assert private_name_leaks("blockrepo.massdata.bulk", planted) == [
+        "src/blockrepo/massdata/bulk.py:1: imports _parse from blockrepo.elements.writer",
+        "src/blockrepo/massdata/bulk.py:2: exports _plan_update as plan_update",
+    ]
+    assert "blockrepo.elements.service" not in SQL_OUTSIDE_REPOSITORIES
+    assert sql_in("blockrepo.elements.repository") != []  # the detector sees SQL where it is

@@ -9,8 +9,8 @@ from alembic.script import ScriptDirectory
 from blockrepo.access import models as _access_models  # noqa: F401
 from blockrepo.auth import models as _auth_models  # noqa: F401
 from blockrepo.elements import models as _element_models  # noqa: F401
-from blockrepo.history import models as _history_models  # noqa: F401
 from blockrepo.metamodel import models as _metamodel_models  # noqa: F401
+from blockrepo.revisions import models as _revision_models  # noqa: F401
 from blockrepo.storage.base import Base
 from blockrepo.storage.engine import build_engine
 from blockrepo.storage.migrate import alembic_config

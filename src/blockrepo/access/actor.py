@@ -6,20 +6,11 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from blockrepo.access.models import (
-    AttributeGroupPermission,
-    Role,
-    RoleFunctionalPermission,
-    RoleSubRole,
-    RoleTypePermission,
-    User,
-    UserRole,
-)
+from blockrepo.access import repository
+from blockrepo.access.models import SUPERVISOR_ROLE, User
 
-SUPERVISOR_ROLE = "Supervisor"
 SYSTEM_LOGIN = "system"
 TYPE_ACTIONS = ("read", "create", "update", "delete")
 FUNCTIONAL_PERMISSIONS = (
@@ -97,18 +88,17 @@ def _effective_roles(direct: set[int], sub_roles: Mapping[int, set[int]]) -> set
 
 def load_actor(db: Session, user: User) -> Actor:
     """Compute the effective rights of a user (a fixed number of queries)."""
-    direct = set(db.scalars(select(UserRole.role_id).where(UserRole.user_id == user.id)))
+    direct = repository.direct_role_ids(db, user.id)
     sub_roles: dict[int, set[int]] = {}
-    for role_id, sub_role_id in db.execute(select(RoleSubRole.role_id, RoleSubRole.sub_role_id)):
+    for role_id, sub_role_id in repository.sub_role_pairs(db):
         sub_roles.setdefault(role_id, set()).add(sub_role_id)
     role_ids = _effective_roles(direct, sub_roles)
-    roles = list(db.scalars(select(Role).where(Role.id.in_(role_ids)))) if role_ids else []
-    role_names = frozenset(r.name for r in roles)
+    role_names = repository.role_names(db, role_ids)
     supervisor = SUPERVISOR_ROLE in role_names
     type_permissions: dict[int, set[str]] = {}
     functional: set[str] = set()
     if role_ids:
-        for p in db.scalars(select(RoleTypePermission).where(RoleTypePermission.role_id.in_(role_ids))):
+        for p in repository.type_permissions(db, role_ids):
             granted = type_permissions.setdefault(p.block_type_id, set())
             for action, flag in (
                 ("read", p.can_read),
@@ -118,16 +108,10 @@ def load_actor(db: Session, user: User) -> Actor:
             ):
                 if flag:
                     granted.add(action)
-        functional = set(
-            db.scalars(
-                select(RoleFunctionalPermission.permission).where(
-                    RoleFunctionalPermission.role_id.in_(role_ids)
-                )
-            )
-        )
+        functional = repository.functional_permissions(db, role_ids)
     readers: dict[int, set[int]] = {}
     writers: dict[int, set[int]] = {}
-    for gp in db.scalars(select(AttributeGroupPermission)):
+    for gp in repository.group_permissions(db):
         if gp.can_read:
             readers.setdefault(gp.group_id, set()).add(gp.role_id)
         if gp.can_write:

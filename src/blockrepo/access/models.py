@@ -7,6 +7,9 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from blockrepo.storage.base import Base
 
+# The seeded role that holds every right; its name is what marks it (it is never deleted or renamed).
+SUPERVISOR_ROLE = "Supervisor"
+
 
 class User(Base):
     __tablename__ = "app_user"

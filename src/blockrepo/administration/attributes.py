@@ -20,12 +20,12 @@ from blockrepo.administration.value_removal import (
     rename_relation_literals,
 )
 from blockrepo.errors import Conflict, ErrorItem, Forbidden, NameConflict, NotFound, ValidationFailed
-from blockrepo.history.recorder import ChangeLog
 from blockrepo.metamodel.names import attribute_name_problem, clash_on_type
 from blockrepo.metamodel.repository import lock_current_metamodel
 from blockrepo.metamodel.schemas import AttributeOut, LiteralIn
 from blockrepo.metamodel.service import attribute_out
 from blockrepo.metamodel.snapshot import AttributeDef, Metamodel
+from blockrepo.revisions.recorder import ChangeLog
 
 ADMIN_ATTRIBUTES = "ADMIN_ATTRIBUTES"
 

@@ -21,9 +21,9 @@ from blockrepo.administration.schemas import (
     GroupPermission,
 )
 from blockrepo.errors import Conflict, ErrorItem, NameConflict, NotFound, ValidationFailed
-from blockrepo.history.recorder import ChangeLog
 from blockrepo.metamodel.repository import lock_current_metamodel
 from blockrepo.metamodel.snapshot import DEFAULT_GROUP_NAME, AttributeGroupDef, Metamodel
+from blockrepo.revisions.recorder import ChangeLog
 
 
 def _out(

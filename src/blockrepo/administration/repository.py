@@ -9,8 +9,8 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from blockrepo.access.actor import SUPERVISOR_ROLE
 from blockrepo.access.models import (
+    SUPERVISOR_ROLE,
     AttributeGroupPermission,
     Role,
     RoleFunctionalPermission,
@@ -101,6 +101,20 @@ def login_taken(db: Session, login: str, *, except_id: int | None = None) -> boo
 
 def insert_user(db: Session, values: dict[str, Any]) -> int:
     return int(db.execute(insert(User).values(**values).returning(User.id)).scalar_one())
+
+
+def user_id_by_login(db: Session, login: str) -> int | None:
+    """The id of the user with exactly this login."""
+    return db.scalar(select(User.id).where(User.login == login))
+
+
+def set_password(db: Session, user_id: int, password_hash: str) -> None:
+    """A new password; the credentials version moves, so the user's sessions and cached credentials end."""
+    db.execute(
+        update(User)
+        .where(User.id == user_id)
+        .values(password_hash=password_hash, credentials_version=User.credentials_version + 1)
+    )
 
 
 def update_user(db: Session, user_id: int, values: dict[str, Any]) -> None:

@@ -11,8 +11,8 @@ from blockrepo.access.actor import FUNCTIONAL_PERMISSIONS, TYPE_ACTIONS, Actor
 from blockrepo.administration import repository, supervision
 from blockrepo.administration.schemas import RoleCreate, RoleOut, RoleUpdate
 from blockrepo.errors import Conflict, ErrorItem, Forbidden, NameConflict, NotFound, ValidationFailed
-from blockrepo.history.recorder import ChangeLog
 from blockrepo.metamodel.snapshot import Metamodel
+from blockrepo.revisions.recorder import ChangeLog
 
 ADMIN_ROLES = "ADMIN_ROLES"
 

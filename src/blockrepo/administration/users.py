@@ -12,8 +12,8 @@ from blockrepo.access.actor import FUNCTIONAL_PERMISSIONS, TYPE_ACTIONS, Actor
 from blockrepo.administration import repository, supervision
 from blockrepo.administration.schemas import CurrentUserOut, GroupAccess, UserCreate, UserOut, UserUpdate
 from blockrepo.errors import Conflict, ErrorItem, Forbidden, NameConflict, NotFound, ValidationFailed
-from blockrepo.history.recorder import ChangeLog
 from blockrepo.metamodel.snapshot import Metamodel
+from blockrepo.revisions.recorder import ChangeLog
 
 ADMIN_USERS = "ADMIN_USERS"
 HIDDEN = "(hidden)"

@@ -13,26 +13,12 @@ import datetime as dt
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from sqlalchemy import and_, delete, select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session
 
-from blockrepo.elements.models import Element, ElementValue, Relation, RelationValue
-from blockrepo.elements.repository import bump_elements
-from blockrepo.elements.values import TypedValue, encode_value
-from blockrepo.history.recorder import ChangeLog
+from blockrepo.elements import repository
+from blockrepo.elements.values import encode_value
 from blockrepo.metamodel.snapshot import AttributeDef, Metamodel
-
-
-def _typed(row: Any) -> TypedValue:
-    return TypedValue(
-        text=row.text_value,
-        number=row.number_value,
-        date=row.date_value,
-        date_end=row.date_end,
-        boolean=row.bool_value,
-        literal_id=row.literal_id,
-    )
-
+from blockrepo.revisions.recorder import ChangeLog
 
 NewValue = Callable[[int | None, Any], Any]  # (literal id, encoded old value) -> new value, None: dropped
 
@@ -64,22 +50,12 @@ def remove_element_values(
     all) and record the change per element. Returns the number of elements touched."""
     if (type_ids is not None and not type_ids) or (literal_ids is not None and not literal_ids):
         return 0
-    condition = ElementValue.attribute_id == attribute.id
-    if type_ids is not None:
-        condition = and_(
-            condition,
-            ElementValue.element_id.in_(select(Element.id).where(Element.type_id.in_(list(type_ids)))),
-        )
-    read_condition = condition
-    if literal_ids is not None:
-        # Read every value of the affected elements, so history shows the whole old and new list.
-        read_condition = and_(condition, _holds_element_literal(attribute, literal_ids))
-        condition = and_(condition, ElementValue.literal_id.in_(list(literal_ids)))
-
+    # Read every value of the affected elements, so history shows the whole old and new list.
+    rows = repository.attribute_values(db, attribute.id, type_ids=type_ids, holding=literal_ids)
     touched = _record_element_values(
-        db, metamodel, changes, attribute, read_condition, _kept_unless(literal_ids), login, now
+        db, metamodel, changes, attribute, rows, _kept_unless(literal_ids), login, now
     )
-    db.execute(delete(ElementValue).where(condition).execution_options(synchronize_session=False))
+    repository.delete_attribute_everywhere(db, attribute.id, type_ids=type_ids, literal_ids=literal_ids)
     return touched
 
 
@@ -99,19 +75,8 @@ def rename_element_literals(
     the feed, and `asOf` reads, would keep the old name forever."""
     if not renamed:
         return 0
-    condition = and_(ElementValue.attribute_id == attribute.id, _holds_element_literal(attribute, renamed))
-
-    return _record_element_values(
-        db, metamodel, changes, attribute, condition, _renamed_to(renamed), login, now
-    )
-
-
-def _holds_element_literal(attribute: AttributeDef, literal_ids: Collection[int]) -> Any:
-    return ElementValue.element_id.in_(
-        select(ElementValue.element_id).where(
-            ElementValue.attribute_id == attribute.id, ElementValue.literal_id.in_(list(literal_ids))
-        )
-    )
+    rows = repository.attribute_values(db, attribute.id, holding=renamed)
+    return _record_element_values(db, metamodel, changes, attribute, rows, _renamed_to(renamed), login, now)
 
 
 def _record_element_values(
@@ -119,25 +84,19 @@ def _record_element_values(
     metamodel: Metamodel,
     changes: ChangeLog,
     attribute: AttributeDef,
-    condition: Any,
+    rows: list[tuple[int, str, int, int | None, Any]],
     new_value: NewValue,
     login: str,
     now: dt.datetime,
 ) -> int:
-    """Read the attribute's values that match `condition`, record per element the old list and the list of
+    """Record per element the old list of the attribute's values (`rows`) and the list of
     `new_value(literal id, encoded old value)` (None drops the value), and bump those elements once."""
-    rows = db.execute(
-        select(ElementValue, Element.name, Element.type_id)
-        .join(Element, Element.id == ElementValue.element_id)
-        .where(condition)
-        .order_by(ElementValue.element_id, ElementValue.position, ElementValue.id)
-    ).all()
     affected: dict[int, tuple[int, str, list[Any], list[Any]]] = {}
-    for value, element_name, type_id in rows:
-        entry = affected.setdefault(value.element_id, (type_id, element_name, [], []))
-        encoded = encode_value(attribute, _typed(value))
+    for element_id, element_name, type_id, literal_id, value in rows:
+        entry = affected.setdefault(element_id, (type_id, element_name, [], []))
+        encoded = encode_value(attribute, value)
         entry[2].append(encoded)
-        replacement = new_value(value.literal_id, encoded)
+        replacement = new_value(literal_id, encoded)
         if replacement is not None:
             entry[3].append(replacement)
     fresh = changes.unrecorded(affected)
@@ -149,7 +108,7 @@ def _record_element_values(
             element_name=element_name,
             changes=[{"property": attribute.name, "old": old, "new": new}],
         )
-    bump_elements(db, fresh, now=now, user=login)
+    repository.bump_elements(db, fresh, now=now, user=login)
     return len(affected)
 
 
@@ -170,23 +129,15 @@ def remove_relation_values(
         literal_ids is not None and not literal_ids
     ):
         return 0
-    condition = RelationValue.attribute_id == attribute.id
-    if relation_type_ids is not None:
-        condition = and_(
-            condition,
-            RelationValue.relation_id.in_(
-                select(Relation.id).where(Relation.relation_type_id.in_(list(relation_type_ids)))
-            ),
-        )
-    read_condition = condition
-    if literal_ids is not None:
-        read_condition = and_(condition, _holds_relation_literal(attribute, literal_ids))
-        condition = and_(condition, RelationValue.literal_id.in_(list(literal_ids)))
-
-    touched = _record_relation_values(
-        db, metamodel, changes, attribute, read_condition, _kept_unless(literal_ids), login, now
+    rows = repository.relation_attribute_values(
+        db, attribute.id, relation_type_ids=relation_type_ids, holding=literal_ids
     )
-    db.execute(delete(RelationValue).where(condition).execution_options(synchronize_session=False))
+    touched = _record_relation_values(
+        db, metamodel, changes, attribute, rows, _kept_unless(literal_ids), login, now
+    )
+    repository.delete_relation_attribute_everywhere(
+        db, attribute.id, relation_type_ids=relation_type_ids, literal_ids=literal_ids
+    )
     return touched
 
 
@@ -203,19 +154,8 @@ def rename_relation_literals(
     """`rename_element_literals` for relation attributes: both elements of each relation record it."""
     if not renamed:
         return 0
-    condition = and_(RelationValue.attribute_id == attribute.id, _holds_relation_literal(attribute, renamed))
-
-    return _record_relation_values(
-        db, metamodel, changes, attribute, condition, _renamed_to(renamed), login, now
-    )
-
-
-def _holds_relation_literal(attribute: AttributeDef, literal_ids: Collection[int]) -> Any:
-    return RelationValue.relation_id.in_(
-        select(RelationValue.relation_id).where(
-            RelationValue.attribute_id == attribute.id, RelationValue.literal_id.in_(list(literal_ids))
-        )
-    )
+    rows = repository.relation_attribute_values(db, attribute.id, holding=renamed)
+    return _record_relation_values(db, metamodel, changes, attribute, rows, _renamed_to(renamed), login, now)
 
 
 def _record_relation_values(
@@ -223,57 +163,29 @@ def _record_relation_values(
     metamodel: Metamodel,
     changes: ChangeLog,
     attribute: AttributeDef,
-    condition: Any,
+    rows: list[repository.RelationValueRow],
     new_value: NewValue,
     login: str,
     now: dt.datetime,
 ) -> int:
-    """Read the attribute's relation values that match `condition`; on both elements of each relation,
-    record the entry as removed with the old values and added with `new_value(...)` of each (None drops
-    it), and bump those elements once. Returns the number of relations."""
-    source = aliased(Element)
-    target = aliased(Element)
-    rows = db.execute(
-        select(
-            RelationValue,
-            Relation.relation_type_id,
-            source.id,
-            source.name,
-            source.type_id,
-            target.id,
-            target.name,
-            target.type_id,
-        )
-        .join(Relation, Relation.id == RelationValue.relation_id)
-        .join(source, source.id == Relation.source_id)
-        .join(target, target.id == Relation.target_id)
-        .where(condition)
-        .order_by(RelationValue.relation_id, RelationValue.position, RelationValue.id)
-    ).all()
+    """On both elements of each relation in `rows`, record the entry as removed with the old values and
+    added with `new_value(...)` of each (None drops it), and bump those elements once. Returns the number
+    of relations."""
     relations: dict[int, dict[str, Any]] = {}
-    for (
-        value,
-        relation_type_id,
-        source_id,
-        source_name,
-        source_type,
-        target_id,
-        target_name,
-        target_type,
-    ) in rows:
+    for row in rows:
         relation = relations.setdefault(
-            value.relation_id,
+            row.relation_id,
             {
-                "relation_type_id": relation_type_id,
-                "source": (source_id, source_name, source_type),
-                "target": (target_id, target_name, target_type),
+                "relation_type_id": row.relation_type_id,
+                "source": row.source,
+                "target": row.target,
                 "old": [],
                 "new": [],
             },
         )
-        encoded = encode_value(attribute, _typed(value))
+        encoded = encode_value(attribute, row.value)
         relation["old"].append(encoded)
-        replacement = new_value(value.literal_id, encoded)
+        replacement = new_value(row.literal_id, encoded)
         if replacement is not None:
             relation["new"].append(replacement)
     per_element: dict[int, tuple[str, str, dict[str, dict[str, list[Any]]]]] = {}
@@ -304,5 +216,5 @@ def _record_relation_values(
             element_name=element_name,
             changes=[{"property": end, **change} for end, change in ends.items()],
         )
-    bump_elements(db, fresh, now=now, user=login)
+    repository.bump_elements(db, fresh, now=now, user=login)
     return len(relations)

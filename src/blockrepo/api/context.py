@@ -22,8 +22,10 @@ from blockrepo.auth.backends import AuthBackends
 from blockrepo.auth.basic import CredentialCache, Principal
 from blockrepo.auth.passwords import Passwords
 from blockrepo.errors import Conflict, Unauthenticated
-from blockrepo.history.recorder import ChangeLog
-from blockrepo.metamodel.snapshot import Metamodel, MetamodelCache, read_repository_state
+from blockrepo.metamodel.repository import read_repository_state
+from blockrepo.metamodel.service import MetamodelCache
+from blockrepo.metamodel.snapshot import Metamodel
+from blockrepo.revisions.recorder import ChangeLog
 from blockrepo.settings import Settings
 from blockrepo.storage.engine import build_engine, build_session_factory
 from blockrepo.storage.transactions import begin_write

@@ -10,17 +10,15 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from blockrepo.access import repository as access_repository
 from blockrepo.access.actor import SYSTEM_LOGIN, Actor, load_actor
-from blockrepo.access.models import User
 from blockrepo.auth.passwords import Passwords
 from blockrepo.cli.options import build_settings, console
 from blockrepo.cli.repository import initialize_repository
 from blockrepo.errors import BlockrepoError
-from blockrepo.history.recorder import ChangeLog
 from blockrepo.massdata.collector import collector_paused
 from blockrepo.massdata.listing import begin_snapshot
 from blockrepo.massdata.transfer.document import Document, parse_json_document
@@ -28,7 +26,9 @@ from blockrepo.massdata.transfer.export import json_chunks
 from blockrepo.massdata.transfer.importer import import_document, parse_mode
 from blockrepo.massdata.transfer.plan import plan_export
 from blockrepo.massdata.transfer.xlsx import read_workbook, write_workbook
-from blockrepo.metamodel.snapshot import Metamodel, load_metamodel, read_repository_state
+from blockrepo.metamodel.repository import load_metamodel, read_repository_state
+from blockrepo.metamodel.snapshot import Metamodel
+from blockrepo.revisions.recorder import ChangeLog
 from blockrepo.storage.engine import build_engine, build_session_factory
 from blockrepo.storage.transactions import begin_write, is_retryable
 
@@ -48,7 +48,7 @@ def _format(path: Path, given: str | None) -> str:
 
 def _context(db: Session, login: str) -> tuple[Metamodel, Actor]:
     state = read_repository_state(db)
-    user = db.scalar(select(User).where(User.login == login))
+    user = access_repository.user_named(db, login)
     if user is None or not user.enabled:
         console.print(f"[red]there is no enabled user {login!r}[/red]")
         raise typer.Exit(1)

@@ -6,16 +6,14 @@ import re
 from typing import Annotated
 
 import typer
-from sqlalchemy import select
 
-from blockrepo.access.actor import SUPERVISOR_ROLE
-from blockrepo.access.models import Role, User, UserRole
-from blockrepo.administration.repository import login_taken
+from blockrepo.access.models import SUPERVISOR_ROLE
+from blockrepo.administration import repository
 from blockrepo.administration.schemas import LOGIN_PATTERN, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH
 from blockrepo.auth.passwords import Passwords
 from blockrepo.cli.options import build_settings, console
 from blockrepo.cli.repository import initialize_repository
-from blockrepo.history.recorder import ChangeLog
+from blockrepo.revisions.recorder import ChangeLog
 from blockrepo.storage.engine import build_engine, build_session_factory
 from blockrepo.storage.transactions import begin_write
 
@@ -70,19 +68,18 @@ def add_user(
     try:
         with build_session_factory(engine.execution_options(begin_immediate=True))() as db:
             begin_write(db)
-            if login_taken(db, login):  # ignoring case, as the API does
+            if repository.login_taken(db, login):  # ignoring case, as the API does
                 console.print(f"[red]user {login!r} exists[/red]")
                 raise typer.Exit(1)
-            role_rows = list(db.scalars(select(Role).where(Role.name.in_(roles)))) if roles else []
-            missing = set(roles) - {r.name for r in role_rows}
+            role_ids = repository.role_ids_by_name(db, roles)
+            missing = set(roles) - set(role_ids)
             if missing:
                 console.print(f"[red]unknown role(s): {', '.join(sorted(missing))}[/red]")
                 raise typer.Exit(1)
-            user = User(login=login, password_hash=password_hash, enabled=True)
-            db.add(user)
-            db.flush()
-            for r in role_rows:
-                db.add(UserRole(user_id=user.id, role_id=r.id))
+            user_id = repository.insert_user(
+                db, {"login": login, "password_hash": password_hash, "enabled": True}
+            )
+            repository.set_user_roles(db, user_id, role_ids.values())
             log = ChangeLog(user_login="cli", request_id="cli")
             log.administration("created", f"user {login}", [{"property": "roles", "old": [], "new": roles}])
             log.flush(db)
@@ -106,12 +103,11 @@ def change_password(
     try:
         with build_session_factory(engine.execution_options(begin_immediate=True))() as db:
             begin_write(db)
-            user = db.scalar(select(User).where(User.login == login))
-            if user is None:
+            user_id = repository.user_id_by_login(db, login)
+            if user_id is None:
                 console.print(f"[red]no user {login!r}[/red]")
                 raise typer.Exit(1)
-            user.password_hash = password_hash
-            user.credentials_version += 1
+            repository.set_password(db, user_id, password_hash)
             log = ChangeLog(user_login="cli", request_id="cli")
             log.administration("updated", f"user {login}", [{"property": "password", "old": [], "new": []}])
             log.flush(db)

@@ -12,11 +12,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from blockrepo.access import repository as access_repository
 from blockrepo.access.actor import SYSTEM_LOGIN, Actor, load_actor
-from blockrepo.access.models import User
 from blockrepo.administration import repository as administration
 from blockrepo.administration.attributes import create_attribute
 from blockrepo.administration.groups import create_group
@@ -25,12 +25,12 @@ from blockrepo.administration.schemas import AttributeCreate, AttributeGroupCrea
 from blockrepo.administration.users import create_user
 from blockrepo.auth.passwords import Passwords, generate_password
 from blockrepo.demo import landscape
-from blockrepo.elements.models import Element
+from blockrepo.elements import repository as elements_repository
 from blockrepo.elements.service import Writer, create_element
 from blockrepo.errors import BlockrepoError
-from blockrepo.history.recorder import ChangeLog
-from blockrepo.metamodel.models import RepositoryState
-from blockrepo.metamodel.snapshot import Metamodel, load_metamodel
+from blockrepo.metamodel import repository as metamodel_repository
+from blockrepo.metamodel.snapshot import Metamodel
+from blockrepo.revisions.recorder import ChangeLog
 from blockrepo.settings import Settings
 from blockrepo.storage.engine import build_session_factory
 
@@ -62,10 +62,10 @@ def load_demo(engine: Engine, settings: Settings) -> DemoResult:
     with sessions() as db:
         try:
             # The row lock serialises concurrent loads on PostgreSQL; SQLite holds the database lock.
-            db.execute(select(RepositoryState.id).where(RepositoryState.id == 1).with_for_update())
-            if db.scalar(select(Element.id).limit(1)) is not None:
+            metamodel_repository.metamodel_revision(db, lock=True)
+            if elements_repository.any_element(db):
                 return DemoResult(loaded=False, reason="the repository already has elements")
-            system = db.scalar(select(User).where(User.login == SYSTEM_LOGIN))
+            system = access_repository.user_named(db, SYSTEM_LOGIN)
             if system is None:
                 raise DemoLoadFailed(f"there is no user {SYSTEM_LOGIN!r}; run `blockrepo init` first")
             actor = load_actor(db, system)
@@ -102,8 +102,8 @@ def load_demo(engine: Engine, settings: Settings) -> DemoResult:
 
 def _current_metamodel(db: Session) -> Metamodel:
     """The metamodel as this transaction sees it (each administration step builds on the one before)."""
-    revision = db.scalar(select(RepositoryState.metamodel_revision).where(RepositoryState.id == 1))
-    return load_metamodel(db, int(revision or 0))
+    revision = metamodel_repository.metamodel_revision(db)
+    return metamodel_repository.load_metamodel(db, int(revision or 0))
 
 
 def _every_type(names: list[str], metamodel: Metamodel) -> list[str]:

@@ -3,11 +3,28 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import Table, and_, delete, func, insert, literal, or_, select, update
+from sqlalchemy import (
+    ARRAY,
+    Select,
+    String,
+    Table,
+    and_,
+    bindparam,
+    delete,
+    exists,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    text,
+    true,
+    update,
+)
 from sqlalchemy.orm import Session, aliased
 
 from blockrepo.access.models import User
@@ -20,10 +37,12 @@ from blockrepo.storage import bulk_insert
 CHUNK_SIZE = 500
 # Many-row INSERTs go to the tables, not the mapped classes: a Core executemany skips the ORM's per-row
 # bookkeeping, which costs more than the insert itself on a bulk write.
+ELEMENT = cast(Table, Element.__table__)
 ELEMENT_VALUE = cast(Table, ElementValue.__table__)
 RELATION = cast(Table, Relation.__table__)
 RELATION_VALUE = cast(Table, RelationValue.__table__)
 T = TypeVar("T")
+ROWS_PER_CALL = bulk_insert.ROWS_PER_CALL
 
 
 @dataclass(slots=True)
@@ -112,7 +131,6 @@ def load_elements(
 # than the queries themselves on a GET by id (measured with bench/get_by_id.py).
 _PARENT = aliased(Element, name="parent")
 _OTHER = aliased(Element, name="other")
-_SIBLING = aliased(Element, name="sibling")
 
 
 def _load_chunk(
@@ -259,23 +277,9 @@ def _has_selected(end: RelationEnd, attribute_ids: frozenset[int]) -> bool:
 # --- lookups used by validation -------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ElementHead:
-    id: int
-    type_id: int
-    name: str
-    parent_id: int | None
-    revision: int
-
-
-def lock_element(db: Session, type_id: int, element_id: int) -> ElementHead | None:
-    """The element's row, locked until the transaction ends (SQLite: the writer already holds the lock)."""
-    row = db.execute(
-        select(Element.id, Element.type_id, Element.name, Element.parent_id, Element.revision)
-        .where(Element.id == element_id, Element.type_id == type_id)
-        .with_for_update()
-    ).one_or_none()
-    return None if row is None else ElementHead(row.id, row.type_id, row.name, row.parent_id, row.revision)
+def any_element(db: Session) -> bool:
+    """Whether the repository holds at least one element."""
+    return db.scalar(select(Element.id).limit(1)) is not None
 
 
 def find_by_ids(db: Session, ids: Iterable[int]) -> dict[int, tuple[int, str]]:
@@ -308,33 +312,6 @@ def existing_logins(db: Session, logins: Iterable[str]) -> set[str]:
     for chunk in chunks(sorted(set(logins))):
         found.update(db.scalars(select(User.login).where(User.login.in_(chunk))))
     return found
-
-
-def name_owner(db: Session, type_id: int, name: str) -> int | None:
-    """The id of the element of the type that carries `name`, if any."""
-    return db.scalar(select(Element.id).where(Element.type_id == type_id, Element.name == name))
-
-
-def ancestor_ids(db: Session, element_id: int) -> list[int]:
-    """The element and its ancestors, nearest first (one recursive query)."""
-    chain = select(Element.id, Element.parent_id).where(Element.id == element_id).cte(recursive=True)
-    chain = chain.union_all(
-        select(Element.id, Element.parent_id).join(chain, Element.id == chain.c.parent_id)
-    )
-    return list(db.scalars(select(chain.c.id)))
-
-
-def subtree_ids(db: Session, root_id: int) -> list[int]:
-    """The element and all its descendants (one recursive query); parents come before their children."""
-    tree = select(Element.id, literal(0).label("depth")).where(Element.id == root_id).cte(recursive=True)
-    tree = tree.union_all(
-        select(Element.id, (tree.c.depth + 1).label("depth")).join(tree, Element.parent_id == tree.c.id)
-    )
-    return list(db.scalars(select(tree.c.id).order_by(tree.c.depth, tree.c.id)))
-
-
-def has_children(db: Session, element_id: int) -> bool:
-    return db.scalar(select(Element.id).where(Element.parent_id == element_id).limit(1)) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,77 +357,7 @@ def taken_partners(db: Session, checks: Sequence[PartnerCheck]) -> dict[tuple[in
     return taken
 
 
-def element_names(db: Session, ids: Iterable[int]) -> dict[int, str]:
-    return {element_id: name for element_id, (_, name) in find_by_ids(db, ids).items()}
-
-
 # --- writes ---------------------------------------------------------------------------------------
-
-
-def insert_element(
-    db: Session,
-    *,
-    type_id: int,
-    name: str,
-    description: str,
-    parent_id: int | None,
-    now: dt.datetime,
-    user: str,
-) -> int:
-    """A new element, placed last among its siblings; returns its id."""
-    return int(
-        db.execute(
-            insert(Element)
-            .values(
-                type_id=type_id,
-                name=name,
-                description=description,
-                parent_id=parent_id,
-                position=_next_position(type_id, parent_id),
-                revision=1,
-                created_at=now,
-                last_modified_at=now,
-                last_modified_by=user,
-            )
-            .returning(Element.id)
-        ).scalar_one()
-    )
-
-
-def _next_position(type_id: int, parent_id: int | None) -> Any:
-    siblings = select(func.coalesce(func.max(Element.position), -1) + 1).where(Element.type_id == type_id)
-    siblings = siblings.where(
-        Element.parent_id.is_(None) if parent_id is None else Element.parent_id == parent_id
-    )
-    return siblings.scalar_subquery()
-
-
-def update_element(
-    db: Session,
-    element_id: int,
-    *,
-    fields: Mapping[str, Any],
-    move_to_parent: bool,
-    now: dt.datetime,
-    user: str,
-) -> None:
-    """Change the element's own columns and bump its revision; `move_to_parent` places it last under its
-    new parent (given in `fields["parent_id"]`)."""
-    values: dict[str, Any] = dict(fields)
-    if move_to_parent:
-        type_id = select(Element.type_id).where(Element.id == element_id).scalar_subquery()
-        values["position"] = _next_position_of(type_id, fields.get("parent_id"))
-    values.update(revision=Element.revision + 1, last_modified_at=now, last_modified_by=user)
-    db.execute(update(Element).where(Element.id == element_id).values(**values))
-
-
-def _next_position_of(type_id: Any, parent_id: int | None) -> Any:
-    sibling = _SIBLING
-    siblings = select(func.coalesce(func.max(sibling.position), -1) + 1).where(sibling.type_id == type_id)
-    siblings = siblings.where(
-        sibling.parent_id.is_(None) if parent_id is None else sibling.parent_id == parent_id
-    )
-    return siblings.scalar_subquery()
 
 
 def bump_elements(db: Session, ids: Iterable[int], *, now: dt.datetime, user: str) -> None:
@@ -461,25 +368,6 @@ def bump_elements(db: Session, ids: Iterable[int], *, now: dt.datetime, user: st
             .where(Element.id.in_(chunk))
             .values(revision=Element.revision + 1, last_modified_at=now, last_modified_by=user)
         )
-
-
-def replace_values(
-    db: Session, element_id: int, values: Mapping[int, Sequence[TypedValue]], *, existing: bool = True
-) -> None:
-    """Each attribute in `values` gets exactly the given list (one DELETE, one batched INSERT)."""
-    if existing and values:
-        db.execute(
-            delete(ElementValue).where(
-                ElementValue.element_id == element_id, ElementValue.attribute_id.in_(list(values))
-            )
-        )
-    rows = [
-        {"element_id": element_id, "attribute_id": attribute_id, "position": position, **value.columns()}
-        for attribute_id, attribute_values in values.items()
-        for position, value in enumerate(attribute_values)
-    ]
-    if rows:
-        db.execute(insert(ELEMENT_VALUE), rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -497,7 +385,7 @@ def insert_relations(db: Session, relations: Sequence[NewRelation]) -> None:
     if not relations:
         return
     open_positions = {(r.relation_type_id, r.source_id) for r in relations if r.position is None}
-    next_position = _next_source_positions(db, open_positions)
+    next_position = next_source_positions(db, open_positions)
     rows = []
     for r in relations:
         position = r.position
@@ -544,7 +432,8 @@ def insert_relations(db: Session, relations: Sequence[NewRelation]) -> None:
         bulk_insert.insert_rows(db, RELATION_VALUE, value_rows)
 
 
-def _next_source_positions(db: Session, keys: set[tuple[int, int]]) -> dict[tuple[int, int], int]:
+def next_source_positions(db: Session, keys: set[tuple[int, int]]) -> dict[tuple[int, int], int]:
+    """(relation type id, source id) -> the position after the last of the source's relations."""
     by_type: dict[int, list[int]] = {}
     for relation_type_id, source_id in keys:
         by_type.setdefault(relation_type_id, []).append(source_id)
@@ -609,3 +498,504 @@ def delete_elements(db: Session, ids: Sequence[int]) -> None:
     ordered = list(reversed(ids))
     for chunk in chunks(ordered):
         db.execute(delete(Element).where(Element.id.in_(chunk)))
+
+
+# --- many elements at once ----------------------------------------------------------------
+
+
+def plan_with_parameters(db: Session) -> None:
+    """PostgreSQL: plan the rest of the transaction's statements with their actual parameters.
+
+    psycopg prepares a statement at its fifth execution, and PostgreSQL may then keep, per connection, a
+    generic plan made while a table was small or had no statistics yet (a bulk load into a new repository,
+    before autovacuum analyzes it): name lookups then scanned every element of the type, and each
+    10,000-element request of a 100,000-element load took longer than the one before (6.7 s, 22 s, 37 s,
+    54 s …; bench/massdata_scale.py). A bulk write plans its few dozen statements at no noticeable cost;
+    reads keep their cached plans, which planning 1,000-id arrays anew would slow down."""
+    if db.get_bind().dialect.name == "postgresql":
+        db.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
+
+
+def lock_elements(db: Session, type_id: int, ids: Iterable[int]) -> dict[int, int]:
+    """id -> revision of the elements of the type among `ids`, locked until the transaction ends (SQLite:
+    the writer already holds the lock). Ids in ascending order, so that two writers lock in one order."""
+    found: dict[int, int] = {}
+    for chunk in chunks(sorted(set(ids))):
+        statement = select(Element.id, Element.revision).where(
+            Element.type_id == type_id, Element.id.in_(chunk)
+        )
+        found.update((row.id, row.revision) for row in db.execute(statement.with_for_update()))
+    return found
+
+
+def parent_chains(db: Session, ids: Iterable[int]) -> dict[int, int | None]:
+    """id -> parent id of the given elements and all their ancestors (one recursive query per chunk)."""
+    parents: dict[int, int | None] = {}
+    for chunk in chunks(sorted(set(ids))):
+        chain = select(Element.id, Element.parent_id).where(Element.id.in_(chunk)).cte(recursive=True)
+        chain = chain.union(
+            select(Element.id, Element.parent_id).join(chain, Element.id == chain.c.parent_id)
+        )
+        parents.update((row.id, row.parent_id) for row in db.execute(select(chain.c.id, chain.c.parent_id)))
+    return parents
+
+
+def subtrees(db: Session, root_ids: Sequence[int]) -> list[int]:
+    """The roots and all their descendants, parents before children (one recursive query per chunk)."""
+    depth_of: dict[int, int] = {}
+    for chunk in chunks(sorted(set(root_ids))):
+        tree = select(Element.id, literal(0).label("depth")).where(Element.id.in_(chunk)).cte(recursive=True)
+        tree = tree.union_all(
+            select(Element.id, (tree.c.depth + 1).label("depth")).join(tree, Element.parent_id == tree.c.id)
+        )
+        for row in db.execute(select(tree.c.id, func.max(tree.c.depth)).group_by(tree.c.id)):
+            depth_of[row[0]] = max(depth_of.get(row[0], 0), int(row[1]))
+    return sorted(depth_of, key=lambda element_id: (depth_of[element_id], element_id))
+
+
+def last_child_positions(
+    db: Session, type_id: int, parent_ids: Iterable[int | None]
+) -> dict[int | None, int]:
+    """parent id (None: top level) -> the largest position among its children of the type."""
+    wanted = set(parent_ids)
+    positions: dict[int | None, int] = {}
+    if None in wanted:
+        top = db.scalar(
+            select(func.max(Element.position)).where(Element.type_id == type_id, Element.parent_id.is_(None))
+        )
+        if top is not None:
+            positions[None] = int(top)
+    clauses = [
+        (Element.parent_id.in_(chunk), len(chunk))
+        for chunk in chunks(sorted(p for p in wanted if p is not None))
+    ]
+    for batch in or_batches(clauses):
+        for row in db.execute(
+            select(Element.parent_id, func.max(Element.position))
+            .where(Element.type_id == type_id, or_(*batch))
+            .group_by(Element.parent_id)
+        ):
+            positions[row[0]] = int(row[1])
+    return positions
+
+
+def insert_elements(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
+    bulk_insert.insert_rows(db, ELEMENT, rows)
+
+
+def ids_by_name(db: Session, type_id: int, names: Iterable[str]) -> dict[str, int]:
+    """name -> id of the type's elements among `names` (names are unique per type)."""
+    found: dict[str, int] = {}
+    postgresql = db.get_bind().dialect.name == "postgresql"
+    for chunk in chunks(sorted(set(names))):
+        statement = (
+            _ids_by_name_postgresql(type_id)
+            if postgresql
+            else select(Element.name, Element.id).where(Element.type_id == type_id, Element.name.in_(chunk))
+        )
+        for name, element_id in db.execute(statement, {"names": list(chunk)} if postgresql else {}):
+            found[name] = element_id
+    return found
+
+
+def _ids_by_name_postgresql(type_id: int) -> Select[tuple[str, int]]:
+    """One lookup in the (type, name) index per name. Before autovacuum has analyzed a table that a bulk
+    load has just filled, PostgreSQL plans `name IN (…)` as a filter over every element of the type, which
+    made a load of 100,000 elements slow down with every request (bench/massdata_scale.py); a lateral
+    lookup with LIMIT 1 is planned as an index probe whatever the statistics say."""
+    names = func.unnest(bindparam("names", type_=ARRAY(String))).table_valued("name").render_derived(name="n")
+    match = (
+        select(Element.id)
+        .where(Element.type_id == type_id, Element.name == names.c.name)
+        .limit(1)
+        .lateral("e")
+    )
+    return select(names.c.name, match.c.id).select_from(names).join(match, true())
+
+
+def set_parents(db: Session, parents: Mapping[int, int]) -> None:
+    """element id -> new parent id, for elements whose parent was created in the same request."""
+    if not parents:
+        return
+    statement = (
+        update(ELEMENT)
+        .where(ELEMENT.c.id == bindparam("element_id"))
+        .values(parent_id=bindparam("new_parent"))
+    )
+    db.execute(statement, [{"element_id": e, "new_parent": p} for e, p in parents.items()])
+
+
+def update_elements(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Each row: element_id, name, description, parent_id, position, revision, last_modified_at/by."""
+    if not rows:
+        return
+    statement = (
+        update(ELEMENT)
+        .where(ELEMENT.c.id == bindparam("element_id"))
+        .values(
+            name=bindparam("new_name"),
+            description=bindparam("new_description"),
+            parent_id=bindparam("new_parent_id"),
+            position=bindparam("new_position"),
+            revision=bindparam("new_revision"),
+            last_modified_at=bindparam("modified_at"),
+            last_modified_by=bindparam("modified_by"),
+        )
+    )
+    for start in range(0, len(rows), ROWS_PER_CALL):
+        db.execute(statement, list(rows[start : start + ROWS_PER_CALL]))
+
+
+def insert_values(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
+    bulk_insert.insert_rows(db, ELEMENT_VALUE, rows)
+
+
+def delete_values(db: Session, pairs: Iterable[tuple[int, int]]) -> None:
+    """Every value of each (element id, attribute id) pair."""
+    rows = [{"element": e, "attribute": a} for e, a in pairs]
+    if not rows:
+        return
+    statement = delete(ELEMENT_VALUE).where(
+        and_(
+            ELEMENT_VALUE.c.element_id == bindparam("element"),
+            ELEMENT_VALUE.c.attribute_id == bindparam("attribute"),
+        )
+    )
+    for start in range(0, len(rows), ROWS_PER_CALL):
+        db.execute(statement, rows[start : start + ROWS_PER_CALL])
+
+
+def restore_stamps(db: Session, stamps: Sequence[tuple[int, int, Any, str]]) -> None:
+    """(element id, revision, last modified at, by): put back what a write that changed nothing moved."""
+    if not stamps:
+        return
+    statement = (
+        update(ELEMENT)
+        .where(ELEMENT.c.id == bindparam("element_id"))
+        .values(
+            revision=bindparam("old_revision"),
+            last_modified_at=bindparam("old_at"),
+            last_modified_by=bindparam("old_by"),
+        )
+    )
+    rows = [{"element_id": e, "old_revision": r, "old_at": a, "old_by": b} for e, r, a, b in stamps]
+    for start in range(0, len(rows), ROWS_PER_CALL):
+        db.execute(statement, rows[start : start + ROWS_PER_CALL])
+
+
+# --- whole types and holders (imports) -----------------------------------------------------------------
+
+
+def placement_by_name(db: Session, type_id: int) -> dict[str, tuple[int, int | None, int]]:
+    """name -> (id, parent id, position) of every element of the type."""
+    rows = db.execute(
+        select(Element.name, Element.id, Element.parent_id, Element.position).where(
+            Element.type_id == type_id
+        )
+    )
+    return {row[0]: (row[1], row[2], row[3]) for row in rows}
+
+
+def placements(db: Session, type_id: int) -> list[tuple[int, int | None, int]]:
+    """(id, parent id, position) of every element of the type."""
+    return [
+        (row[0], row[1], row[2])
+        for row in db.execute(
+            select(Element.id, Element.parent_id, Element.position).where(Element.type_id == type_id)
+        )
+    ]
+
+
+def ids_of_type(db: Session, type_id: int) -> dict[str, int]:
+    """name -> id of every element of the type."""
+    return {
+        name: element_id
+        for element_id, name in db.execute(select(Element.id, Element.name).where(Element.type_id == type_id))
+    }
+
+
+def stamps(db: Session, ids: Sequence[int]) -> dict[int, tuple[int, Any, str]]:
+    """id -> (revision, last modified at, by) of the elements among `ids`."""
+    found: dict[int, tuple[int, Any, str]] = {}
+    for chunk in chunks(ids):
+        for element_id, revision, at, by in db.execute(
+            select(Element.id, Element.revision, Element.last_modified_at, Element.last_modified_by).where(
+                Element.id.in_(chunk)
+            )
+        ):
+            found[element_id] = (revision, at, by)
+    return found
+
+
+def delete_attribute_values(db: Session, element_ids: Sequence[int], attribute_ids: Sequence[int]) -> None:
+    """Every value of the given attributes on the given elements."""
+    for chunk in chunks(element_ids):
+        db.execute(
+            delete(ElementValue).where(
+                ElementValue.element_id.in_(chunk), ElementValue.attribute_id.in_(attribute_ids)
+            )
+        )
+
+
+def single_partner(
+    db: Session, relation_type_id: int, holder_is_source: bool, holder_id: int
+) -> tuple[str, int] | None:
+    """(name, type id) of one element at the other end of the holder's relations of the type, if any."""
+    column, other_column = (
+        (Relation.source_id, Relation.target_id)
+        if holder_is_source
+        else (Relation.target_id, Relation.source_id)
+    )
+    row = db.execute(
+        select(Element.name, Element.type_id)
+        .select_from(Relation)
+        .join(Element, Element.id == other_column)
+        .where(Relation.relation_type_id == relation_type_id, column == holder_id)
+    ).first()
+    return None if row is None else (row[0], row[1])
+
+
+def take_relations(
+    db: Session, relation_type_id: int, holder_is_source: bool, holder_ids: Sequence[int]
+) -> list[tuple[int, int, int, int]]:
+    """Delete the relations of the type held by the given elements on that side; returns them as
+    (relation id, relation type id, source id, target id)."""
+    column = Relation.source_id if holder_is_source else Relation.target_id
+    removed: list[tuple[int, int, int, int]] = []
+    for chunk in chunks(holder_ids):
+        condition = (Relation.relation_type_id == relation_type_id, column.in_(chunk))
+        removed.extend(
+            (row[0], row[1], row[2], row[3])
+            for row in db.execute(
+                select(Relation.id, Relation.relation_type_id, Relation.source_id, Relation.target_id).where(
+                    *condition
+                )
+            )
+        )
+        db.execute(delete(Relation).where(*condition))
+    return removed
+
+
+def relation_ids(db: Session, relation_type_id: int, source_ids: Sequence[int]) -> dict[tuple[int, int], int]:
+    """(source id, target id) -> relation id of the type's relations from the given sources."""
+    found: dict[tuple[int, int], int] = {}
+    for chunk in chunks(sorted(set(source_ids))):
+        for relation_id, source, target in db.execute(
+            select(Relation.id, Relation.source_id, Relation.target_id).where(
+                Relation.relation_type_id == relation_type_id, Relation.source_id.in_(chunk)
+            )
+        ):
+            found[(source, target)] = relation_id
+    return found
+
+
+def insert_relation_rows(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Relation rows with explicit positions (executemany, COPY on PostgreSQL)."""
+    bulk_insert.insert_rows(db, RELATION, rows)
+
+
+def insert_relation_value_rows(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
+    bulk_insert.insert_rows(db, RELATION_VALUE, rows)
+
+
+# --- values of one attribute everywhere (metamodel edits) ----------------------------------------------
+
+
+def _element_values_where(
+    attribute_id: int, type_ids: Collection[int] | None, literal_ids: Collection[int] | None
+) -> Any:
+    condition = ElementValue.attribute_id == attribute_id
+    if type_ids is not None:
+        condition = and_(
+            condition,
+            ElementValue.element_id.in_(select(Element.id).where(Element.type_id.in_(list(type_ids)))),
+        )
+    if literal_ids is not None:
+        condition = and_(condition, ElementValue.literal_id.in_(list(literal_ids)))
+    return condition
+
+
+def attribute_values(
+    db: Session,
+    attribute_id: int,
+    *,
+    type_ids: Collection[int] | None = None,
+    holding: Collection[int] | None = None,
+) -> list[tuple[int, str, int, int | None, TypedValue]]:
+    """(element id, element name, type id, literal id, value) of every value of the attribute (on elements
+    of `type_ids`, or all; only on elements holding one of the literals `holding`, or all), in each
+    element's order."""
+    condition = _element_values_where(attribute_id, type_ids, None)
+    if holding is not None:
+        condition = and_(
+            condition,
+            ElementValue.element_id.in_(
+                select(ElementValue.element_id).where(
+                    ElementValue.attribute_id == attribute_id, ElementValue.literal_id.in_(list(holding))
+                )
+            ),
+        )
+    rows = db.execute(
+        select(ElementValue, Element.name, Element.type_id)
+        .join(Element, Element.id == ElementValue.element_id)
+        .where(condition)
+        .order_by(ElementValue.element_id, ElementValue.position, ElementValue.id)
+    ).all()
+    return [
+        (value.element_id, name, type_id, value.literal_id, _typed(value)) for value, name, type_id in rows
+    ]
+
+
+def delete_attribute_everywhere(
+    db: Session,
+    attribute_id: int,
+    *,
+    type_ids: Collection[int] | None = None,
+    literal_ids: Collection[int] | None = None,
+) -> None:
+    """Delete the attribute's values on elements (of `type_ids`, or all; of `literal_ids`, or all)."""
+    db.execute(
+        delete(ElementValue)
+        .where(_element_values_where(attribute_id, type_ids, literal_ids))
+        .execution_options(synchronize_session=False)
+    )
+
+
+def _relation_values_where(
+    attribute_id: int, relation_type_ids: Collection[int] | None, literal_ids: Collection[int] | None
+) -> Any:
+    condition = RelationValue.attribute_id == attribute_id
+    if relation_type_ids is not None:
+        condition = and_(
+            condition,
+            RelationValue.relation_id.in_(
+                select(Relation.id).where(Relation.relation_type_id.in_(list(relation_type_ids)))
+            ),
+        )
+    if literal_ids is not None:
+        condition = and_(condition, RelationValue.literal_id.in_(list(literal_ids)))
+    return condition
+
+
+@dataclass(frozen=True, slots=True)
+class RelationValueRow:
+    """One value of a relation attribute with the relation's two elements as (id, name, type id)."""
+
+    relation_id: int
+    relation_type_id: int
+    source: tuple[int, str, int]
+    target: tuple[int, str, int]
+    literal_id: int | None
+    value: TypedValue
+
+
+def relation_attribute_values(
+    db: Session,
+    attribute_id: int,
+    *,
+    relation_type_ids: Collection[int] | None = None,
+    holding: Collection[int] | None = None,
+) -> list[RelationValueRow]:
+    """Every value of the relation attribute (on relations of `relation_type_ids`, or all; only on
+    relations holding one of the literals `holding`, or all), in each relation's order."""
+    condition = _relation_values_where(attribute_id, relation_type_ids, None)
+    if holding is not None:
+        condition = and_(
+            condition,
+            RelationValue.relation_id.in_(
+                select(RelationValue.relation_id).where(
+                    RelationValue.attribute_id == attribute_id, RelationValue.literal_id.in_(list(holding))
+                )
+            ),
+        )
+    source = aliased(Element)
+    target = aliased(Element)
+    rows = db.execute(
+        select(
+            RelationValue,
+            Relation.relation_type_id,
+            source.id,
+            source.name,
+            source.type_id,
+            target.id,
+            target.name,
+            target.type_id,
+        )
+        .join(Relation, Relation.id == RelationValue.relation_id)
+        .join(source, source.id == Relation.source_id)
+        .join(target, target.id == Relation.target_id)
+        .where(condition)
+        .order_by(RelationValue.relation_id, RelationValue.position, RelationValue.id)
+    ).all()
+    return [
+        RelationValueRow(
+            row[0].relation_id,
+            row[1],
+            (row[2], row[3], row[4]),
+            (row[5], row[6], row[7]),
+            row[0].literal_id,
+            _typed(row[0]),
+        )
+        for row in rows
+    ]
+
+
+def delete_relation_attribute_everywhere(
+    db: Session,
+    attribute_id: int,
+    *,
+    relation_type_ids: Collection[int] | None = None,
+    literal_ids: Collection[int] | None = None,
+) -> None:
+    """Delete the attribute's values on relations (of `relation_type_ids`, or all; of `literal_ids`, or
+    all)."""
+    db.execute(
+        delete(RelationValue)
+        .where(_relation_values_where(attribute_id, relation_type_ids, literal_ids))
+        .execution_options(synchronize_session=False)
+    )
+
+
+# --- what metamodel edits ask of the stored elements ---------------------------------------------------
+
+
+def type_has_elements(db: Session, type_id: int) -> bool:
+    return bool(db.scalar(select(exists().where(Element.type_id == type_id))))
+
+
+def type_has_parents(db: Session, type_id: int) -> bool:
+    return bool(db.scalar(select(exists().where(Element.type_id == type_id, Element.parent_id.is_not(None)))))
+
+
+def end_holds_several(db: Session, relation_type_id: int, *, holder_is_source: bool) -> bool:
+    """Whether some element holds more than one value in this end of the relation type."""
+    holder = Relation.source_id if holder_is_source else Relation.target_id
+    query = (
+        select(holder)
+        .where(Relation.relation_type_id == relation_type_id)
+        .group_by(holder)
+        .having(func.count() > 1)
+        .limit(1)
+    )
+    return db.scalar(query) is not None
+
+
+def relations_of_type(db: Session, relation_type_id: int) -> list[tuple[int, str, int, str]]:
+    """(source id, source name, target id, target name) of every relation of the type, in the order of
+    the sources' lists (one query)."""
+    source = aliased(Element)
+    target = aliased(Element)
+    rows = db.execute(
+        select(source.id, source.name, target.id, target.name)
+        .select_from(Relation)
+        .join(source, source.id == Relation.source_id)
+        .join(target, target.id == Relation.target_id)
+        .where(Relation.relation_type_id == relation_type_id)
+        .order_by(Relation.source_id, Relation.position, Relation.id)
+    )
+    return [(row[0], row[1], row[2], row[3]) for row in rows]
+
+
+def delete_relations_of_type(db: Session, relation_type_id: int) -> None:
+    """Every relation of the type (their values cascade)."""
+    db.execute(delete(Relation).where(Relation.relation_type_id == relation_type_id))

@@ -23,10 +23,10 @@ from blockrepo.access.actor import Actor
 from blockrepo.elements.view import ElementView
 from blockrepo.errors import ErrorItem, NotFound, ValidationFailed
 from blockrepo.history import repository
-from blockrepo.history.recorder import apply_related_change
 from blockrepo.history.repository import ChangesetRow
 from blockrepo.history.service import end_of_moment, format_timestamp, parse_moment, require_history
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
+from blockrepo.revisions.recorder import apply_related_change
 
 # Properties whose values are related elements ({"id", "name", ...}) besides the type's relation ends.
 _ELEMENT_REFERENCES = ("parent", "children")

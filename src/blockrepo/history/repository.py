@@ -15,8 +15,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select, true
 from sqlalchemy.orm import Session, aliased
 
-from blockrepo.history.models import Change, Revision
-from blockrepo.metamodel.models import RepositoryState
+from blockrepo.revisions.models import Change, RepositoryState, Revision
 
 # Ids per IN (...) list: well under SQLite's bound-parameter limit; a page of 1,000 ids is one query.
 _IN_CHUNK = 1000

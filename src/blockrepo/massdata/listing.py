@@ -25,13 +25,13 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.elements.models import Element, ElementValue
+from blockrepo.elements.reader import ElementReader
 from blockrepo.elements.view import ElementView
 from blockrepo.errors import BadRequest, ErrorItem, Forbidden, UnknownType
 from blockrepo.massdata.query.compiler import compile_filter, compile_query
 from blockrepo.massdata.query.limits import QueryLimits
 from blockrepo.massdata.query.parser import parse_predicate, parse_query
 from blockrepo.massdata.query.syntax import Predicate, Query
-from blockrepo.massdata.reader import ElementReader
 from blockrepo.metamodel.models import AttributeLiteral
 from blockrepo.metamodel.snapshot import AttributeDef, BlockTypeDef, Metamodel
 

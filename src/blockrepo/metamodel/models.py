@@ -18,17 +18,6 @@ from blockrepo.storage.base import Base
 NAME_LENGTH = 255
 
 
-class RepositoryState(Base):
-    """A single row: the last committed global revision and the metamodel revision caches are keyed by."""
-
-    __tablename__ = "repository_state"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    revision: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    metamodel_revision: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-    access_revision: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
-
-
 class BlockType(Base):
     __tablename__ = "block_type"
 

@@ -2,23 +2,68 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
-from sqlalchemy import delete, exists, func, insert, or_, select, update
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import delete, func, insert, or_, select, update
+from sqlalchemy.orm import Session
 
-from blockrepo.elements.models import Element, Relation
-from blockrepo.metamodel.models import BlockType, RelationType, RepositoryState
-from blockrepo.metamodel.snapshot import Metamodel, load_metamodel
+from blockrepo.metamodel.models import (
+    Attribute,
+    AttributeGroup,
+    AttributeLiteral,
+    AttributeRelationActivation,
+    AttributeTypeActivation,
+    BlockType,
+    RelationType,
+)
+from blockrepo.metamodel.snapshot import Metamodel, MetamodelRows, compile_metamodel
+from blockrepo.revisions.models import RepositoryState
+
+
+def load_metamodel(db: Session, revision: int) -> Metamodel:
+    """Read every metamodel table (a fixed number of queries) and compile the snapshot."""
+    rows = MetamodelRows(
+        groups=list(db.scalars(select(AttributeGroup).order_by(AttributeGroup.position, AttributeGroup.id))),
+        literals=list(
+            db.scalars(select(AttributeLiteral).order_by(AttributeLiteral.position, AttributeLiteral.id))
+        ),
+        type_activations=[
+            (row[0], row[1])
+            for row in db.execute(
+                select(AttributeTypeActivation.attribute_id, AttributeTypeActivation.block_type_id)
+            )
+        ],
+        relation_activations=[
+            (row[0], row[1])
+            for row in db.execute(
+                select(AttributeRelationActivation.attribute_id, AttributeRelationActivation.relation_type_id)
+            )
+        ],
+        attributes=list(db.scalars(select(Attribute).order_by(Attribute.position, Attribute.id))),
+        types=list(db.scalars(select(BlockType).order_by(BlockType.position, BlockType.id))),
+        relation_types=list(db.scalars(select(RelationType).order_by(RelationType.id))),
+    )
+    return compile_metamodel(rows, revision)
+
+
+def read_repository_state(db: Session) -> RepositoryState:
+    state = db.get(RepositoryState, 1)
+    if state is None:
+        raise LookupError("the repository is not initialised; run `blockrepo init`")
+    return state
+
+
+def metamodel_revision(db: Session, *, lock: bool = False) -> int | None:
+    """The current metamodel revision (None before `init`); with `lock`, the repository_state row stays
+    locked until the transaction ends (SQLite writers already hold the database lock)."""
+    statement = select(RepositoryState.metamodel_revision).where(RepositoryState.id == 1)
+    return db.scalar(statement.with_for_update() if lock else statement)
 
 
 def lock_current_metamodel(db: Session, seen: Metamodel) -> Metamodel:
     """Take the repository_state row lock (serialising metamodel and access edits on PostgreSQL; SQLite
     writers already hold the database lock) and return the metamodel as it stands under that lock."""
-    revision = db.scalar(
-        select(RepositoryState.metamodel_revision).where(RepositoryState.id == 1).with_for_update()
-    )
+    revision = metamodel_revision(db, lock=True)
     if revision is None or revision == seen.revision:
         return seen
     return load_metamodel(db, revision)
@@ -35,14 +80,6 @@ def insert_type(db: Session, values: dict[str, Any]) -> int:
 
 def update_type(db: Session, type_id: int, values: dict[str, Any]) -> None:
     db.execute(update(BlockType).where(BlockType.id == type_id).values(**values))
-
-
-def type_has_elements(db: Session, type_id: int) -> bool:
-    return bool(db.scalar(select(exists().where(Element.type_id == type_id))))
-
-
-def type_has_parents(db: Session, type_id: int) -> bool:
-    return bool(db.scalar(select(exists().where(Element.type_id == type_id, Element.parent_id.is_not(None)))))
 
 
 def delete_type(db: Session, type_id: int) -> None:
@@ -63,61 +100,6 @@ def update_relation_type(db: Session, relation_type_id: int, values: dict[str, A
     db.execute(update(RelationType).where(RelationType.id == relation_type_id).values(**values))
 
 
-def end_holds_several(db: Session, relation_type_id: int, *, holder_is_source: bool) -> bool:
-    """Whether some element holds more than one value in this end of the relation type."""
-    holder = Relation.source_id if holder_is_source else Relation.target_id
-    query = (
-        select(holder)
-        .where(Relation.relation_type_id == relation_type_id)
-        .group_by(holder)
-        .having(func.count() > 1)
-        .limit(1)
-    )
-    return db.scalar(query) is not None
-
-
-def relations_of_type(db: Session, relation_type_id: int) -> list[tuple[int, int, str, str, int, str, str]]:
-    """(relation id, source id, source name, source type, target id, target name, target type) of every
-    relation of the type, in one query."""
-    source = aliased(Element)
-    target = aliased(Element)
-    source_type = aliased(BlockType)
-    target_type = aliased(BlockType)
-    rows = db.execute(
-        select(
-            Relation.id,
-            source.id,
-            source.name,
-            source_type.name,
-            target.id,
-            target.name,
-            target_type.name,
-        )
-        .join(source, source.id == Relation.source_id)
-        .join(target, target.id == Relation.target_id)
-        .join(source_type, source_type.id == source.type_id)
-        .join(target_type, target_type.id == target.type_id)
-        .where(Relation.relation_type_id == relation_type_id)
-        .order_by(Relation.source_id, Relation.position, Relation.id)
-    )
-    return [tuple(row) for row in rows]  # type: ignore[misc]
-
-
-def touch_elements(db: Session, element_ids: set[int], *, login: str, now: dt.datetime) -> None:
-    """Bump revision and last modification of elements whose content a metamodel edit changed."""
-    if not element_ids:
-        return
-    ids = sorted(element_ids)
-    # Chunked so that the statement stays within SQLite's bound-parameter limit on huge repositories.
-    for start in range(0, len(ids), 10000):
-        db.execute(
-            update(Element)
-            .where(Element.id.in_(ids[start : start + 10000]))
-            .values(revision=Element.revision + 1, last_modified_at=now, last_modified_by=login)
-        )
-
-
 def delete_relation_type(db: Session, relation_type_id: int) -> None:
-    """Relations, their values and attribute activations cascade."""
-    db.execute(delete(Relation).where(Relation.relation_type_id == relation_type_id))
+    """Delete a relation type without relations; its attribute activations cascade."""
     db.execute(delete(RelationType).where(RelationType.id == relation_type_id))

@@ -8,7 +8,8 @@ names against the metamodel as it stands under that lock, write, and record a me
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+import threading
+from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
 
@@ -22,7 +23,6 @@ from blockrepo.errors import (
     UnknownType,
     ValidationFailed,
 )
-from blockrepo.history.recorder import ChangeLog
 from blockrepo.metamodel import repository
 from blockrepo.metamodel.names import clash_on_type, identifier_problem
 from blockrepo.metamodel.schemas import (
@@ -43,19 +43,54 @@ from blockrepo.metamodel.snapshot import (
     AttributeDef,
     BlockTypeDef,
     Metamodel,
-    MetamodelCache,
     RelationEnd,
     RelationTypeDef,
-    read_repository_state,
 )
+from blockrepo.revisions.recorder import ChangeLog
+
+
+class StoredElements(Protocol):
+    """What metamodel edits ask of, and do to, the stored elements. The elements package provides it
+    (`elements.metamodel_edits`): the metamodel sits below the elements and does not import them."""
+
+    def type_has_elements(self, db: Session, type_id: int) -> bool: ...
+
+    def type_has_parents(self, db: Session, type_id: int) -> bool: ...
+
+    def end_holds_several(self, db: Session, relation_type_id: int, *, holder_is_source: bool) -> bool: ...
+
+    def remove_relations_of_type(
+        self, db: Session, changes: ChangeLog, relation_type: RelationTypeDef, *, login: str, now: dt.datetime
+    ) -> None: ...
+
 
 EDIT_METAMODEL = "EDIT_METAMODEL"
 ADMIN_ATTRIBUTES = "ADMIN_ATTRIBUTES"
 
 
+class MetamodelCache:
+    """Keeps the snapshot of the newest metamodel revision seen by this process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._current: Metamodel | None = None
+
+    def get(self, db: Session, revision: int) -> Metamodel:
+        current = self._current
+        if current is not None and current.revision == revision:
+            return current
+        with self._lock:
+            current = self._current
+            if current is None or current.revision != revision:
+                current = repository.load_metamodel(db, revision)
+                if self._current is None or self._current.revision <= revision:
+                    self._current = current
+            return current
+
+
 def committed_metamodel(db: Session, cache: MetamodelCache) -> Metamodel:
     """The metamodel as the request's own commit left it (loaded once, then shared via the cache)."""
-    return cache.get(db, read_repository_state(db).metamodel_revision)
+    return cache.get(db, repository.read_repository_state(db).metamodel_revision)
 
 
 # --- what a caller sees -------------------------------------------------------------------------------
@@ -301,7 +336,14 @@ def create_type(
 
 
 def update_type(
-    db: Session, actor: Actor, metamodel: Metamodel, changes: ChangeLog, name: str, body: BlockTypeUpdate
+    db: Session,
+    actor: Actor,
+    metamodel: Metamodel,
+    changes: ChangeLog,
+    name: str,
+    body: BlockTypeUpdate,
+    *,
+    elements: StoredElements,
 ) -> None:
     _require_editor(actor)
     metamodel = repository.lock_current_metamodel(db, metamodel)
@@ -320,7 +362,7 @@ def update_type(
     }
     sent = body.model_dump(include=set(current), exclude_unset=True)
     values = {k: v for k, v in sent.items() if v is not None and v != current[k]}
-    if values.get("hierarchical") is False and repository.type_has_parents(db, block_type.id):
+    if values.get("hierarchical") is False and elements.type_has_parents(db, block_type.id):
         raise Conflict(
             f"elements of '{name}' have parents; clear them before making the type flat", code="in_use"
         )
@@ -334,12 +376,20 @@ def update_type(
     )
 
 
-def delete_type(db: Session, actor: Actor, metamodel: Metamodel, changes: ChangeLog, name: str) -> None:
+def delete_type(
+    db: Session,
+    actor: Actor,
+    metamodel: Metamodel,
+    changes: ChangeLog,
+    name: str,
+    *,
+    elements: StoredElements,
+) -> None:
     """Delete a type that has no elements, with its relation types (which then hold no relations)."""
     _require_editor(actor)
     metamodel = repository.lock_current_metamodel(db, metamodel)
     block_type = _existing_type(metamodel, name)
-    if repository.type_has_elements(db, block_type.id):
+    if elements.type_has_elements(db, block_type.id):
         raise Conflict(f"type '{name}' still has elements", code="in_use")
     for relation_type in metamodel.relation_types:
         if block_type.id in (relation_type.source_type_id, relation_type.target_type_id):
@@ -423,7 +473,14 @@ def create_relation_type(
 
 
 def update_relation_type(
-    db: Session, actor: Actor, metamodel: Metamodel, changes: ChangeLog, name: str, body: RelationTypeUpdate
+    db: Session,
+    actor: Actor,
+    metamodel: Metamodel,
+    changes: ChangeLog,
+    name: str,
+    body: RelationTypeUpdate,
+    *,
+    elements: StoredElements,
 ) -> None:
     _require_editor(actor)
     metamodel = repository.lock_current_metamodel(db, metamodel)
@@ -450,13 +507,13 @@ def update_relation_type(
     }
     sent = body.model_dump(include=set(current), exclude_unset=True)
     values = {k: v for k, v in sent.items() if v is not None and v != current[k]}
-    if values.get("source_multiple") is False and repository.end_holds_several(
+    if values.get("source_multiple") is False and elements.end_holds_several(
         db, relation_type.id, holder_is_source=True
     ):
         raise Conflict(
             f"some {relation_type.source_type} holds several '{relation_type.source_end}'", code="in_use"
         )
-    if values.get("target_multiple") is False and repository.end_holds_several(
+    if values.get("target_multiple") is False and elements.end_holds_several(
         db, relation_type.id, holder_is_source=False
     ):
         raise Conflict(
@@ -481,44 +538,21 @@ def update_relation_type(
 
 
 def delete_relation_type(
-    db: Session, actor: Actor, metamodel: Metamodel, changes: ChangeLog, name: str, *, now: dt.datetime
+    db: Session,
+    actor: Actor,
+    metamodel: Metamodel,
+    changes: ChangeLog,
+    name: str,
+    *,
+    now: dt.datetime,
+    elements: StoredElements,
 ) -> None:
     """Delete a relation type and its relations; each element that loses relations gets an "updated"
     change in history and a new revision."""
     _require_editor(actor)
     metamodel = repository.lock_current_metamodel(db, metamodel)
     relation_type = _existing_relation_type(metamodel, name)
-    # Group per element and end first, so each element gets one change record whatever its relation count.
-    elements: dict[int, tuple[str, str]] = {}
-    removed: dict[int, dict[str, list[dict[str, Any]]]] = {}
-    for (
-        _,
-        source_id,
-        source_name,
-        source_type,
-        target_id,
-        target_name,
-        target_type,
-    ) in repository.relations_of_type(db, relation_type.id):
-        elements[source_id] = (source_type, source_name)
-        elements[target_id] = (target_type, target_name)
-        removed.setdefault(source_id, {}).setdefault(relation_type.source_end, []).append(
-            {"id": target_id, "name": target_name}
-        )
-        removed.setdefault(target_id, {}).setdefault(relation_type.target_end, []).append(
-            {"id": source_id, "name": source_name}
-        )
-    for element_id, ends in removed.items():
-        type_name, element_name = elements[element_id]
-        changes.element(
-            "updated",
-            type_name=type_name,
-            element_id=element_id,
-            element_name=element_name,
-            changes=[{"property": end, "added": [], "removed": others} for end, others in ends.items()],
-        )
-    touched = set(elements)
-    repository.touch_elements(db, touched, login=actor.login, now=now)
+    elements.remove_relations_of_type(db, changes, relation_type, login=actor.login, now=now)
     repository.delete_relation_type(db, relation_type.id)
     changes.metamodel("deleted", f"relationType {name}", _relation_type_record(relation_type))
 

@@ -7,23 +7,16 @@ next request without a restart.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from blockrepo.metamodel.models import (
     Attribute,
     AttributeGroup,
     AttributeLiteral,
-    AttributeRelationActivation,
-    AttributeTypeActivation,
     BlockType,
     RelationType,
-    RepositoryState,
 )
 
 VALUE_TYPES = ("text", "richtext", "number", "date", "dateInterval", "boolean", "enum", "responsibility")
@@ -196,30 +189,36 @@ class AttributeGroupDef:
     position: int
 
 
-def load_metamodel(db: Session, revision: int) -> Metamodel:
-    """Read every metamodel table (a fixed number of queries) and compile the snapshot."""
-    groups = {
-        g.id: AttributeGroupDef(g.id, g.name, g.description, g.position)
-        for g in db.scalars(select(AttributeGroup).order_by(AttributeGroup.position, AttributeGroup.id))
-    }
+@dataclass(frozen=True)
+class MetamodelRows:
+    """The rows of every metamodel table, in the order the snapshot lists them (by position, then id)."""
+
+    groups: list[AttributeGroup]
+    literals: list[AttributeLiteral]
+    type_activations: list[tuple[int, int]]  # (attribute id, block type id)
+    relation_activations: list[tuple[int, int]]  # (attribute id, relation type id)
+    attributes: list[Attribute]
+    types: list[BlockType]
+    relation_types: list[RelationType]
+
+
+def compile_metamodel(rows: MetamodelRows, revision: int) -> Metamodel:
+    """The snapshot of the metamodel the rows describe (`metamodel.repository.load_metamodel` reads them)."""
+    groups = {g.id: AttributeGroupDef(g.id, g.name, g.description, g.position) for g in rows.groups}
     literals: dict[int, list[LiteralDef]] = {}
-    for lit in db.scalars(select(AttributeLiteral).order_by(AttributeLiteral.position, AttributeLiteral.id)):
+    for lit in rows.literals:
         literals.setdefault(lit.attribute_id, []).append(
             LiteralDef(lit.id, lit.name, lit.description, lit.color, lit.position)
         )
     type_activations: dict[int, set[int]] = {}
-    for attribute_id, type_id in db.execute(
-        select(AttributeTypeActivation.attribute_id, AttributeTypeActivation.block_type_id)
-    ):
+    for attribute_id, type_id in rows.type_activations:
         type_activations.setdefault(attribute_id, set()).add(type_id)
     relation_activations: dict[int, set[int]] = {}
-    for attribute_id, relation_type_id in db.execute(
-        select(AttributeRelationActivation.attribute_id, AttributeRelationActivation.relation_type_id)
-    ):
+    for attribute_id, relation_type_id in rows.relation_activations:
         relation_activations.setdefault(attribute_id, set()).add(relation_type_id)
 
     attributes: dict[int, AttributeDef] = {}
-    for a in db.scalars(select(Attribute).order_by(Attribute.position, Attribute.id)):
+    for a in rows.attributes:
         attributes[a.id] = AttributeDef(
             id=a.id,
             name=a.name,
@@ -239,10 +238,10 @@ def load_metamodel(db: Session, revision: int) -> Metamodel:
             relation_type_ids=frozenset(relation_activations.get(a.id, ())),
         )
 
-    type_rows = list(db.scalars(select(BlockType).order_by(BlockType.position, BlockType.id)))
+    type_rows = rows.types
     type_names = {t.id: t.name for t in type_rows}
     relation_types: list[RelationTypeDef] = []
-    for r in db.scalars(select(RelationType).order_by(RelationType.id)):
+    for r in rows.relation_types:
         relation_types.append(
             RelationTypeDef(
                 id=r.id,
@@ -312,30 +311,3 @@ def load_metamodel(db: Session, revision: int) -> Metamodel:
         _relation_types_by_id=MappingProxyType({r.id: r for r in relation_types}),
         _attributes_by_id=MappingProxyType(attributes),
     )
-
-
-class MetamodelCache:
-    """Keeps the snapshot of the newest metamodel revision seen by this process."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._current: Metamodel | None = None
-
-    def get(self, db: Session, revision: int) -> Metamodel:
-        current = self._current
-        if current is not None and current.revision == revision:
-            return current
-        with self._lock:
-            current = self._current
-            if current is None or current.revision != revision:
-                current = load_metamodel(db, revision)
-                if self._current is None or self._current.revision <= revision:
-                    self._current = current
-            return current
-
-
-def read_repository_state(db: Session) -> RepositoryState:
-    state = db.get(RepositoryState, 1)
-    if state is None:
-        raise LookupError("the repository is not initialised; run `blockrepo init`")
-    return state

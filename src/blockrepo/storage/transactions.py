@@ -8,7 +8,7 @@ locks afterwards (element rows, values, attributes, users) it locks while holdin
 can wait for each other in a cycle.
 
 Why this row and why first: history hands out gap-free revision numbers, so every write already holds this
-row from its flush until its commit (history.recorder), i.e. writes were serialized at their end already.
+row from its flush until its commit (revisions.recorder), i.e. writes were serialized at their end already.
 Taking it last, though, made a cycle possible: metamodel and access edits take it first and then update
 element rows (removing an attribute's values), while element writes locked element rows first and this row
 at the end; PostgreSQL broke the cycle by failing one of them (40P01, which reached clients as 500). Taking

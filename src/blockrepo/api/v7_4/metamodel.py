@@ -9,6 +9,7 @@ from blockrepo.api.body import require_json_body
 from blockrepo.api.context import RequestContext, races_as_conflicts, request_context
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import model_response
+from blockrepo.elements import metamodel_edits
 from blockrepo.metamodel import service
 from blockrepo.metamodel.schemas import (
     BlockTypeCreate,
@@ -105,7 +106,7 @@ def update_type(
 ) -> StarletteResponse:
     """Needs EDIT_METAMODEL. Absent keys stay; read-only keys of the GET body are ignored; `name` must be
     unchanged. `hierarchical: false` is refused (409) while elements of the type have parents."""
-    service.update_type(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, type, body)
+    service.update_type(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, type, body, elements=metamodel_edits)
     ctx.commit()
     view = service.MetamodelView(committed_metamodel(ctx), ctx.actor)
     return model_response(view.block_type(view.type_named(type)))
@@ -121,7 +122,7 @@ def update_type(
 def delete_type(type: str, ctx: RequestContext = Depends(request_context)) -> Response:
     """Needs EDIT_METAMODEL. Refused with 409 (`in_use`) while the type has elements; its relation types
     (which then hold no relations) are deleted with it."""
-    service.delete_type(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, type)
+    service.delete_type(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, type, elements=metamodel_edits)
     ctx.commit()
     return Response(status_code=204)
 
@@ -188,7 +189,9 @@ def update_relation_type(
     """Needs EDIT_METAMODEL. Names and joined types never change (they may be sent unchanged). Making an
     end single-valued is refused (409) while some element holds several values in it; `attributable:
     false` is refused while attributes are activated for the relation type."""
-    service.update_relation_type(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, name, body)
+    service.update_relation_type(
+        ctx.db, ctx.actor, ctx.metamodel, ctx.changes, name, body, elements=metamodel_edits
+    )
     ctx.commit()
     view = service.MetamodelView(committed_metamodel(ctx), ctx.actor)
     return model_response(view.relation_type(view.relation_type_named(name)))
@@ -204,6 +207,8 @@ def update_relation_type(
 def delete_relation_type(name: str, ctx: RequestContext = Depends(request_context)) -> Response:
     """Needs EDIT_METAMODEL. Removes every relation of the type; each element that loses relations gets a
     new revision and an "updated" changeset in history."""
-    service.delete_relation_type(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, name, now=ctx.changes.now)
+    service.delete_relation_type(
+        ctx.db, ctx.actor, ctx.metamodel, ctx.changes, name, now=ctx.changes.now, elements=metamodel_edits
+    )
     ctx.commit()
     return Response(status_code=204)

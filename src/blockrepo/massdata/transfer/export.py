@@ -9,17 +9,16 @@ from contextlib import closing
 from typing import Any
 
 import orjson
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from blockrepo import API_VERSION
-from blockrepo.access.models import User
-from blockrepo.elements.models import Element
+from blockrepo.access import repository as access_repository
+from blockrepo.elements import repository
+from blockrepo.elements.reader import ElementReader
 from blockrepo.elements.repository import chunks
+from blockrepo.history.repository import current_revision
 from blockrepo.massdata.listing import begin_snapshot
-from blockrepo.massdata.reader import ElementReader
 from blockrepo.massdata.transfer.plan import FORMAT, FORMAT_VERSION, ExportPlan, TypePlan, metamodel_section
-from blockrepo.metamodel.models import RepositoryState
 
 EXPORT_BATCH = 1000
 Progress = Callable[[str, int], None]  # (type name, records done so far in it)
@@ -29,9 +28,7 @@ def hierarchy_order(db: Session, type_id: int) -> list[int]:
     """The type's element ids depth-first: each root, then its children by position, recursively. An
     import in this order meets every parent before its children and restores the positions."""
     children: dict[int | None, list[tuple[int, int]]] = {}
-    for element_id, parent_id, position in db.execute(
-        select(Element.id, Element.parent_id, Element.position).where(Element.type_id == type_id)
-    ):
+    for element_id, parent_id, position in repository.placements(db, type_id):
         children.setdefault(parent_id, []).append((position, element_id))
     order: list[int] = []
     stack = sorted(children.get(None, []), reverse=True)
@@ -75,10 +72,6 @@ def iterate_records(
         yield [_record(plan, element) for element in elements]
 
 
-def current_revision(db: Session) -> int:
-    return int(db.scalar(select(RepositoryState.revision).where(RepositoryState.id == 1)) or 0)
-
-
 def responsible_logins(plan: TypePlan, records: list[dict[str, Any]]) -> set[str]:
     names = [a.name for a in plan.attributes if a.value_type == "responsibility"]
     return {login for record in records for name in names for login in record.get(name, ())}
@@ -87,12 +80,10 @@ def responsible_logins(plan: TypePlan, records: list[dict[str, Any]]) -> set[str
 def users_section(db: Session, logins: set[str]) -> list[dict[str, str]]:
     """The accounts that responsibility values name (login and names only: no roles, no secrets), so
     that an import into another repository can keep those values."""
-    users = []
-    for chunk in chunks(sorted(logins)):
-        for login, first, last in db.execute(
-            select(User.login, User.first_name, User.last_name).where(User.login.in_(chunk))
-        ):
-            users.append({"login": login, "firstName": first, "lastName": last})
+    users = [
+        {"login": login, "firstName": first, "lastName": last}
+        for login, first, last in access_repository.user_names(db, logins)
+    ]
     return sorted(users, key=lambda u: u["login"])
 
 

@@ -27,17 +27,15 @@ from itertools import islice
 from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
-from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.administration import users as user_admin
 from blockrepo.administration.schemas import UserCreate
 from blockrepo.auth.passwords import generate_password
-from blockrepo.elements import repository as elements_repository
-from blockrepo.elements.models import Element, ElementValue, Relation, RelationValue
+from blockrepo.elements import repository
+from blockrepo.elements.reader import READ_BATCH, ElementReader
 from blockrepo.elements.repository import chunks
-from blockrepo.elements.service import UNRECORDED_KEYS, diff_elements
 from blockrepo.elements.values import (
     RICHTEXT_MAX_LENGTH,
     TypedValue,
@@ -45,32 +43,21 @@ from blockrepo.elements.values import (
     check_name,
     check_text,
     decode_value,
-    encode_value,
     json_type,
 )
-from blockrepo.elements.view import ElementView, format_timestamp, relation_attributable
+from blockrepo.elements.view import ElementView
+from blockrepo.elements.writer import NeighbourMirror, diff_elements, loops
 from blockrepo.errors import ErrorItem, Forbidden, UnknownType, ValidationFailed
-from blockrepo.history.recorder import ChangeLog
-from blockrepo.massdata import repository
-from blockrepo.massdata.bulk import NeighbourMirror
 from blockrepo.massdata.listing import require_massdata
-from blockrepo.massdata.reader import ElementReader
 from blockrepo.massdata.transfer.document import Document
 from blockrepo.massdata.transfer.metamodel_sync import apply_metamodel
 from blockrepo.metamodel.snapshot import AttributeDef, BlockTypeDef, Metamodel, RelationEnd
-from blockrepo.storage import bulk_insert
+from blockrepo.revisions.recorder import ChangeLog
 
 MODES = ("additive", "cud")
 MAX_REPORTED_ERRORS = 1000
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 Key = tuple[int, str]  # (type id, element name): an element before ids are known
-
-RELATION_TABLE = Relation.__table__
-RELATION_VALUE_TABLE = RelationValue.__table__
-
-
-def _insert_relations(db: Session, rows: Sequence[dict[str, Any]]) -> None:
-    bulk_insert.insert_rows(db, RELATION_TABLE, rows)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -101,7 +88,6 @@ class _Relation:
     source: Key
     target: Key
     values: dict[int, list[TypedValue]]
-    encoded: dict[str, list[Any]]  # attribute name -> API JSON values (every attribute of the type)
     source_position: int | None  # index in the source's list; None: listed from the target's side
 
 
@@ -113,7 +99,6 @@ class _Record:
     description: str = ""
     parent: str | None = None
     values: dict[int, list[TypedValue]] = field(default_factory=dict)
-    encoded: dict[int, list[Any]] = field(default_factory=dict)
     element_id: int | None = None  # the existing element it updates
 
     @property
@@ -154,12 +139,7 @@ class _Validator:
     def existing_of(self, type_def: BlockTypeDef) -> _Existing:
         known = self.existing.get(type_def.id)
         if known is None:
-            rows = self.db.execute(
-                select(Element.name, Element.id, Element.parent_id, Element.position).where(
-                    Element.type_id == type_def.id
-                )
-            )
-            known = self.existing[type_def.id] = _Existing({r[0]: (r[1], r[2], r[3]) for r in rows})
+            known = self.existing[type_def.id] = _Existing(repository.placement_by_name(self.db, type_def.id))
         return known
 
     # --- records ---------------------------------------------------------------------------------------
@@ -251,9 +231,7 @@ class _Validator:
                 self.error(f"{pointer}/{attribute.name}", "mandatory", f"{attribute.name} is mandatory")
         return record
 
-    def decode(
-        self, attribute: AttributeDef, raw: Any, where: str
-    ) -> tuple[list[TypedValue], list[Any]] | None:
+    def decode(self, attribute: AttributeDef, raw: Any, where: str) -> list[TypedValue] | None:
         if not isinstance(raw, list):
             self.error(
                 where, "not_an_array", f"{attribute.name} takes an array of values, got {json_type(raw)}"
@@ -275,12 +253,12 @@ class _Validator:
             if attribute.value_type == "responsibility" and value.text is not None:
                 self.logins.append((f"{where}/{position}", value.text))
             typed.append(value)
-        return typed, [encode_value(attribute, value) for value in typed]
+        return typed
 
     def values(self, record: _Record, attribute: AttributeDef, raw: Any, where: str) -> None:
         decoded = self.decode(attribute, raw, where)
-        if decoded is not None and decoded[0]:
-            record.values[attribute.id], record.encoded[attribute.id] = decoded
+        if decoded:
+            record.values[attribute.id] = decoded
 
     def end(self, record: _Record, end: RelationEnd, raw: Any, where: str) -> None:
         if not isinstance(raw, list):
@@ -294,7 +272,6 @@ class _Validator:
         for position, item in enumerate(raw):
             item_where = f"{where}/{position}"
             values: dict[int, list[TypedValue]] = {}
-            encoded: dict[str, list[Any]] = {}
             if isinstance(item, dict):
                 other = item.get("name")
                 for attribute_name, attribute_values in (item.get("attributes") or {}).items():
@@ -313,8 +290,8 @@ class _Validator:
                         )
                         continue
                     decoded = self.decode(attribute, attribute_values, value_where)
-                    if decoded is not None and decoded[0]:
-                        values[attribute.id], encoded[attribute.name] = decoded
+                    if decoded:
+                        values[attribute.id] = decoded
             else:
                 other = item
             if not isinstance(other, str) or not other:
@@ -324,10 +301,9 @@ class _Validator:
                 continue
             other_key = (end.other_type_id, other)
             if end.holder_is_source:
-                relation = _Relation(relation_type.id, record.key, other_key, values, encoded, position)
+                relation = _Relation(relation_type.id, record.key, other_key, values, position)
             else:
-                relation = _Relation(relation_type.id, other_key, record.key, values, encoded, None)
-            relation.encoded = {a.name: encoded.get(a.name, []) for a in relation_type.attributes}
+                relation = _Relation(relation_type.id, other_key, record.key, values, None)
             self.relations.append(relation)
             self._pointers[id(relation)] = item_where
 
@@ -374,7 +350,7 @@ class _Validator:
                 unique[triple] = relation
         self.relations = list(unique.values())
         self._single_valued()
-        logins = elements_repository.existing_logins(self.db, (login for _, login in self.logins))
+        logins = repository.existing_logins(self.db, (login for _, login in self.logins))
         for pointer, login in self.logins:
             if login not in logins:
                 self.error(pointer, "unknown_user", f"there is no user {login!r}")
@@ -388,22 +364,15 @@ class _Validator:
         }
         for record in records:
             parent_of[record.name] = record.parent
-        state: dict[str, int] = {}  # 1: on the current path, 2: known to reach a root
+        looped = loops((record.name for record in records), parent_of.get)
         for record in records:
-            path = []
-            current: str | None = record.name
-            while current is not None and state.get(current) is None:
-                state[current] = 1
-                path.append(current)
-                current = parent_of.get(current)
-            if current is not None and state.get(current) == 1:
+            reached = looped.get(record.name)
+            if reached is not None:
                 self.error(
                     f"/elements/{type_def.name}/{record.index}/parent",
                     "cycle",
-                    f"the parents of {record.name!r} lead back to {current!r}",
+                    f"the parents of {record.name!r} lead back to {reached!r}",
                 )
-            for name in path:
-                state[name] = 2
 
     def _single_valued(self) -> None:
         """A single-valued end holds one element: count what the file gives and what stays stored."""
@@ -459,24 +428,16 @@ class _Validator:
             found = self.existing_of(type_def).by_name.get(holder[1])
             if found is None:
                 continue
-            column, other_column = (
-                (Relation.source_id, Relation.target_id)
-                if holder_is_source
-                else (Relation.target_id, Relation.source_id)
-            )
-            other = self.db.execute(
-                select(other_column, Element.name, Element.type_id)
-                .join(Element, Element.id == other_column)
-                .where(Relation.relation_type_id == rt_id, column == found[0])
-            ).first()
+            other = repository.single_partner(self.db, rt_id, holder_is_source, found[0])
             if other is None:
                 continue
-            other_key = (other.type_id, other.name)
+            other_name, other_type_id = other
+            other_key = (other_type_id, other_name)
             replaced = replaced_targets if holder_is_source else replaced_sources
             own_side = replaced_sources if holder_is_source else replaced_targets
             if (rt_id, holder) in own_side or (rt_id, other_key) in replaced:
                 continue
-            conflicts[(rt_id, holder_is_source, holder)] = other.name
+            conflicts[(rt_id, holder_is_source, holder)] = other_name
         return conflicts
 
 
@@ -488,7 +449,7 @@ def _create_missing_users(
     wanted: dict[str, dict[str, Any]] = {
         u["login"]: u for u in users if isinstance(u, dict) and isinstance(u.get("login"), str)
     }
-    missing = set(wanted) - elements_repository.existing_logins(db, wanted)
+    missing = set(wanted) - repository.existing_logins(db, wanted)
     errors: list[ErrorItem] = []
     for login in sorted(missing):
         user = wanted[login]
@@ -563,28 +524,6 @@ def import_document(
             extra={"report": report.as_json()},
         )
     return _Writer(db, metamodel, actor, changes, validator, notify).write()
-
-
-def _without_reordered_ends(type_def: BlockTypeDef, diff: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The changes of an imported element less those that only reorder a relation end.
-
-    A relation list's order is not a change (API.md 3): the import rewrites the relations of every element
-    in the file, and the list of an end that the other side holds comes back in the order the relations
-    were written, so an unchanged file would otherwise report `updated` and write revisions."""
-    return [
-        change
-        for change in diff
-        if not (
-            change["property"] in type_def.ends
-            and "old" in change
-            and sorted(change["old"], key=_entry_order) == sorted(change["new"], key=_entry_order)
-        )
-    ]
-
-
-def _entry_order(entry: Any) -> tuple[int, str]:
-    # Relation entries are {"id", "name", "attributes"?}; two entries of one id are the same relation.
-    return (int(entry["id"]), repr(entry)) if isinstance(entry, dict) else (0, repr(entry))
 
 
 class _Writer:
@@ -701,9 +640,7 @@ class _Writer:
         self.report.created = created
         for type_id, records in self.validated.records.items():
             if any(r.element_id is None for r in records):
-                for element_id, name in db.execute(
-                    select(Element.id, Element.name).where(Element.type_id == type_id)
-                ):
+                for name, element_id in repository.ids_of_type(db, type_id).items():
                     self.ids[(type_id, name)] = element_id
             for record in records:
                 if record.element_id is not None:
@@ -744,14 +681,7 @@ class _Writer:
     def _load_stamps(self) -> None:
         """Revision and modification stamp of every element the file updates, before it writes."""
         ids = [r.element_id for rs in self.validated.records.values() for r in rs if r.element_id is not None]
-        self._stamps = {}
-        for chunk in chunks(ids):
-            for element_id, revision, at, by in self.db.execute(
-                select(
-                    Element.id, Element.revision, Element.last_modified_at, Element.last_modified_by
-                ).where(Element.id.in_(chunk))
-            ):
-                self._stamps[element_id] = (revision, at, by)
+        self._stamps = repository.stamps(self.db, ids)
 
     def _values(self) -> None:
         db = self.db
@@ -761,12 +691,7 @@ class _Writer:
                 p.id for p in type_def.properties if p.builtin or self.actor.can_write_group(p.group_id)
             ]
             updated = [r.element_id for r in records if r.element_id is not None]
-            for chunk in chunks(updated):
-                db.execute(
-                    delete(ElementValue).where(
-                        ElementValue.element_id.in_(chunk), ElementValue.attribute_id.in_(writable)
-                    )
-                )
+            repository.delete_attribute_values(db, updated, writable)
         rows = (
             {
                 "element_id": self.ids[record.key],
@@ -817,22 +742,12 @@ class _Writer:
             for rt_id, key in validated._holders(source=source_side):
                 if key in self.ids and self._stored(key):
                     holders.setdefault(rt_id, []).append(self.ids[key])
-            column = Relation.source_id if source_side else Relation.target_id
             for rt_id, ids in holders.items():
-                for chunk in chunks(ids):
-                    condition = (Relation.relation_type_id == rt_id, column.in_(chunk))
-                    removed.extend(
-                        db.execute(
-                            select(
-                                Relation.id, Relation.relation_type_id, Relation.source_id, Relation.target_id
-                            ).where(*condition)
-                        ).all()
-                    )
-                    db.execute(delete(Relation).where(*condition))
+                removed.extend(repository.take_relations(db, rt_id, source_side, ids))
         # Source-held lists first (their positions are the list order), then what targets list.
         ordered = sorted(validated.relations, key=lambda r: r.source_position is None)
         sources = {(r.relation_type_id, self.ids[r.source]) for r in ordered if r.source_position is None}
-        next_position = self._next_positions(sources)
+        next_position = repository.next_source_positions(self.db, sources)
 
         def rows() -> Iterator[dict[str, Any]]:
             for relation in ordered:
@@ -849,30 +764,12 @@ class _Writer:
                     "position": position,
                 }
 
-        self._insert_in_slices(rows(), _insert_relations, "relations", len(ordered))
+        self._insert_in_slices(rows(), repository.insert_relation_rows, "relations", len(ordered))
         self._relation_values(ordered)
-        self.inserted = ordered
         return removed
-
-    inserted: list[_Relation]
 
     def _stored(self, key: Key) -> bool:
         return key[1] in self.validated.existing_of(self.metamodel.type_by_id(key[0])).by_name
-
-    def _next_positions(self, keys: set[tuple[int, int]]) -> dict[tuple[int, int], int]:
-        positions: dict[tuple[int, int], int] = {}
-        by_type: dict[int, list[int]] = {}
-        for rt_id, source in keys:
-            by_type.setdefault(rt_id, []).append(source)
-        for rt_id, sources in by_type.items():
-            for chunk in chunks(sorted(set(sources))):
-                for source, last in self.db.execute(
-                    select(Relation.source_id, Relation.position)
-                    .where(Relation.relation_type_id == rt_id, Relation.source_id.in_(chunk))
-                    .order_by(Relation.source_id, Relation.position.desc())
-                ):
-                    positions.setdefault((rt_id, source), int(last) + 1)
-        return positions
 
     def _relation_values(self, relations: Sequence[_Relation]) -> None:
         with_values = [r for r in relations if r.values]
@@ -883,13 +780,8 @@ class _Writer:
         for relation in with_values:
             by_type.setdefault(relation.relation_type_id, []).append(self.ids[relation.source])
         for rt_id, sources in by_type.items():
-            for chunk in chunks(sorted(set(sources))):
-                for relation_id, source, target in self.db.execute(
-                    select(Relation.id, Relation.source_id, Relation.target_id).where(
-                        Relation.relation_type_id == rt_id, Relation.source_id.in_(chunk)
-                    )
-                ):
-                    ids[(rt_id, source, target)] = relation_id
+            for (source, target), relation_id in repository.relation_ids(self.db, rt_id, sources).items():
+                ids[(rt_id, source, target)] = relation_id
         rows = [
             {
                 "relation_id": ids[(r.relation_type_id, self.ids[r.source], self.ids[r.target])],
@@ -901,11 +793,11 @@ class _Writer:
             for attribute_id, values in r.values.items()
             for position, value in enumerate(values)
         ]
-        bulk_insert.insert_rows(self.db, RELATION_VALUE_TABLE, rows)  # type: ignore[arg-type]
+        repository.insert_relation_value_rows(self.db, rows)
 
     def _delete(self, doomed: dict[int, list[int]]) -> None:
         for ids in doomed.values():
-            elements_repository.delete_elements(self.db, ids)
+            repository.delete_elements(self.db, ids)
 
     # --- history -------------------------------------------------------------------------------------
 
@@ -924,17 +816,7 @@ class _Writer:
         for type_id, elements in deleted_before.items():
             type_def = self.metamodel.type_by_id(type_id)
             for element_id, element in elements.items():
-                changes.element(
-                    "deleted",
-                    type_name=type_def.name,
-                    element_id=element_id,
-                    element_name=element["name"][0],
-                    changes=[
-                        {"property": k, "old": v, "new": []}
-                        for k, v in element.items()
-                        if k not in UNRECORDED_KEYS and v
-                    ],
-                )
+                changes.element_deleted(type_def.name, element_id, element)
                 mirror.add(type_def, element_id, element, None)
         unchanged: list[int] = []
         for type_id, type_records in updated.items():
@@ -947,7 +829,7 @@ class _Writer:
                 updated_id = record.element_id
                 assert updated_id is not None
                 old, new = before[type_id][updated_id], after[updated_id]
-                diff = _without_reordered_ends(type_def, diff_elements(type_def, old, new))
+                diff = diff_elements(type_def, old, new, order_counts=False)
                 if not diff:
                     self.report.updated -= 1
                     unchanged.append(updated_id)
@@ -961,90 +843,23 @@ class _Writer:
                 )
                 mirror.add(type_def, updated_id, old, new)
         self._restore_stamps(unchanged)
-        # One created element's JSON at a time: it goes into the change log as text and into the mirror
-        # as the few entries its neighbours need.
-        for element_id, type_def, element in self._created_json(views):
-            changes.element(
-                "created",
-                type_name=type_def.name,
-                element_id=element_id,
-                element_name=element["name"][0],
-                changes=[
-                    {"property": k, "old": [], "new": v}
-                    for k, v in element.items()
-                    if k not in UNRECORDED_KEYS and v
-                ],
-            )
+        # One batch of created elements' JSON at a time: each goes into the change log as text and into the
+        # mirror as the few entries its neighbours need.
+        for element_id, type_def, element in self._created(views):
+            changes.element_created(type_def.name, element_id, element)
             mirror.add(type_def, element_id, None, element)
-        neighbours = mirror.record(changes)
-        elements_repository.bump_elements(db, neighbours, now=changes.now, user=self.actor.login)
+        mirror.record(db, changes, self.actor.login)
 
     def _restore_stamps(self, unchanged: list[int]) -> None:
         """Elements the import rewrote without changing them keep their revision and stamps."""
         repository.restore_stamps(self.db, [(i, *self._stamps[i]) for i in unchanged])
 
-    def _created_json(
-        self, views: dict[int, ElementView]
-    ) -> Iterator[tuple[int, BlockTypeDef, dict[str, Any]]]:
-        """The JSON of every created element (id, type, JSON), from the records and the relations as
-        inserted, made one element at a time."""
-        created: dict[int, tuple[BlockTypeDef, _Record]] = {}
+    def _created(self, views: dict[int, ElementView]) -> Iterator[tuple[int, BlockTypeDef, dict[str, Any]]]:
+        """The JSON of every created element (id, type, JSON) as the element reader renders it, read back
+        one batch at a time so that only one batch of JSON exists at once."""
         for type_id, records in self.validated.records.items():
+            created = [self.ids[record.key] for record in records if record.element_id is None]
             type_def = self.metamodel.type_by_id(type_id)
-            for record in records:
-                if record.element_id is None:
-                    created[self.ids[record.key]] = (type_def, record)
-        if not created:
-            return
-        names = {element_id: key[1] for key, element_id in self.ids.items()}
-        children: dict[int, list[dict[str, Any]]] = {}
-        for type_id, records in self.validated.records.items():
-            for record in records:
-                if record.parent is not None:
-                    parent_id = self.ids[(type_id, record.parent)]
-                    if parent_id in created:
-                        children.setdefault(parent_id, []).append(
-                            {"id": self.ids[record.key], "name": record.name}
-                        )
-        ends: dict[int, dict[str, list[dict[str, Any]]]] = {}
-        for relation in self.inserted:
-            relation_type = self.metamodel.relation_type_by_id(relation.relation_type_id)
-            source, target = self.ids[relation.source], self.ids[relation.target]
-            for holder, other, end_name in (
-                (source, target, relation_type.source_end),
-                (target, source, relation_type.target_end),
-            ):
-                if holder not in created:
-                    continue
-                entry: dict[str, Any] = {"id": other, "name": names[other]}
-                holder_type = created[holder][0]
-                end = holder_type.ends[end_name]
-                if relation_attributable(end):
-                    entry["attributes"] = dict(relation.encoded)
-                ends.setdefault(holder, {}).setdefault(end_name, []).append(entry)
-        moment = [format_timestamp(self.changes.now)]
-        for element_id, (type_def, record) in created.items():
-            view = views[type_def.id]
-            element: dict[str, Any] = {
-                "id": [element_id],
-                "type": [type_def.name],
-                "revision": [1],
-                "name": [record.name],
-                "description": [record.description] if record.description else [],
-            }
-            if type_def.hierarchical:
-                parent = (
-                    []
-                    if record.parent is None
-                    else [{"id": self.ids[(type_def.id, record.parent)], "name": record.parent}]
-                )
-                element["parent"] = parent
-                element["children"] = children.pop(element_id, [])
-            for prop in view.properties:
-                element[prop.name] = record.encoded.get(prop.id, [])
-            own_ends = ends.pop(element_id, {})
-            for end in view.ends:
-                element[end.name] = own_ends.get(end.name, [])
-            element["lastModificationTime"] = moment
-            element["lastModificationUser"] = [self.actor.login]
-            yield element_id, type_def, element
+            for batch in ElementReader(views[type_id]).read_batches(self.db, chunks(created, READ_BATCH)):
+                for element in batch:
+                    yield element["id"][0], type_def, element

@@ -16,10 +16,11 @@ from blockrepo.administration import attributes as attribute_admin
 from blockrepo.administration import groups as group_admin
 from blockrepo.administration.schemas import AttributeCreate, AttributeGroupCreate, AttributeUpdate
 from blockrepo.errors import ErrorItem, ValidationFailed
-from blockrepo.history.recorder import ChangeLog
 from blockrepo.metamodel import service as metamodel_service
+from blockrepo.metamodel.repository import load_metamodel
 from blockrepo.metamodel.schemas import BlockTypeCreate, RelationTypeCreate
-from blockrepo.metamodel.snapshot import AttributeDef, Metamodel, load_metamodel
+from blockrepo.metamodel.snapshot import AttributeDef, Metamodel
+from blockrepo.revisions.recorder import ChangeLog
 
 RELATION_TYPE_KEYS = ("source", "sourceEnd", "target", "targetEnd", "sourceMultiple", "targetMultiple")
 

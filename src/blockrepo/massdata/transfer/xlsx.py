@@ -24,11 +24,11 @@ from openpyxl.cell import WriteOnlyCell
 from sqlalchemy.orm import Session
 
 from blockrepo.errors import BadRequest, ErrorItem
+from blockrepo.history.repository import current_revision
 from blockrepo.massdata.listing import begin_snapshot
 from blockrepo.massdata.transfer.document import Document
 from blockrepo.massdata.transfer.export import (
     Progress,
-    current_revision,
     iterate_records,
     responsible_logins,
     users_section,

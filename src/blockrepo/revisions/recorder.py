@@ -15,17 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import orjson
-from sqlalchemy import Table, insert, update
 from sqlalchemy.orm import Session
 
-from blockrepo.history.models import Change, Revision
-from blockrepo.metamodel.models import RepositoryState
-from blockrepo.storage.bulk_insert import insert_rows
+from blockrepo.revisions import repository
 
-CHANGE = cast(Table, Change.__table__)
 FLUSH_SLICE = 5000  # change rows per insert when a request is flushed
 
 JsonValue = Any
+# Keys of the element JSON that history does not record (they change with every write).
+UNRECORDED_KEYS = frozenset({"id", "type", "revision", "lastModificationTime", "lastModificationUser"})
 
 
 @dataclass(slots=True)
@@ -186,6 +184,31 @@ class ChangeLog:
             known.changes = _merge_property_changes(known.changes, changes)
         known.element_name = element_name
 
+    def element_created(self, type_name: str, element_id: int, element: dict[str, Any]) -> None:
+        """Record a created element from its JSON: every recorded property that holds something, as new."""
+        self._whole_element("created", type_name, element_id, element)
+
+    def element_deleted(self, type_name: str, element_id: int, element: dict[str, Any]) -> None:
+        """Record a deleted element from its last JSON: each recorded property that held something, as old."""
+        self._whole_element("deleted", type_name, element_id, element)
+
+    def _whole_element(
+        self, operation: str, type_name: str, element_id: int, element: dict[str, Any]
+    ) -> None:
+        created = operation == "created"
+        changes = [
+            {"property": key, "old": [] if created else value, "new": value if created else []}
+            for key, value in element.items()
+            if key not in UNRECORDED_KEYS and value
+        ]
+        self.element(
+            operation,
+            type_name=type_name,
+            element_id=element_id,
+            element_name=element["name"][0],
+            changes=changes,
+        )
+
     def unrecorded(self, element_ids: Iterable[int]) -> list[int]:
         """The ids this request has recorded no change of yet: those whose revision a writer still has to
         bump (an element gets one new revision per request, however many records fold into its one
@@ -209,28 +232,18 @@ class ChangeLog:
         entries = [e for e in self._entries if e.operation != "updated" or not e.empty]
         if not entries and not self.metamodel_changed and not self.access_changed:
             return None
-        values: dict[str, Any] = {"revision": RepositoryState.revision + 1}
-        if self.metamodel_changed:
-            values["metamodel_revision"] = RepositoryState.metamodel_revision + 1
-        if self.access_changed:
-            values["access_revision"] = RepositoryState.access_revision + 1
-        revision = db.execute(
-            update(RepositoryState)
-            .where(RepositoryState.id == 1)
-            .values(**values)
-            .returning(RepositoryState.revision)
-        ).scalar_one()
-        db.execute(
-            insert(Revision).values(
-                id=revision, created_at=self.now, user_login=self.user_login, request_id=self.request_id
-            )
+        revision = repository.next_revision(
+            db,
+            metamodel_changed=self.metamodel_changed,
+            access_changed=self.access_changed,
+            created_at=self.now,
+            user_login=self.user_login,
+            request_id=self.request_id,
         )
-        # Set-based, below the ORM (storage.bulk_insert), in slices so that only one slice of row
-        # dictionaries exists at a time; the changes are already JSON text.
+        # In slices, so that only one slice of row dictionaries exists at a time.
         for start in range(0, len(entries), FLUSH_SLICE):
-            insert_rows(
+            repository.insert_changes(
                 db,
-                CHANGE,
                 [
                     {
                         "revision": revision,
@@ -244,7 +257,6 @@ class ChangeLog:
                     }
                     for e in entries[start : start + FLUSH_SLICE]
                 ],
-                verbatim={"changes"},
             )
         self._entries.clear()
         self._by_element.clear()

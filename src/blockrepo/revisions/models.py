@@ -1,4 +1,5 @@
-"""Tables of the history: one revision per write request, one change row per touched entity."""
+"""Tables of revisions: the repository's revision counters, one revision per write request, one change
+row per touched entity."""
 
 from __future__ import annotations
 
@@ -9,6 +10,17 @@ from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from blockrepo.storage.base import Base
+
+
+class RepositoryState(Base):
+    """A single row: the last committed global revision and the metamodel revision caches are keyed by."""
+
+    __tablename__ = "repository_state"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    revision: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    metamodel_revision: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    access_revision: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
 
 
 class Revision(Base):

@@ -1,0 +1,72 @@
+"""All SQL of effective rights: a user's roles, their sub-roles and the permissions they grant."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from blockrepo.access.models import (
+    AttributeGroupPermission,
+    Role,
+    RoleFunctionalPermission,
+    RoleSubRole,
+    RoleTypePermission,
+    User,
+    UserRole,
+)
+
+CHUNK_SIZE = 500  # logins per IN list, far below the bind-parameter limits
+
+
+def user_named(db: Session, login: str) -> User | None:
+    """The user with exactly this login."""
+    return db.scalar(select(User).where(User.login == login))
+
+
+def user_names(db: Session, logins: Iterable[str]) -> list[tuple[str, str, str]]:
+    """(login, first name, last name) of the users among `logins`."""
+    found: list[tuple[str, str, str]] = []
+    wanted = sorted(set(logins))
+    for start in range(0, len(wanted), CHUNK_SIZE):
+        found.extend(
+            (row[0], row[1], row[2])
+            for row in db.execute(
+                select(User.login, User.first_name, User.last_name).where(
+                    User.login.in_(wanted[start : start + CHUNK_SIZE])
+                )
+            )
+        )
+    return found
+
+
+def direct_role_ids(db: Session, user_id: int) -> set[int]:
+    return set(db.scalars(select(UserRole.role_id).where(UserRole.user_id == user_id)))
+
+
+def sub_role_pairs(db: Session) -> list[tuple[int, int]]:
+    """(role id, sub-role id) of every role that inherits another."""
+    return [(row[0], row[1]) for row in db.execute(select(RoleSubRole.role_id, RoleSubRole.sub_role_id))]
+
+
+def role_names(db: Session, role_ids: Collection[int]) -> frozenset[str]:
+    if not role_ids:
+        return frozenset()
+    return frozenset(db.scalars(select(Role.name).where(Role.id.in_(role_ids))))
+
+
+def type_permissions(db: Session, role_ids: Collection[int]) -> list[RoleTypePermission]:
+    return list(db.scalars(select(RoleTypePermission).where(RoleTypePermission.role_id.in_(role_ids))))
+
+
+def functional_permissions(db: Session, role_ids: Collection[int]) -> set[str]:
+    return set(
+        db.scalars(
+            select(RoleFunctionalPermission.permission).where(RoleFunctionalPermission.role_id.in_(role_ids))
+        )
+    )
+
+
+def group_permissions(db: Session) -> list[AttributeGroupPermission]:
+    return list(db.scalars(select(AttributeGroupPermission)))

@@ -1,0 +1,753 @@
+"""The one element write core: validates, plans, writes, diffs and records 1..n elements of one type.
+
+Every element write goes through here: the element API calls it with one item, bulk writes with many,
+the importer and the metamodel edits use its diff, history and neighbour parts. Order of work, with a
+fixed number of statements per chunk of items rather than per item:
+1. `validate`: `parse_body` per item; references to elements created by earlier items (`{"name": …}`)
+   are set aside, every other reference is resolved at once (`resolve_references`, `check_partners`);
+   then the rules across items: hierarchy cycles, single-valued partners claimed twice, names (against
+   the database and the other items), items depending on a failed item;
+2. `persist`: creates as one executemany, their ids looked up by name, values and relations in
+   executemany batches; updates: each item's `plan_update` applied in batches;
+3. history: written elements are re-read and recorded (created, or the diff of before and after); the
+   elements at the other end of changed relations and parents get one mirrored changeset each and a new
+   revision (`NeighbourMirror`).
+`delete` loads, records and deletes a list of elements, and mirrors what their neighbours lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from sqlalchemy.orm import Session
+
+from blockrepo.access.actor import Actor
+from blockrepo.elements import repository
+from blockrepo.elements.reader import ElementReader
+from blockrepo.elements.repository import LoadedElement, NewRelation
+from blockrepo.elements.validation import (
+    ElementDraft,
+    EndEntry,
+    Reference,
+    check_partners,
+    parse_body,
+    resolve_references,
+)
+from blockrepo.elements.values import TypedValue
+from blockrepo.elements.view import ElementView
+from blockrepo.errors import ErrorItem
+from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
+from blockrepo.revisions.recorder import UNRECORDED_KEYS, ChangeLog, apply_related_change
+
+NewKey = tuple[str, int]  # ("new", index of the item that creates the element)
+K = TypeVar("K", bound=Hashable)
+
+
+@dataclass
+class Writer:
+    """Who writes where: the request's session, metamodel snapshot, actor and change log."""
+
+    db: Session
+    metamodel: Metamodel
+    actor: Actor
+    changes: ChangeLog
+
+
+@dataclass
+class WriteItem:
+    """One element to write: its body, the element it updates (None: created) and, once validated, its
+    draft or why it failed (an HTTP status and the problems)."""
+
+    index: int
+    body: dict[str, Any] | None
+    element_id: int | None = None
+    draft: ElementDraft | None = None
+    status: int | None = None  # set once the item failed
+    errors: list[ErrorItem] = field(default_factory=list)
+    conflicting_id: int | None = None  # the element that already has the item's name (409)
+    pending: list[tuple[Reference, int]] = field(default_factory=list)  # refs to elements of earlier items
+    aside_ends: dict[str, list[EndEntry]] = field(default_factory=dict)
+    aside_parent: Reference | None = None
+    new_id: int | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.status is not None
+
+    @property
+    def creating(self) -> bool:
+        return self.element_id is None
+
+    @property
+    def written_id(self) -> int | None:
+        return self.element_id if self.element_id is not None else self.new_id
+
+    def fail(self, status: int, errors: Iterable[ErrorItem]) -> None:
+        if self.status is None:
+            self.status = status
+            self.errors = list(errors)
+
+
+# --- validation ----------------------------------------------------------------------------------------
+
+
+def validate(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -> None:
+    """Parse and check every item that has not failed yet; an item with a problem is marked failed (403
+    when it writes what the actor may not, 400 for an invalid body, 409 for a name taken)."""
+    _parse(writer, type_def, items)
+    drafts = [item.draft for item in items if item.draft is not None]
+    resolve_references(writer.db, writer.metamodel, drafts)
+    check_partners(writer.db, drafts)
+    for item in items:
+        _restore(item)
+    _check_across_items(writer, type_def, items)
+    _decide(writer, type_def, items)
+
+
+def _parse(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -> None:
+    """Parse every body; set aside references to elements that earlier items create (they resolve once
+    those exist), so that the rest resolve against the database in one go."""
+    creators: dict[str, int] = {}
+    for item in items:
+        if item.failed or item.body is None:
+            continue
+        draft = parse_body(writer.metamodel, writer.actor, type_def, item.body, element_id=item.element_id)
+        if draft.forbidden:
+            item.fail(403, draft.forbidden)
+            continue
+        item.draft = draft
+
+        def earlier(reference: Reference) -> int | None:
+            if reference.id is not None or reference.type_id != type_def.id or reference.name is None:
+                return None
+            return creators.get(reference.name)
+
+        for end_name, entries in draft.ends.items():
+            kept = []
+            for entry in entries:
+                creator = earlier(entry.reference)
+                if creator is None:
+                    kept.append(entry)
+                else:
+                    item.pending.append((entry.reference, creator))
+            if len(kept) != len(entries):
+                item.aside_ends[end_name] = entries
+                draft.ends[end_name] = kept
+        if draft.parent is not None and (creator := earlier(draft.parent)) is not None:
+            item.pending.append((draft.parent, creator))
+            item.aside_parent = draft.parent
+            draft.parent = None
+        if draft.creating and draft.name is not None:
+            creators.setdefault(draft.name, item.index)
+
+
+def _restore(item: WriteItem) -> None:
+    """Put the set-aside references back in their places."""
+    draft = item.draft
+    if draft is None:
+        return
+    draft.ends.update(item.aside_ends)
+    if item.aside_parent is not None:
+        draft.parent = item.aside_parent
+
+
+def _pending_keys(item: WriteItem) -> dict[int, NewKey]:
+    return {id(reference): ("new", creator) for reference, creator in item.pending}
+
+
+def _key_of(reference: Reference, pending: dict[int, NewKey]) -> int | NewKey | None:
+    return pending.get(id(reference), reference.resolved_id)
+
+
+def _holder_key(item: WriteItem) -> int | NewKey:
+    return item.element_id if item.element_id is not None else ("new", item.index)
+
+
+def _opposite_multiple(end: RelationEnd) -> bool:
+    return end.relation_type.target_multiple if end.holder_is_source else end.relation_type.source_multiple
+
+
+def _check_across_items(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -> None:
+    """Rules that span items: the same new element listed twice, one single-valued partner claimed by two
+    holders, and moves that would close a cycle in the hierarchy."""
+    claims: dict[tuple[int, bool, int | NewKey], int | NewKey] = {}
+    new_parents: dict[NewKey, int | NewKey] = {}  # a created element -> its parent
+    moves: dict[int, int | NewKey | None] = {}  # id of an updated element -> its new parent
+    movers: list[WriteItem] = []
+    for item in items:
+        draft = item.draft
+        if item.failed or draft is None:
+            continue
+        pending = _pending_keys(item)
+        for end_name, entries in draft.ends.items():
+            end = type_def.ends[end_name]
+            seen: set[int | NewKey] = set()
+            for entry in entries:
+                key = _key_of(entry.reference, pending)
+                if key is None:
+                    continue
+                if id(entry.reference) in pending and key in seen:
+                    draft.error(
+                        entry.reference.pointer,
+                        "duplicate",
+                        f"{end_name} lists {entry.reference.name!r} twice",
+                    )
+                seen.add(key)
+                if _opposite_multiple(end):
+                    continue
+                claim = (end.relation_type.id, end.holder_is_source, key)
+                holder = claims.setdefault(claim, _holder_key(item))
+                if holder != _holder_key(item):
+                    draft.error(
+                        entry.reference.pointer,
+                        "cardinality",
+                        f"{end.other_type} {entry.reference.name or key!r} holds one {end.opposite_name}, "
+                        "which an earlier element of this request already takes",
+                    )
+        parent = _key_of(draft.parent, pending) if draft.parent is not None else None
+        if item.creating and parent is not None:
+            new_parents[("new", item.index)] = parent
+        elif not item.creating and draft.parent_given:
+            assert item.element_id is not None
+            moves[item.element_id] = parent
+            movers.append(item)
+    if not movers:
+        return
+    starts = [p for p in (*new_parents.values(), *moves.values()) if isinstance(p, int)]
+    stored = repository.parent_chains(writer.db, starts)
+
+    def parent_of(key: int | NewKey) -> int | NewKey | None:
+        if isinstance(key, tuple):
+            return new_parents.get(key)
+        return moves[key] if key in moves else stored.get(key)
+
+    mover_ids: list[int | NewKey] = [item.element_id for item in movers if item.element_id is not None]
+    looped = loops(mover_ids, parent_of)
+    for item in movers:
+        assert item.draft is not None and item.element_id is not None
+        if looped.get(item.element_id) == item.element_id:
+            reference = item.aside_parent or item.draft.parent
+            item.draft.error(
+                reference.pointer if reference else "/parent",
+                "cycle",
+                "the parent is the element itself or one of its descendants",
+            )
+
+
+def loops(starts: Iterable[K], parent_of: Callable[[K], K | None]) -> dict[K, K]:
+    """start -> the first element its chain of parents reaches a second time, for every start whose chain
+    runs into a loop (an element is in a loop when the answer is itself). Chains known to end at a root
+    are walked once, however many starts share them."""
+    rooted: set[K] = set()
+    found: dict[K, K] = {}
+    for start in starts:
+        path: list[K] = []
+        on_path: set[K] = set()
+        current: K | None = start
+        while current is not None and current not in rooted and current not in on_path:
+            on_path.add(current)
+            path.append(current)
+            current = parent_of(current)
+        if current is not None and current in on_path:
+            found[start] = current
+        else:
+            rooted.update(path)
+    return found
+
+
+def _decide(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -> None:
+    """In item order: an item fails on its own problems, on a name another element has, or when an
+    element it refers to was to be created by an item that failed."""
+    names = {item.draft.name for item in items if item.draft is not None and item.draft.name is not None}
+    owners = repository.ids_by_name(writer.db, type_def.id, names)
+    claimed: dict[str, int] = {}
+    for item in items:
+        draft = item.draft
+        if item.failed or draft is None:
+            continue
+        if draft.errors:
+            item.fail(400, draft.errors)
+            continue
+        broken = [(reference, creator) for reference, creator in item.pending if items[creator].failed]
+        if broken:
+            item.fail(
+                400,
+                [
+                    ErrorItem(
+                        reference.pointer,
+                        "failed_dependency",
+                        f"{reference.name!r} was to be created by element {creator}, which failed",
+                    )
+                    for reference, creator in broken
+                ],
+            )
+            continue
+        if draft.name is None:
+            continue
+        owner = owners.get(draft.name)
+        if owner is not None and owner != item.element_id:
+            message = f"a {type_def.name} named {draft.name!r} already exists (id {owner})"
+            item.conflicting_id = owner
+            item.fail(409, [ErrorItem("/name/0", "name_conflict", message)])
+        elif draft.name in claimed:
+            message = f"element {claimed[draft.name]} of this request is named {draft.name!r} already"
+            item.fail(409, [ErrorItem("/name/0", "name_conflict", message)])
+        else:
+            claimed[draft.name] = item.index
+
+
+# --- plans ---------------------------------------------------------------------------------------------
+
+
+def new_relation(
+    end: RelationEnd,
+    holder_id: int,
+    other_id: int,
+    index: int,
+    attributes: Mapping[int, Sequence[TypedValue]] | None,
+) -> NewRelation:
+    """The relation that lists `other_id` at `index` of the holder's `end` (a target end's list has no
+    position of its own: the relation goes last on the source's end)."""
+    if end.holder_is_source:
+        return NewRelation(end.relation_type.id, holder_id, other_id, index, attributes or {})
+    return NewRelation(end.relation_type.id, other_id, holder_id, None, attributes or {})
+
+
+@dataclass
+class UpdatePlan:
+    """What an update really changes, compared with the element's current state."""
+
+    element_fields: dict[str, Any] = field(default_factory=dict)
+    move: bool = False
+    values: dict[int, list[TypedValue]] = field(default_factory=dict)
+    remove_relations: list[int] = field(default_factory=list)
+    add_relations: list[NewRelation] = field(default_factory=list)
+    positions: dict[int, int] = field(default_factory=dict)
+    relation_values: dict[int, dict[int, list[TypedValue]]] = field(default_factory=dict)
+    touched: set[int] = field(default_factory=set)
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.element_fields
+            or self.values
+            or self.remove_relations
+            or self.add_relations
+            or self.positions
+            or self.relation_values
+        )
+
+
+def plan_update(draft: ElementDraft, before: LoadedElement) -> UpdatePlan:
+    """The writes that bring `before` to what `draft` says; relation ends are compared as sets of
+    elements (plus the source's order), so listing the same elements again changes nothing."""
+    plan = UpdatePlan()
+    if draft.name is not None and draft.name != before.name:
+        plan.element_fields["name"] = draft.name
+    if draft.description is not None and draft.description != before.description:
+        plan.element_fields["description"] = draft.description
+    if draft.parent_given:
+        parent_id = draft.parent.resolved_id if draft.parent is not None else None
+        if parent_id != before.parent_id:
+            plan.element_fields["parent_id"] = parent_id
+            plan.move = True
+            plan.touched.update(p for p in (parent_id, before.parent_id) if p is not None)
+    for attribute_id, values in draft.values.items():
+        if values != before.values.get(attribute_id, []):
+            plan.values[attribute_id] = values
+    for end_name, entries in draft.ends.items():
+        end = draft.type_def.ends[end_name]
+        current = {item.other_id: item for item in before.ends.get(end_name, [])}
+        wanted = {entry.reference.resolved_id for entry in entries}
+        for other_id, item in current.items():
+            if other_id not in wanted:
+                plan.remove_relations.append(item.relation_id)
+                plan.touched.add(other_id)
+        for index, entry in enumerate(entries):
+            new_other = entry.reference.resolved_id
+            assert new_other is not None
+            existing = current.get(new_other)
+            if existing is None:
+                plan.add_relations.append(new_relation(end, before.id, new_other, index, entry.attributes))
+                plan.touched.add(new_other)
+                continue
+            if end.holder_is_source and existing.position != index:
+                plan.positions[existing.relation_id] = index
+            changed = {
+                attribute_id: values
+                for attribute_id, values in (entry.attributes or {}).items()
+                if values != existing.values.get(attribute_id, [])
+            }
+            if changed:
+                plan.relation_values[existing.relation_id] = changed
+                plan.touched.add(new_other)
+    return plan
+
+
+# --- persistence ---------------------------------------------------------------------------------------
+
+
+def persist(
+    writer: Writer,
+    type_def: BlockTypeDef,
+    items: Sequence[WriteItem],
+    good: Sequence[WriteItem],
+    *,
+    loaded: bool = False,
+) -> dict[int, LoadedElement]:
+    """Write the items that passed (`good`, a part of `items`, which pending references index) and record
+    their history. With `loaded`, returns every good item's element as it is now (all properties, the form
+    the element API renders for its caller); else nothing (an empty dict)."""
+    db = writer.db
+    full = ElementView.build(writer.metamodel, None, type_def)
+    creates = [item for item in good if item.creating]
+    updates = [item for item in good if not item.creating]
+    # Before any write: the state the updates change (creates may add relations to these elements).
+    before = repository.load_elements(db, type_def.id, [u.element_id or 0 for u in updates], full.selection)
+    touched: set[int] = set()
+    inserted: set[tuple[int, int, int]] = set()
+    _insert_creates(writer, type_def, creates, items, touched, inserted)
+    changed = _apply_updates(writer, type_def, updates, before, touched, inserted)
+    written = [item.new_id for item in creates if item.new_id is not None]
+    written += [item.element_id for item in changed if item.element_id is not None]
+    # What was written, rendered for history: the column-oriented reader gives the same JSON as
+    # `full.render` of a loaded element at a fraction of the cost for the thousands of a bulk write; one
+    # element is loaded, since the caller renders its answer from it.
+    loaded_after = repository.load_elements(db, type_def.id, written, full.selection) if loaded else {}
+    after = (
+        {element_id: full.render(element) for element_id, element in loaded_after.items()}
+        if loaded
+        else {element["id"][0]: element for element in ElementReader(full).read(db, written)}
+    )
+    mirror = NeighbourMirror(set(written))
+    for item in creates:
+        assert item.new_id is not None
+        rendered = after[item.new_id]
+        writer.changes.element_created(type_def.name, item.new_id, rendered)
+        mirror.add(type_def, item.new_id, None, rendered)
+    for item in changed:
+        assert item.element_id is not None
+        old, new = full.render(before[item.element_id]), after[item.element_id]
+        writer.changes.element(
+            "updated",
+            type_name=type_def.name,
+            element_id=item.element_id,
+            element_name=new["name"][0],
+            changes=diff_elements(type_def, old, new),
+        )
+        mirror.add(type_def, item.element_id, old, new)
+    mirror.record(db, writer.changes, writer.actor.login)
+    return {**before, **loaded_after} if loaded else {}
+
+
+def _insert_creates(
+    writer: Writer,
+    type_def: BlockTypeDef,
+    creates: Sequence[WriteItem],
+    items: Sequence[WriteItem],
+    touched: set[int],
+    inserted: set[tuple[int, int, int]],
+) -> None:
+    if not creates:
+        _resolve_pending(items)
+        return
+    db, now, login = writer.db, writer.changes.now, writer.actor.login
+    stored_parents = {
+        item.draft.parent.resolved_id
+        for item in creates
+        if item.draft is not None and item.draft.parent is not None and item.aside_parent is None
+    }
+    positions: dict[int | NewKey | None, int] = {}
+    for stored_parent, last in repository.last_child_positions(
+        db, type_def.id, {*stored_parents, None}
+    ).items():
+        positions[stored_parent] = last
+    rows = []
+    for item in creates:
+        draft = item.draft
+        assert draft is not None and draft.name is not None
+        parent: int | NewKey | None = None
+        if item.aside_parent is not None:
+            parent = ("new", next(c for r, c in item.pending if r is item.aside_parent))
+        elif draft.parent is not None:
+            parent = draft.parent.resolved_id
+        # A new child goes last among its siblings.
+        position = positions.get(parent, -1) + 1
+        positions[parent] = position
+        rows.append(
+            {
+                "type_id": type_def.id,
+                "name": draft.name,
+                "description": draft.description or "",
+                "parent_id": parent if isinstance(parent, int) else None,
+                "position": position,
+                "revision": 1,
+                "created_at": now,
+                "last_modified_at": now,
+                "last_modified_by": login,
+            }
+        )
+        if isinstance(parent, int):
+            touched.add(parent)
+    repository.insert_elements(db, rows)
+    ids = repository.ids_by_name(
+        db, type_def.id, [item.draft.name for item in creates if item.draft and item.draft.name]
+    )
+    for item in creates:
+        assert item.draft is not None and item.draft.name is not None
+        item.new_id = ids[item.draft.name]
+    _resolve_pending(items)
+    repository.set_parents(
+        db,
+        {
+            item.new_id: item.aside_parent.resolved_id
+            for item in creates
+            if item.new_id is not None
+            and item.aside_parent is not None
+            and item.aside_parent.resolved_id is not None
+        },
+    )
+    repository.insert_values(
+        db,
+        [
+            {"element_id": item.new_id, "attribute_id": attribute_id, "position": position, **value.columns()}
+            for item in creates
+            if item.draft is not None
+            for attribute_id, values in item.draft.values.items()
+            for position, value in enumerate(values)
+        ],
+    )
+    relations: list[NewRelation] = []
+    for item in creates:
+        assert item.draft is not None and item.new_id is not None
+        for end_name, entries in item.draft.ends.items():
+            end = type_def.ends[end_name]
+            for index, entry in enumerate(entries):
+                other = entry.reference.resolved_id
+                assert other is not None
+                relation = new_relation(end, item.new_id, other, index, entry.attributes)
+                triple = (relation.relation_type_id, relation.source_id, relation.target_id)
+                if triple in inserted:
+                    continue  # both elements list each other: one relation
+                inserted.add(triple)
+                relations.append(relation)
+                touched.add(other)
+    repository.insert_relations(db, relations)
+
+
+def _resolve_pending(items: Sequence[WriteItem]) -> None:
+    """References to elements created by earlier items point at their new ids now."""
+    for item in items:
+        if item.failed:
+            continue
+        for reference, creator in item.pending:
+            source = items[creator]
+            assert source.draft is not None
+            reference.resolved_id, reference.resolved_name = source.new_id, source.draft.name
+
+
+def _apply_updates(
+    writer: Writer,
+    type_def: BlockTypeDef,
+    updates: Sequence[WriteItem],
+    before: dict[int, LoadedElement],
+    touched: set[int],
+    inserted: set[tuple[int, int, int]],
+) -> list[WriteItem]:
+    """Apply each update's plan in batches; returns the items that changed something."""
+    db, now, login = writer.db, writer.changes.now, writer.actor.login
+    plans = []
+    for item in updates:
+        assert item.draft is not None and item.element_id is not None
+        plan = plan_update(item.draft, before[item.element_id])
+        if not plan.empty:
+            plans.append((item, plan))
+    if not plans:
+        return []
+    moved_to = {plan.element_fields.get("parent_id") for _, plan in plans if plan.move}
+    positions = repository.last_child_positions(db, type_def.id, moved_to)
+    rows = []
+    removed: list[int] = []
+    reordered: dict[int, int] = {}
+    relation_values: dict[int, dict[int, list[Any]]] = {}
+    relations: list[NewRelation] = []
+    value_pairs: list[tuple[int, int]] = []
+    value_rows: list[dict[str, Any]] = []
+    for item, plan in plans:
+        element_id = item.element_id
+        assert element_id is not None
+        old = before[element_id]
+        fields = plan.element_fields
+        parent_id = fields.get("parent_id", old.parent_id)
+        position = old.position
+        if plan.move:
+            position = positions.get(parent_id, -1) + 1
+            positions[parent_id] = position
+        rows.append(
+            {
+                "element_id": element_id,
+                "new_name": fields.get("name", old.name),
+                "new_description": fields.get("description", old.description),
+                "new_parent_id": parent_id,
+                "new_position": position,
+                "new_revision": old.revision + 1,
+                "modified_at": now,
+                "modified_by": login,
+            }
+        )
+        for attribute_id, values in plan.values.items():
+            value_pairs.append((element_id, attribute_id))
+            value_rows += [
+                {"element_id": element_id, "attribute_id": attribute_id, "position": p, **v.columns()}
+                for p, v in enumerate(values)
+            ]
+        removed += plan.remove_relations
+        reordered.update(plan.positions)
+        relation_values.update(plan.relation_values)
+        for relation in plan.add_relations:
+            key = (relation.relation_type_id, relation.source_id, relation.target_id)
+            if key not in inserted:
+                inserted.add(key)
+                relations.append(relation)
+        touched.update(plan.touched)
+    repository.update_elements(db, rows)
+    repository.delete_values(db, value_pairs)
+    repository.insert_values(db, value_rows)
+    repository.delete_relations(db, removed)
+    repository.set_relation_positions(db, reordered)
+    repository.replace_relation_values(db, relation_values)
+    repository.insert_relations(db, relations)
+    return [item for item, _ in plans]
+
+
+# --- deletion ------------------------------------------------------------------------------------------
+
+
+def delete(writer: Writer, type_def: BlockTypeDef, ids: Sequence[int]) -> None:
+    """Delete elements of one type (`ids` lists parents before their children) with their values and
+    relations; each gets a "deleted" record, and each element at the other end of their relations (and a
+    surviving parent) one mirrored change and a new revision."""
+    full = ElementView.build(writer.metamodel, None, type_def)
+    loaded = repository.load_elements(writer.db, type_def.id, ids, full.selection)
+    mirror = NeighbourMirror(set(ids))
+    for element_id in ids:
+        rendered = full.render(loaded[element_id])
+        writer.changes.element_deleted(type_def.name, element_id, rendered)
+        mirror.add(type_def, element_id, rendered, None)
+    repository.delete_elements(writer.db, ids)
+    mirror.record(writer.db, writer.changes, writer.actor.login)
+
+
+# --- history -------------------------------------------------------------------------------------------
+
+
+def diff_elements(
+    type_def: BlockTypeDef, before: dict[str, Any], after: dict[str, Any], *, order_counts: bool = True
+) -> list[dict[str, Any]]:
+    """Field-level changes between two renderings of one element: `old`/`new` for values, `added`/
+    `removed` for relation ends and children (matched by id, so the same entries in another order add and
+    remove nothing; changed relation attributes show the old entry as removed and the new one as added,
+    and `order` lists the ids when the end was reordered as well); a pure reordering is recorded as
+    `old`/`new`, unless `order_counts` is false (an import: a relation list's order is not a change)."""
+    changes: list[dict[str, Any]] = []
+    for key in dict.fromkeys([*before, *after]):
+        if key in UNRECORDED_KEYS:
+            continue
+        old, new = before.get(key, []), after.get(key, [])
+        if old == new:
+            continue
+        if key == "children" or key in type_def.ends:
+            added, removed = entry_diff(old, new)
+            if added or removed:
+                change: dict[str, Any] = {"property": key, "added": added, "removed": removed}
+                new_order = [entry["id"] for entry in new]
+                if [entry["id"] for entry in apply_related_change(old, change)] != new_order:
+                    change["order"] = new_order  # added and reordered at once: history keeps the order
+                changes.append(change)
+                continue
+            if not order_counts:
+                continue
+        changes.append({"property": key, "old": old, "new": new})
+    return changes
+
+
+def entry_diff(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
+    """(added, removed) between two lists of related entries, matched by id: an entry whose attributes
+    changed is in both."""
+    old_by_id = {entry["id"]: entry for entry in old}
+    new_by_id = {entry["id"]: entry for entry in new}
+    return (
+        [entry for entry in new if old_by_id.get(entry["id"]) != entry],
+        [entry for entry in old if new_by_id.get(entry["id"]) != entry],
+    )
+
+
+class NeighbourMirror:
+    """Collects, once per element at the other end, the relation and children changes that written
+    elements caused there, and records them as one changeset each. Written elements are added one at a
+    time (type, id, JSON before, JSON after), so that a large import need not hold every element's JSON
+    at once; elements in `skip` have their own record."""
+
+    def __init__(self, skip: set[int]) -> None:
+        self.skip = skip
+        self.mirrored: dict[int, dict[str, Any]] = {}
+
+    def _mirror(
+        self, other_type: str, other: dict[str, Any], prop: str, entry: dict[str, Any], side: str
+    ) -> None:
+        if other["id"] in self.skip:
+            return
+        record = self.mirrored.setdefault(
+            other["id"], {"type": other_type, "name": other["name"], "changes": {}}
+        )
+        change = record["changes"].setdefault(prop, {"property": prop, "added": [], "removed": []})
+        change[side].append(entry)
+
+    def add(
+        self,
+        type_def: BlockTypeDef,
+        element_id: int,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+    ) -> None:
+        old_state, new_state = before or {}, after or {}
+
+        def me(state: dict[str, Any], relation: dict[str, Any] | None = None) -> dict[str, Any]:
+            entry: dict[str, Any] = {"id": element_id, "name": state["name"][0]}
+            if relation is not None and "attributes" in relation:
+                entry["attributes"] = relation["attributes"]
+            return entry
+
+        for end_name, end in type_def.ends.items():
+            old_entries, new_entries = old_state.get(end_name), new_state.get(end_name)
+            if not old_entries and not new_entries:
+                continue  # most ends of most elements are empty: nothing to diff
+            added, removed = entry_diff(old_entries or [], new_entries or [])
+            for entry in removed:
+                self._mirror(end.other_type, entry, end.opposite_name, me(old_state, entry), "removed")
+            for entry in added:
+                self._mirror(end.other_type, entry, end.opposite_name, me(new_state, entry), "added")
+        if type_def.hierarchical:
+            old_parent, new_parent = old_state.get("parent", []), new_state.get("parent", [])
+            if old_parent != new_parent:
+                for parent in old_parent:
+                    self._mirror(type_def.name, parent, "children", me(old_state), "removed")
+                for parent in new_parent:
+                    self._mirror(type_def.name, parent, "children", me(new_state), "added")
+
+    def record(self, db: Session, changes: ChangeLog, login: str) -> None:
+        """Record the collected changesets and give those elements a new revision (their JSON changed)."""
+        # One new revision per element and request, as its changes fold into one changeset: a neighbour
+        # this request already changed (the demo creates many elements in one request) keeps its revision.
+        bumped = changes.unrecorded(self.mirrored)
+        for other_id, record in self.mirrored.items():
+            changes.element(
+                "updated",
+                type_name=record["type"],
+                element_id=other_id,
+                element_name=record["name"],
+                changes=list(record["changes"].values()),
+            )
+        repository.bump_elements(db, bumped, now=changes.now, user=login)

@@ -1,0 +1,50 @@
+"""All SQL of recording: a new revision under the `repository_state` row lock, and its change rows."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any, cast
+
+from sqlalchemy import Table, insert, update
+from sqlalchemy.orm import Session
+
+from blockrepo.revisions.models import Change, RepositoryState, Revision
+from blockrepo.storage.bulk_insert import insert_rows
+
+CHANGE = cast(Table, Change.__table__)
+
+
+def next_revision(
+    db: Session,
+    *,
+    metamodel_changed: bool,
+    access_changed: bool,
+    created_at: dt.datetime,
+    user_login: str,
+    request_id: str,
+) -> int:
+    """Allocate the next revision (and move the metamodel and access revisions when those changed) and
+    write its row. The UPDATE takes the row lock on `repository_state`, held until the commit."""
+    values: dict[str, Any] = {"revision": RepositoryState.revision + 1}
+    if metamodel_changed:
+        values["metamodel_revision"] = RepositoryState.metamodel_revision + 1
+    if access_changed:
+        values["access_revision"] = RepositoryState.access_revision + 1
+    revision = db.execute(
+        update(RepositoryState)
+        .where(RepositoryState.id == 1)
+        .values(**values)
+        .returning(RepositoryState.revision)
+    ).scalar_one()
+    db.execute(
+        insert(Revision).values(
+            id=revision, created_at=created_at, user_login=user_login, request_id=request_id
+        )
+    )
+    return int(revision)
+
+
+def insert_changes(db: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """Change rows whose `changes` are JSON text already (set-based, below the ORM)."""
+    insert_rows(db, CHANGE, rows, verbatim={"changes"})
