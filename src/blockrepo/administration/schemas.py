@@ -39,7 +39,8 @@ def integral_number_as_int(value: object) -> object:
     return value
 
 
-GroupPosition = Annotated[int, BeforeValidator(integral_number_as_int), Field(ge=0, le=LARGEST_POSITION)]
+# The bounds come before the validator so that the description states them as minimum and maximum.
+GroupPosition = Annotated[int, Field(ge=0, le=LARGEST_POSITION), BeforeValidator(integral_number_as_int)]
 
 # --- users ---------------------------------------------------------------------------------------------
 
