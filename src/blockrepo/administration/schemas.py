@@ -27,6 +27,11 @@ PASSWORD_MAX_LENGTH = 1024
 # Names the service refuses with leading or trailing white space.
 UNPADDED: JsonDict = {"pattern": r"^\S(?:[\s\S]*\S)?$"}
 MATCHING_ID = "read-only; accepted if it matches the path, so a GET body can be sent back"
+# History records a change to a role or group under the subject `<kind> <name>` in a 255-character column,
+# so the longest name leaves room for the kind (a longer one was a 500 on PostgreSQL).
+HISTORY_SUBJECT_LENGTH = 255
+ROLE_NAME_LENGTH = HISTORY_SUBJECT_LENGTH - len("role ")
+GROUP_NAME_LENGTH = HISTORY_SUBJECT_LENGTH - len("attributeGroup ")
 # Group positions are stored in a 32-bit column (PostgreSQL INTEGER).
 LARGEST_POSITION = 2**31 - 1
 
@@ -201,7 +206,7 @@ class RoleCreate(ApiModel):
         }
     )
 
-    name: str = Field(min_length=1, max_length=255)
+    name: str = Field(min_length=1, max_length=ROLE_NAME_LENGTH)
     description: str = Field("", max_length=DESCRIPTION_LENGTH)
     sub_roles: list[str] = Field(default_factory=list, description="roles whose rights this role inherits")
     type_permissions: dict[str, list[TypeAction]] = Field(default_factory=dict)
@@ -217,7 +222,7 @@ class RoleUpdate(ApiModel):
         json_schema_extra={"examples": [{"typePermissions": {"InformationSystem": ["read", "update"]}}]}
     )
 
-    name: str | None = Field(None, min_length=1, max_length=255)
+    name: str | None = Field(None, min_length=1, max_length=ROLE_NAME_LENGTH)
     description: str | None = Field(None, max_length=DESCRIPTION_LENGTH)
     sub_roles: list[str] | None = None
     type_permissions: dict[str, list[TypeAction]] | None = None
@@ -354,7 +359,7 @@ class AttributeGroupCreate(ApiModel):
         }
     )
 
-    name: str = Field(min_length=1, max_length=255, json_schema_extra=UNPADDED)
+    name: str = Field(min_length=1, max_length=GROUP_NAME_LENGTH, json_schema_extra=UNPADDED)
     description: str = Field("", max_length=DESCRIPTION_LENGTH)
     position: GroupPosition | None = Field(None, description="defaults to after the last group")
     attributes: list[str] = Field(default_factory=list, description="attributes moved into this group")
@@ -375,7 +380,7 @@ class AttributeGroupUpdate(ApiModel):
         }
     )
 
-    name: str | None = Field(None, min_length=1, max_length=255)
+    name: str | None = Field(None, min_length=1, max_length=GROUP_NAME_LENGTH)
     description: str | None = Field(None, max_length=DESCRIPTION_LENGTH)
     position: GroupPosition | None = None
     attributes: list[str] | None = None
