@@ -3,22 +3,30 @@
 Each operation runs through schemathesis' examples, coverage and fuzzing phases (positive and negative data,
 undeclared methods, missing headers), authenticated, against its own freshly seeded repository; the stateful
 phase then follows the links schemathesis infers between operations over one repository, where
-use-after-free and resource availability apply. Every failure of any check fails the test."""
+use-after-free and resource availability apply. Every failure of any check fails the test, with one narrow
+exception: a 400 for a schema-valid request is accepted only where KNOWN_REFUSALS lists the operation with
+the problem code (and error item codes and pointers) of a rule no JSON Schema can state."""
 
 from __future__ import annotations
 
 import os
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import schemathesis
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from schemathesis import Case, CheckContext, Response
 from schemathesis.config import ProjectConfig
 from schemathesis.core.failures import Failure
 from schemathesis.engine import events, from_schema
 from schemathesis.engine.recorder import Interaction
+from schemathesis.openapi.checks import RejectedPositiveData
 from schemathesis.schemas import BaseSchema
+from schemathesis.specs.openapi.checks import positive_data_acceptance
 from starlette.testclient import TestClient
 
 from blockrepo.app import create_app
@@ -31,6 +39,183 @@ HTTP_METHODS = ("get", "put", "post", "patch", "delete", "head")
 PER_OPERATION_PHASES = ("examples", "coverage", "fuzzing")
 PASSWORD_CHANGE = ("put", "/api/administration/users/{id}")
 REQUEST_TIMEOUT = 300.0
+
+
+@dataclass(frozen=True)
+class KnownRefusal:
+    """A 400 that a schema-valid request may get because the rule it breaks is beyond JSON Schema: a name
+    that must exist in the repository at run time, iteraQL text that must parse, a cursor the service must
+    have issued, a revision that must already exist. The problem must carry `code`, at least one error
+    item, and every item must name one of `items`' (item code, pointer prefix) pairs."""
+
+    reason: str
+    code: str
+    items: tuple[tuple[str, str], ...]
+
+    def explains(self, problem: Any) -> bool:
+        if not isinstance(problem, dict) or problem.get("code") != self.code:
+            return False
+        errors = problem.get("errors")
+        if not isinstance(errors, list) or not errors:
+            return False
+        return all(
+            isinstance(error, dict)
+            and any(
+                error.get("code") == item_code and str(error.get("pointer", "")).startswith(prefix)
+                for item_code, prefix in self.items
+            )
+            for error in errors
+        )
+
+
+# NUL is refused in every text (API.md section 7: PostgreSQL cannot store it) before anything else is read.
+NUL = ("invalid_character", "/")
+UNKNOWN_ROLES = KnownRefusal(
+    "role names must exist; no text may hold NUL", "validation_failed", (("unknown_role", "/roles/"), NUL)
+)
+UNKNOWN_GROUP_MEMBERS = KnownRefusal(
+    "attribute and role names must exist; no text may hold NUL",
+    "validation_failed",
+    (("unknown_attribute", "/attributes/"), ("unknown_role", "/permissions/"), NUL),
+)
+UNKNOWN_ROLE_REFERENCES = KnownRefusal(
+    "type and sub-role names must exist; no text may hold NUL",
+    "validation_failed",
+    (("unknown_type", "/typePermissions/"), ("unknown_role", "/subRoles/"), NUL),
+)
+UNKNOWN_ATTRIBUTE_SCOPE = KnownRefusal(
+    "group, type and relation type names must exist; no text may hold NUL",
+    "validation_failed",
+    (
+        ("unknown_group", "/group"),
+        ("unknown_type", "/types/"),
+        ("unknown_relation_type", "/relationTypes/"),
+        NUL,
+    ),
+)
+UNKNOWN_RELATION_ENDS = KnownRefusal(
+    "the types at both ends must exist, and the default name `{source}_{target}` made of them must be a "
+    "valid name (an explicit `name` has its pattern in the description); no text may hold NUL",
+    "validation_failed",
+    (("unknown_type", "/source"), ("unknown_type", "/target"), ("invalid_name", "/name"), NUL),
+)
+NUL_IN_TEXT = KnownRefusal("no text may hold NUL", "validation_failed", (NUL,))
+NUL_IN_QUERY = KnownRefusal(
+    "no query parameter may hold NUL", "validation_failed", (("invalid_character", "query:"),)
+)
+NUMBER_ONLY_SETTINGS = KnownRefusal(
+    "unit, min and max apply only to number attributes, and an update without `valueType` keeps the stored "
+    "one; no text may hold NUL",
+    "validation_failed",
+    (("not_applicable", "/unit"), ("not_applicable", "/min"), ("not_applicable", "/max"), NUL),
+)
+# Which keys an element body may have, and what each value must be, is the metamodel as it stands when the
+# request arrives (attributes, their value types, literals, `multiple`, `mandatory`, users and elements
+# referred to): the description can only say "arrays under any key".
+ELEMENT_VALUE_CODES = (
+    "unknown_property",
+    "wrong_type",
+    "text_value",
+    "number_value",
+    "bool_value",
+    "date_value",
+    "bad_date",
+    "bad_interval",
+    "date_end",
+    "empty_value",
+    "out_of_range",
+    "too_long",
+    "too_many_values",
+    "unknown_literal",
+    "literal_id",
+    "unknown_user",
+    "unknown_target",
+    "duplicate",
+    "mandatory",
+    "cycle",
+    "invalid_character",
+)
+ELEMENT_BODY = KnownRefusal(
+    "element keys and values must fit the metamodel at run time; no text may hold NUL",
+    "validation_failed",
+    tuple((code, "/") for code in ELEMENT_VALUE_CODES),
+)
+BULK_ELEMENT_BODIES = KnownRefusal(
+    "each element must fit the metamodel at run time; no text may hold NUL",
+    "validation_failed",
+    (*((code, "/elements/") for code in ELEMENT_VALUE_CODES), NUL),
+)
+HISTORY_CURSOR = KnownRefusal(
+    "a cursor must be one the service issued for this listing",
+    "validation_failed",
+    (("invalid_cursor", "query:cursor"),),
+)
+LISTING_CURSOR = KnownRefusal(
+    "a cursor must be one the service issued", "invalid_cursor", (("invalid_cursor", "cursor"),)
+)
+FUTURE_REVISION = KnownRefusal(
+    "an asOf revision must already exist", "validation_failed", (("future_revision", "query:asOf"),)
+)
+SORT_KEY = KnownRefusal(
+    "a sort key must be a property of the type", "invalid_sort", (("invalid_sort", "sort"),)
+)
+FILTER_SYNTAX = KnownRefusal("a filter must parse as iteraQL", "query_syntax", (("query_syntax", "filter"),))
+QUERY_SYNTAX = KnownRefusal("a query must parse as iteraQL", "query_syntax", (("query_syntax", "/query"),))
+
+# The only operations whose schema-valid requests may be answered 400, and only with these problems.
+KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
+    ("POST", "/api/administration/users"): (UNKNOWN_ROLES,),
+    ("PUT", "/api/administration/users/{id}"): (UNKNOWN_ROLES,),
+    ("POST", "/api/administration/attributegroups"): (UNKNOWN_GROUP_MEMBERS,),
+    ("PUT", "/api/administration/attributegroups/{id}"): (UNKNOWN_GROUP_MEMBERS,),
+    ("POST", "/api/administration/roles"): (UNKNOWN_ROLE_REFERENCES,),
+    ("PUT", "/api/administration/roles/{id}"): (UNKNOWN_ROLE_REFERENCES,),
+    ("POST", "/api/administration/attributes"): (UNKNOWN_ATTRIBUTE_SCOPE,),
+    ("PUT", "/api/administration/attributes/{id}"): (UNKNOWN_ATTRIBUTE_SCOPE, NUMBER_ONLY_SETTINGS),
+    ("POST", "/api/metamodel/relationtypes"): (UNKNOWN_RELATION_ENDS,),
+    ("PUT", "/api/metamodel/relationtypes/{name}"): (NUL_IN_TEXT,),
+    ("POST", "/api/metamodel/types"): (NUL_IN_TEXT,),
+    ("PUT", "/api/metamodel/types/{type}"): (NUL_IN_TEXT,),
+    ("GET", "/api/history"): (HISTORY_CURSOR, NUL_IN_QUERY),
+    ("GET", "/api/history/{type}"): (HISTORY_CURSOR, NUL_IN_QUERY),
+    ("GET", "/api/history/{type}/{id}"): (HISTORY_CURSOR, NUL_IN_QUERY),
+    ("GET", "/api/element/{type}/{id}"): (FUTURE_REVISION,),
+    ("GET", "/api/massdata/{type}"): (FUTURE_REVISION, LISTING_CURSOR, SORT_KEY, FILTER_SYNTAX, NUL_IN_QUERY),
+    ("POST", "/api/massdata/query"): (FUTURE_REVISION, LISTING_CURSOR, SORT_KEY, QUERY_SYNTAX, NUL_IN_TEXT),
+    ("POST", "/api/element/{type}"): (ELEMENT_BODY,),
+    ("PUT", "/api/element/{type}/{id}"): (ELEMENT_BODY,),
+    ("PATCH", "/api/element/{type}/{id}"): (ELEMENT_BODY,),
+    ("POST", "/api/massdata/{type}"): (BULK_ELEMENT_BODIES,),
+}
+
+
+def known_refusal(method: str, path: str, status_code: int, problem: Any) -> KnownRefusal | None:
+    """The entry of KNOWN_REFUSALS that explains this answer to a schema-valid request, if any."""
+    if status_code != 400:
+        return None
+    refusals = KNOWN_REFUSALS.get((method.upper(), path), ())
+    return next((refusal for refusal in refusals if refusal.explains(problem)), None)
+
+
+def _problem(response: Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+@schemathesis.check
+def positive_data_acceptance_beyond_known_refusals(
+    ctx: CheckContext, response: Response, case: Case
+) -> bool | None:
+    """schemathesis' own positive_data_acceptance, except for the 400s KNOWN_REFUSALS explains."""
+    try:
+        return positive_data_acceptance(ctx, response, case)
+    except RejectedPositiveData:
+        operation = case.operation
+        if known_refusal(operation.method, operation.path, response.status_code, _problem(response)):
+            return None
+        raise
 
 
 def _operations() -> list[tuple[str, str]]:
@@ -53,8 +238,12 @@ def contract_schema(
     # In-process requests on a busy CI machine may take long; a slow answer is no contract failure.
     config.update(basic_auth=(login, ADMIN_PASSWORD), workers=1, request_timeout=REQUEST_TIMEOUT)
     # Every check schemathesis has (its CLI's `--checks all`); the response time limit is no check of the
-    # contract but a timing, which tests here never assert.
-    config.checks.update(included_check_names=["all"], excluded_check_names=["max_response_time"])
+    # contract but a timing, which tests here never assert. positive_data_acceptance runs inside its
+    # wrapper above, so it is not run a second time on its own.
+    config.checks.update(
+        included_check_names=["all"],
+        excluded_check_names=["max_response_time", positive_data_acceptance.__name__],
+    )
     config.generation.update(max_examples=EXAMPLES, deterministic=True, database="none")
     for name in ("examples", "coverage", "fuzzing", "stateful"):
         config.phases.get_by_name(name=name).enabled = name in phases
@@ -161,6 +350,70 @@ def test_contract_check_catches_a_server_error() -> None:
 
     with pytest.raises(AssertionError, match="boom"):
         run_failures(contract_schema(broken, phases=PER_OPERATION_PHASES, openapi_path="/openapi.json"))
+
+
+class Person(BaseModel):
+    roles: list[str]
+
+
+def _refusing_app(item_code: str) -> FastAPI:
+    """A service with one operation of KNOWN_REFUSALS that refuses every body with `item_code`."""
+    refusing = FastAPI()
+
+    @refusing.post("/api/administration/users", status_code=201)
+    def create_user(body: Person) -> JSONResponse:
+        problem = {
+            "type": "about:blank",
+            "title": "Validation Failed",
+            "status": 400,
+            "code": "validation_failed",
+            "errors": [{"pointer": "/roles/0", "code": item_code, "message": "refused"}],
+        }
+        return JSONResponse(problem, status_code=400, media_type="application/problem+json")
+
+    return refusing
+
+
+def _rejections(app: FastAPI) -> list[ContractFailure]:
+    schema = contract_schema(app, phases=PER_OPERATION_PHASES, openapi_path="/openapi.json")
+    return [item for item in run_failures(schema) if isinstance(item.failure, RejectedPositiveData)]
+
+
+def test_known_refusal_lets_its_own_400_pass() -> None:
+    assert _rejections(_refusing_app("unknown_role")) == []
+
+
+def test_known_refusal_still_fails_a_400_with_another_code() -> None:
+    rejections = _rejections(_refusing_app("string_too_short"))
+    assert rejections, "a 400 with a code the table does not list must fail positive_data_acceptance"
+
+
+@pytest.mark.parametrize(
+    "problem",
+    [
+        {"code": "validation_failed", "errors": [{"pointer": "/roles/0", "code": "unknown_attribute"}]},
+        {"code": "validation_failed", "errors": [{"pointer": "/login", "code": "unknown_role"}]},
+        {"code": "validation_failed", "errors": []},
+        {"code": "query_syntax", "errors": [{"pointer": "/roles/0", "code": "unknown_role"}]},
+        {
+            "code": "validation_failed",
+            "errors": [
+                {"pointer": "/roles/0", "code": "unknown_role"},
+                {"pointer": "/login", "code": "string_pattern_mismatch"},
+            ],
+        },
+        None,
+    ],
+)
+def test_known_refusal_needs_the_listed_code_item_and_pointer(problem: Any) -> None:
+    assert known_refusal("POST", "/api/administration/users", 400, problem) is None
+
+
+def test_known_refusal_applies_only_to_400_of_the_listed_operation() -> None:
+    problem = {"code": "validation_failed", "errors": [{"pointer": "/roles/1", "code": "unknown_role"}]}
+    assert known_refusal("post", "/api/administration/users", 400, problem) is UNKNOWN_ROLES
+    assert known_refusal("POST", "/api/administration/users", 422, problem) is None
+    assert known_refusal("POST", "/api/administration/roles", 400, problem) is None
 
 
 def test_published_description_is_openapi_3_1_of_version_7_4(anon: TestClient) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import BeforeValidator, ConfigDict, Field
 from pydantic.config import JsonDict, JsonValue
 
 from blockrepo.metamodel.names import attribute_name_schema
@@ -27,6 +27,25 @@ PASSWORD_MAX_LENGTH = 1024
 # Names the service refuses with leading or trailing white space.
 UNPADDED: JsonDict = {"pattern": r"^\S(?:[\s\S]*\S)?$"}
 MATCHING_ID = "read-only; accepted if it matches the path, so a GET body can be sent back"
+# History records a change to a role or group under the subject `<kind> <name>` in a 255-character column,
+# so the longest name leaves room for the kind (a longer one was a 500 on PostgreSQL).
+HISTORY_SUBJECT_LENGTH = 255
+ROLE_NAME_LENGTH = HISTORY_SUBJECT_LENGTH - len("role ")
+GROUP_NAME_LENGTH = HISTORY_SUBJECT_LENGTH - len("attributeGroup ")
+# Group positions are stored in a 32-bit column (PostgreSQL INTEGER).
+LARGEST_POSITION = 2**31 - 1
+
+
+def integral_number_as_int(value: object) -> object:
+    """`2390.0` as 2390: JSON Schema counts a number with a zero fraction as an integer, which the strict
+    models would otherwise refuse; any other value is left for the field's own validation."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# The bounds come before the validator so that the description states them as minimum and maximum.
+GroupPosition = Annotated[int, Field(ge=0, le=LARGEST_POSITION), BeforeValidator(integral_number_as_int)]
 
 # --- users ---------------------------------------------------------------------------------------------
 
@@ -187,7 +206,7 @@ class RoleCreate(ApiModel):
         }
     )
 
-    name: str = Field(min_length=1, max_length=255)
+    name: str = Field(min_length=1, max_length=ROLE_NAME_LENGTH)
     description: str = Field("", max_length=DESCRIPTION_LENGTH)
     sub_roles: list[str] = Field(default_factory=list, description="roles whose rights this role inherits")
     type_permissions: dict[str, list[TypeAction]] = Field(default_factory=dict)
@@ -203,7 +222,7 @@ class RoleUpdate(ApiModel):
         json_schema_extra={"examples": [{"typePermissions": {"InformationSystem": ["read", "update"]}}]}
     )
 
-    name: str | None = Field(None, min_length=1, max_length=255)
+    name: str | None = Field(None, min_length=1, max_length=ROLE_NAME_LENGTH)
     description: str | None = Field(None, max_length=DESCRIPTION_LENGTH)
     sub_roles: list[str] | None = None
     type_permissions: dict[str, list[TypeAction]] | None = None
@@ -340,9 +359,9 @@ class AttributeGroupCreate(ApiModel):
         }
     )
 
-    name: str = Field(min_length=1, max_length=255, json_schema_extra=UNPADDED)
+    name: str = Field(min_length=1, max_length=GROUP_NAME_LENGTH, json_schema_extra=UNPADDED)
     description: str = Field("", max_length=DESCRIPTION_LENGTH)
-    position: int | None = Field(None, ge=0, description="defaults to after the last group")
+    position: GroupPosition | None = Field(None, description="defaults to after the last group")
     attributes: list[str] = Field(default_factory=list, description="attributes moved into this group")
     permissions: list[GroupPermission] = Field(
         default_factory=list,
@@ -361,9 +380,9 @@ class AttributeGroupUpdate(ApiModel):
         }
     )
 
-    name: str | None = Field(None, min_length=1, max_length=255)
+    name: str | None = Field(None, min_length=1, max_length=GROUP_NAME_LENGTH)
     description: str | None = Field(None, max_length=DESCRIPTION_LENGTH)
-    position: int | None = Field(None, ge=0)
+    position: GroupPosition | None = None
     attributes: list[str] | None = None
     permissions: list[GroupPermission] | None = None
     id: int | None = Field(None, description=MATCHING_ID, json_schema_extra=READ_ONLY)

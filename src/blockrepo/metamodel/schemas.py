@@ -315,14 +315,18 @@ class RelationTypeCreate(ApiModel):
         json_schema_extra=identifier_schema(),
     )
     description: str = Field("", max_length=DESCRIPTION_LENGTH)
-    source: str = Field(min_length=1)
+    source: str = Field(
+        min_length=1, description="an existing type's name", json_schema_extra=identifier_schema()
+    )
     source_end: str = Field(
         min_length=1,
         max_length=128,
         description="property on the source listing targets",
         json_schema_extra=identifier_schema(),
     )
-    target: str = Field(min_length=1)
+    target: str = Field(
+        min_length=1, description="an existing type's name", json_schema_extra=identifier_schema()
+    )
     target_end: str = Field(
         min_length=1,
         max_length=128,
