@@ -13,6 +13,7 @@ from blockrepo.api.context import AppServices
 from blockrepo.api.docs import publish_description
 from blockrepo.api.errors import install_error_handlers
 from blockrepo.api.middleware import RequestContextMiddleware
+from blockrepo.api.v7_4.elements import ElementReadLane
 from blockrepo.api.versions import API_VERSIONS
 from blockrepo.auth.csrf import CsrfMiddleware
 from blockrepo.auth.middleware import AuthMiddleware
@@ -46,7 +47,9 @@ def create_app(settings: Settings) -> FastAPI:
         app.include_router(router)
         publish_description(app, version, router.routes)
 
-    # Added innermost first: request context, then authentication (sessions), then CSRF, then the routes.
+    # Added innermost first: request context, then authentication (sessions), then CSRF, then the element
+    # GET lane (the hot path, answered without FastAPI's routing), then the routes.
+    app.add_middleware(ElementReadLane, services=services)
     app.add_middleware(CsrfMiddleware, enabled=settings.csrf_enabled)
     app.add_middleware(AuthMiddleware, backends=services.auth, settings=settings)
     app.add_middleware(

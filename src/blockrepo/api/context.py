@@ -6,11 +6,12 @@ else (an error, a forgotten commit) is rolled back when the request ends.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from fastapi import Request
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine, bindparam, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -20,11 +21,27 @@ from blockrepo.auth.authenticator import Authenticator
 from blockrepo.auth.backends import AuthBackends
 from blockrepo.auth.basic import CredentialCache, Principal
 from blockrepo.auth.passwords import Passwords
+from blockrepo.elements.reading import ElementReaders
 from blockrepo.errors import Conflict, Unauthenticated
 from blockrepo.history.recorder import ChangeLog
-from blockrepo.metamodel.snapshot import Metamodel, MetamodelCache, read_repository_state
+from blockrepo.metamodel.models import RepositoryState
+from blockrepo.metamodel.snapshot import Metamodel, MetamodelCache
 from blockrepo.settings import Settings
-from blockrepo.storage.engine import build_engine, build_session_factory
+from blockrepo.storage.engine import DriverStatement, build_engine, build_session_factory, read_snapshot
+
+# Who acts and the revisions the caches are keyed by, in one statement: every request runs it.
+_ACTING = DriverStatement(
+    select(
+        User.login,
+        User.enabled,
+        User.credentials_version,
+        RepositoryState.revision,
+        RepositoryState.metamodel_revision,
+        RepositoryState.access_revision,
+    )
+    .join(RepositoryState, RepositoryState.id == 1)
+    .where(User.id == bindparam("user_id"))
+)
 
 
 class AppServices:
@@ -44,6 +61,7 @@ class AppServices:
         self.auth = AuthBackends.build(settings, self.engine, self.write_engine, self.authenticator)
         self.metamodels = MetamodelCache()
         self.actors = ActorCache()
+        self.element_readers = ElementReaders()
 
     def dispose(self) -> None:
         self.auth.close()
@@ -89,6 +107,29 @@ def principal_of(request: Request) -> Principal:
     return principal  # type: ignore[no-any-return]
 
 
+def _open_context(
+    services: AppServices, principal: Principal, db: Session, request_id: str
+) -> RequestContext:
+    row = _ACTING.first(db.connection(), {"user_id": principal.user_id})
+    if row is None:
+        raise Unauthenticated("the account is disabled or its credentials changed")
+    login, enabled, credentials_version, revision, metamodel_revision, access_revision = row
+    if not enabled or credentials_version != principal.credentials_version:
+        raise Unauthenticated("the account is disabled or its credentials changed")
+    metamodel = services.metamodels.get(db, metamodel_revision)
+    actor = services.actors.get(db, principal.user_id, login, access_revision, metamodel_revision)
+    return RequestContext(
+        db=db,
+        actor=actor,
+        metamodel=metamodel,
+        changes=ChangeLog(user_login=login, request_id=request_id),
+        settings=services.settings,
+        services=services,
+        request_id=request_id,
+        revision=revision,
+    )
+
+
 def request_context(request: Request) -> Iterator[RequestContext]:
     """FastAPI dependency: opens the request's session and loads who acts under which metamodel."""
     services: AppServices = request.app.state.services
@@ -96,23 +137,48 @@ def request_context(request: Request) -> Iterator[RequestContext]:
     writing = request.method not in ("GET", "HEAD", "OPTIONS")
     db = (services.write_sessions if writing else services.read_sessions)()
     try:
-        state = read_repository_state(db)
-        user = db.get(User, principal.user_id)
-        if user is None or not user.enabled or user.credentials_version != principal.credentials_version:
-            raise Unauthenticated("the account is disabled or its credentials changed")
-        metamodel = services.metamodels.get(db, state.metamodel_revision)
-        actor = services.actors.get(db, user, state.access_revision, state.metamodel_revision)
-        request_id = request.scope["state"]["request_id"]
-        yield RequestContext(
-            db=db,
-            actor=actor,
-            metamodel=metamodel,
-            changes=ChangeLog(user_login=user.login, request_id=request_id),
-            settings=services.settings,
-            services=services,
-            request_id=request_id,
-            revision=state.revision,
-        )
+        yield _open_context(services, principal, db, request.scope["state"]["request_id"])
     finally:
         db.rollback()
         db.close()
+
+
+@dataclass
+class ReadContext:
+    """What a bounded read on the event loop needs: a connection in a read transaction (no ORM session:
+    opening and closing one costs more than the whole GET by id), who acts and under which metamodel."""
+
+    connection: Connection
+    actor: Actor
+    metamodel: Metamodel
+    services: AppServices
+
+
+@contextmanager
+def open_read_context(services: AppServices, principal: Principal) -> Iterator[ReadContext]:
+    """The context of a read of bounded, small size (GET by id), meant to be made on the event loop.
+
+    Such a read is a few primary-key and index lookups that never wait for a lock (SQLite in WAL mode and
+    PostgreSQL both let readers pass writers), so it costs less than a hop to a worker thread and back,
+    and under load it spares the GIL hand-offs between many threads. Anything that may take long or
+    write (history as of a time, every write) stays in worker threads. The statements run at the driver
+    level in one read transaction; a metamodel or actor not cached yet is loaded through an ORM session
+    of its own."""
+    with services.engine.connect() as connection, read_snapshot(connection):
+        row = _ACTING.first(connection, {"user_id": principal.user_id})
+        if row is None or not row[1] or row[2] != principal.credentials_version:
+            raise Unauthenticated("the account is disabled or its credentials changed")
+        login, _enabled, _version, _revision, metamodel_revision, access_revision = row
+        metamodel = services.metamodels.current(metamodel_revision)
+        actor = services.actors.cached(principal.user_id, login, access_revision, metamodel_revision)
+        if metamodel is None or actor is None:
+            with services.read_sessions() as db:
+                metamodel = services.metamodels.get(db, metamodel_revision)
+                actor = services.actors.get(db, principal.user_id, login, access_revision, metamodel_revision)
+        yield ReadContext(connection=connection, actor=actor, metamodel=metamodel, services=services)
+
+
+async def read_context(request: Request) -> AsyncIterator[ReadContext]:
+    """FastAPI dependency: `open_read_context` on the event loop."""
+    with open_read_context(request.app.state.services, principal_of(request)) as context:
+        yield context

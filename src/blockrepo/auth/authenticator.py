@@ -24,6 +24,22 @@ class Authenticator:
         self.passwords = passwords
         self.cache = cache
 
+    def verify_cached(self, login: str, password: str) -> Principal | None:
+        """The principal of credentials this process verified before and whose account has not changed
+        since (one primary-key read); None when only `verify_password` can tell (it hashes)."""
+        cached = self.cache.get(self.cache.digest(login, password))
+        if cached is None:
+            return None
+        with self._session_factory() as db:
+            current = db.execute(_CREDENTIALS_STATUS, {"user_id": cached.user_id}).one_or_none()
+        if (
+            current is None
+            or not current.enabled
+            or current.credentials_version != cached.credentials_version
+        ):
+            return None
+        return cached
+
     def verify_password(self, login: str, password: str) -> Principal | None:
         """Check a login and password (Basic or form login); None if wrong, unknown or disabled.
 

@@ -4,17 +4,31 @@ Thin: the rules live in blockrepo.elements.service."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
+import orjson
 from fastapi import APIRouter, Depends, Header, Path, Query, Request
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from blockrepo.api.body import read_json_object
-from blockrepo.api.context import RequestContext, request_context
+from blockrepo.api.context import (
+    AppServices,
+    ReadContext,
+    RequestContext,
+    open_read_context,
+    read_context,
+    request_context,
+)
 from blockrepo.api.etag import element_etag, if_match_check
+from blockrepo.api.problem import error_response
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
-from blockrepo.elements import service
+from blockrepo.auth.basic import Principal
+from blockrepo.elements import reading, service
+from blockrepo.errors import BlockrepoError
 from blockrepo.history import asof
 from blockrepo.history.schemas import AS_OF_DESCRIPTION
 
@@ -156,18 +170,25 @@ async def json_body(request: Request) -> dict[str, Any]:
         **problem_responses(400, 401, 403, 404),
     },
 )
-def get_element(
+async def get_element(
     type_name: TypeName,
     element_id: ElementId,
-    ctx: Annotated[RequestContext, Depends(request_context)],
+    ctx: Annotated[ReadContext, Depends(read_context)],
     if_none_match: Annotated[str | None, Header(alias="If-None-Match")] = None,
     as_of: Annotated[str | None, Query(alias="asOf", description=AS_OF_DESCRIPTION)] = None,
 ) -> Response:
+    # The current element is a fixed handful of index lookups, read on the event loop (`read_context`);
+    # an element as of a past revision replays history, which may take long: a worker thread does it.
     if as_of is not None:
-        type_def = service.resolve_type(ctx.metamodel, ctx.actor, type_name)
-        element = asof.get_element_as_of(ctx.db, ctx.metamodel, ctx.actor, type_def, element_id, as_of)
+        type_def = reading.readable_type(ctx.metamodel, ctx.actor, type_name)
+        with ctx.services.read_sessions() as db:
+            element = await run_in_threadpool(
+                asof.get_element_as_of, db, ctx.metamodel, ctx.actor, type_def, element_id, as_of
+            )
     else:
-        element = service.get_element(ctx.db, ctx.metamodel, ctx.actor, type_name, element_id)
+        element = reading.read_element(
+            ctx.connection, ctx.metamodel, ctx.actor, ctx.services.element_readers, type_name, element_id
+        )
     revision = element["revision"][0]
     not_modified = if_match_check(if_none_match)
     if not_modified is not None and not_modified(revision):
@@ -282,3 +303,71 @@ def delete_element(
     )
     ctx.commit()
     return Response(status_code=204)
+
+
+# The one path of the hot GET the lane answers: a type name and an id within the path parameter's range
+# (1 .. 2^31-1, at most 10 digits without a leading zero); anything else goes to the routed operation.
+_ELEMENT_PATH = re.compile(r"/api/element/([^/]+)/([1-9][0-9]{0,9})")
+_MAX_ID = 2**31 - 1
+
+
+class ElementReadLane:
+    """Pure ASGI: answers `GET /api/element/{type}/{id}` without a query string itself, the same as the
+    routed `get_element` above, which stays the documented operation and answers everything else (`asOf`,
+    HEAD, ids out of range ...).
+
+    The element GET is the service's hot path, and FastAPI's matching of the path against every route,
+    its parameter parsing and its dependency solving cost about as much as the read itself; here the
+    path is one regular expression and the response is written as two ASGI messages. It runs inside the
+    authentication layer (which sets the principal or answered 401 already)."""
+
+    def __init__(self, app: ASGIApp, *, services: AppServices) -> None:
+        self.app = app
+        self.services = services
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET" and not scope["query_string"]:
+            match = _ELEMENT_PATH.fullmatch(scope["path"])
+            principal = scope.get("state", {}).get("principal")
+            if match is not None and principal is not None and int(match[2]) <= _MAX_ID:
+                await self._answer(scope, send, principal, match[1], int(match[2]))
+                return
+        await self.app(scope, receive, send)
+
+    async def _answer(
+        self, scope: Scope, send: Send, principal: Principal, type_name: str, element_id: int
+    ) -> None:
+        try:
+            with open_read_context(self.services, principal) as ctx:
+                element = reading.read_element(
+                    ctx.connection,
+                    ctx.metamodel,
+                    ctx.actor,
+                    ctx.services.element_readers,
+                    type_name,
+                    element_id,
+                )
+        except BlockrepoError as exc:
+            await error_response(exc, scope["state"].get("request_id"))(scope, _no_body, send)
+            return
+        revision = element["revision"][0]
+        etag = element_etag(revision).encode()
+        if_none_match = next((value for name, value in scope["headers"] if name == b"if-none-match"), None)
+        if if_none_match is not None:
+            not_modified = if_match_check(if_none_match.decode("latin-1"))
+            if not_modified is not None and not_modified(revision):
+                await send({"type": "http.response.start", "status": 304, "headers": [(b"etag", etag)]})
+                await send({"type": "http.response.body", "body": b""})
+                return
+        body = orjson.dumps(element, option=orjson.OPT_NON_STR_KEYS)
+        headers = [
+            (b"content-length", str(len(body)).encode()),
+            (b"content-type", b"application/json"),
+            (b"etag", etag),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
+async def _no_body() -> Message:
+    return {"type": "http.request", "body": b"", "more_body": False}
