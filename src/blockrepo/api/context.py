@@ -56,7 +56,7 @@ class AppServices:
         self.write_sessions: sessionmaker[Session] = build_session_factory(self.write_engine)
         self.passwords = Passwords(settings)
         self.credentials = CredentialCache(settings.credential_cache_size, settings.credential_cache_ttl)
-        self.authenticator = Authenticator(self.read_sessions, self.passwords, self.credentials)
+        self.authenticator = Authenticator(self.engine, self.read_sessions, self.passwords, self.credentials)
         # Sessions, login throttling and the rate limit: on the database, or on Redis when configured.
         self.auth = AuthBackends.build(settings, self.engine, self.write_engine, self.authenticator)
         self.metamodels = MetamodelCache()

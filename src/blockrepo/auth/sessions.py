@@ -208,8 +208,8 @@ _SESSION_WITH_USER = DriverStatement(
     .join(User, User.id == AuthSession.user_id)
     .where(AuthSession.id == bindparam("key"))
 )
-_USER_STATUS = select(User.login, User.enabled, User.credentials_version).where(
-    User.id == bindparam("user_id")
+_USER_STATUS = DriverStatement(
+    select(User.login, User.enabled, User.credentials_version).where(User.id == bindparam("user_id"))
 )
 _TOUCH = (
     update(AuthSession)
@@ -586,7 +586,8 @@ class SessionManager:
 
     def _user_status(self, user_id: int) -> UserStatus | None:
         with self._read.connect() as connection:
-            row = connection.execute(_USER_STATUS, {"user_id": user_id}).first()
+            row = _USER_STATUS.first(connection, {"user_id": user_id})
         if row is None:
             return None
-        return UserStatus(login=row.login, enabled=row.enabled, credentials_version=row.credentials_version)
+        login, enabled, credentials_version = row
+        return UserStatus(login=login, enabled=bool(enabled), credentials_version=credentials_version)
