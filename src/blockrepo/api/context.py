@@ -6,7 +6,7 @@ else (an error, a forgotten commit) is rolled back when the request ends.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -27,7 +27,13 @@ from blockrepo.history.recorder import ChangeLog
 from blockrepo.metamodel.models import RepositoryState
 from blockrepo.metamodel.snapshot import Metamodel, MetamodelCache
 from blockrepo.settings import Settings
-from blockrepo.storage.engine import DriverStatement, build_engine, build_session_factory, read_snapshot
+from blockrepo.storage.engine import (
+    DriverStatement,
+    build_engine,
+    build_session_factory,
+    read_snapshot,
+    with_own_pool,
+)
 
 # Who acts and the revisions the caches are keyed by, in one statement: every request runs it.
 _ACTING = DriverStatement(
@@ -54,11 +60,19 @@ class AppServices:
         self.write_engine: Engine = self.engine.execution_options(begin_immediate=True)
         self.read_sessions: sessionmaker[Session] = build_session_factory(self.engine)
         self.write_sessions: sessionmaker[Session] = build_session_factory(self.write_engine)
+        # Connections taken and given back within one synchronous call, never held across an await: the
+        # reads made on the event loop (sessions, cached credentials, GET by id) take theirs here. Had they
+        # shared the pool with request sessions, which routes hold across awaits, a burst of writes could
+        # hold every connection while waiting for the event loop, and the loop would wait for one of them
+        # (PUTs stalled at 32 connections for the pool's 30 s timeout).
+        self.short_engine: Engine = with_own_pool(self.engine, pool_size=settings.db_pool_size)
         self.passwords = Passwords(settings)
         self.credentials = CredentialCache(settings.credential_cache_size, settings.credential_cache_ttl)
-        self.authenticator = Authenticator(self.engine, self.read_sessions, self.passwords, self.credentials)
+        self.authenticator = Authenticator(
+            self.short_engine, self.read_sessions, self.passwords, self.credentials
+        )
         # Sessions, login throttling and the rate limit: on the database, or on Redis when configured.
-        self.auth = AuthBackends.build(settings, self.engine, self.write_engine, self.authenticator)
+        self.auth = AuthBackends.build(settings, self.short_engine, self.write_engine, self.authenticator)
         self.metamodels = MetamodelCache()
         self.actors = ActorCache()
         self.element_readers = ElementReaders()
@@ -66,6 +80,7 @@ class AppServices:
     def dispose(self) -> None:
         self.auth.close()
         self.engine.dispose()
+        self.short_engine.dispose()
 
 
 @dataclass
@@ -156,7 +171,8 @@ class ReadContext:
 
 @contextmanager
 def open_read_context(services: AppServices, principal: Principal) -> Iterator[ReadContext]:
-    """The context of a read of bounded, small size (GET by id), meant to be made on the event loop.
+    """The context of a read of bounded, small size (GET by id), meant to be made on the event loop and
+    closed before the next await (its connection comes from the pool of such reads, `short_engine`).
 
     Such a read is a few primary-key and index lookups that never wait for a lock (SQLite in WAL mode and
     PostgreSQL both let readers pass writers), so it costs less than a hop to a worker thread and back,
@@ -164,7 +180,7 @@ def open_read_context(services: AppServices, principal: Principal) -> Iterator[R
     write (history as of a time, every write) stays in worker threads. The statements run at the driver
     level in one read transaction; a metamodel or actor not cached yet is loaded through an ORM session
     of its own."""
-    with services.engine.connect() as connection, read_snapshot(connection):
+    with services.short_engine.connect() as connection, read_snapshot(connection):
         row = _ACTING.first(connection, {"user_id": principal.user_id})
         if row is None or not row[1] or row[2] != principal.credentials_version:
             raise Unauthenticated("the account is disabled or its credentials changed")
@@ -176,9 +192,3 @@ def open_read_context(services: AppServices, principal: Principal) -> Iterator[R
                 metamodel = services.metamodels.get(db, metamodel_revision)
                 actor = services.actors.get(db, principal.user_id, login, access_revision, metamodel_revision)
         yield ReadContext(connection=connection, actor=actor, metamodel=metamodel, services=services)
-
-
-async def read_context(request: Request) -> AsyncIterator[ReadContext]:
-    """FastAPI dependency: `open_read_context` on the event loop."""
-    with open_read_context(request.app.state.services, principal_of(request)) as context:
-        yield context

@@ -75,6 +75,22 @@ def build_engine(url: str, *, pool_size: int = 10) -> Engine:
     )
 
 
+def with_own_pool(engine: Engine, *, pool_size: int) -> Engine:
+    """An engine on the same database with a connection pool of its own; `before_cursor_execute`
+    listeners of `engine` (statement counters, logging) see its statements too. An in-memory SQLite
+    database exists once per engine, so there it is `engine` itself."""
+    if engine.dialect.name == "sqlite" and engine.url.database in (None, "", ":memory:"):
+        return engine
+    other = build_engine(engine.url.render_as_string(hide_password=False), pool_size=pool_size)
+
+    def forward(*arguments: Any) -> None:
+        for listener in engine.dispatch.before_cursor_execute:
+            listener(*arguments)
+
+    event.listen(other, "before_cursor_execute", forward)
+    return other
+
+
 def build_session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(bind=engine, expire_on_commit=False, autoflush=False)
 

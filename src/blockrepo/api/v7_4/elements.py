@@ -13,13 +13,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from blockrepo.access.actor import Actor
 from blockrepo.api.body import read_json_object
 from blockrepo.api.context import (
     AppServices,
-    ReadContext,
     RequestContext,
     open_read_context,
-    read_context,
+    principal_of,
     request_context,
 )
 from blockrepo.api.etag import element_etag, if_match_check
@@ -31,6 +31,7 @@ from blockrepo.elements import reading, service
 from blockrepo.errors import BlockrepoError
 from blockrepo.history import asof
 from blockrepo.history.schemas import AS_OF_DESCRIPTION
+from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
 
 router = APIRouter(tags=["Elements"])
 
@@ -171,29 +172,48 @@ async def json_body(request: Request) -> dict[str, Any]:
     },
 )
 async def get_element(
+    request: Request,
     type_name: TypeName,
     element_id: ElementId,
-    ctx: Annotated[ReadContext, Depends(read_context)],
     if_none_match: Annotated[str | None, Header(alias="If-None-Match")] = None,
     as_of: Annotated[str | None, Query(alias="asOf", description=AS_OF_DESCRIPTION)] = None,
 ) -> Response:
-    # The current element is a fixed handful of index lookups, read on the event loop (`read_context`);
-    # an element as of a past revision replays history, which may take long: a worker thread does it.
-    if as_of is not None:
+    # The current element is a fixed handful of index lookups, read on the event loop; an element as of
+    # a past revision replays history, which may take long: a worker thread does it, with its own session.
+    services: AppServices = request.app.state.services
+    with open_read_context(services, principal_of(request)) as ctx:
         type_def = reading.readable_type(ctx.metamodel, ctx.actor, type_name)
-        with ctx.services.read_sessions() as db:
-            element = await run_in_threadpool(
-                asof.get_element_as_of, db, ctx.metamodel, ctx.actor, type_def, element_id, as_of
+        metamodel, actor = ctx.metamodel, ctx.actor
+        current = (
+            None
+            if as_of is not None
+            else reading.read_element(
+                ctx.connection, metamodel, actor, services.element_readers, type_name, element_id
             )
+        )
+    if current is not None:
+        element = current
     else:
-        element = reading.read_element(
-            ctx.connection, ctx.metamodel, ctx.actor, ctx.services.element_readers, type_name, element_id
+        element = await run_in_threadpool(
+            _element_as_of, services, metamodel, actor, type_def, element_id, as_of or ""
         )
     revision = element["revision"][0]
     not_modified = if_match_check(if_none_match)
     if not_modified is not None and not_modified(revision):
         return Response(status_code=304, headers={"ETag": element_etag(revision)})
     return _element_json(element)
+
+
+def _element_as_of(
+    services: AppServices,
+    metamodel: Metamodel,
+    actor: Actor,
+    type_def: BlockTypeDef,
+    element_id: int,
+    as_of: str,
+) -> dict[str, Any]:
+    with services.read_sessions() as db:
+        return asof.get_element_as_of(db, metamodel, actor, type_def, element_id, as_of)
 
 
 def _update(
