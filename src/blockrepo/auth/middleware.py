@@ -87,6 +87,7 @@ class AuthMiddleware:
         self.rate_limiter = backends.rate_limiter
         self.cookie_secure = settings.cookie_secure
         self.csrf_enabled = settings.csrf_enabled
+        self.reads_on_loop = backends.reads_on_loop
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -101,8 +102,10 @@ class AuthMiddleware:
             arguments = (authorization, cookie, client_address(scope), scope["method"], scope["path"])
             try:
                 try:
-                    # Most requests only read (a session, cached credentials): done here, on the event
-                    # loop, they spare the hop to a worker thread and back.
+                    # Most requests only read (a session, cached credentials): on SQLite, done here on the
+                    # event loop, they spare the hop to a worker thread and back.
+                    if not self.reads_on_loop:
+                        raise WriteNeeded
                     resolution = self._resolve(*arguments, may_write=False)
                 except WriteNeeded:
                     resolution = await to_thread.run_sync(self._resolve, *arguments)

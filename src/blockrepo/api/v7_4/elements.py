@@ -8,12 +8,11 @@ import re
 from typing import Annotated, Any
 
 import orjson
+from anyio import to_thread
 from fastapi import APIRouter, Depends, Header, Path, Query, Request
-from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from blockrepo.access.actor import Actor
 from blockrepo.api.body import read_json_object
 from blockrepo.api.context import (
     AppServices,
@@ -31,7 +30,6 @@ from blockrepo.elements import reading, service
 from blockrepo.errors import BlockrepoError
 from blockrepo.history import asof
 from blockrepo.history.schemas import AS_OF_DESCRIPTION
-from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
 
 router = APIRouter(tags=["Elements"])
 
@@ -171,49 +169,30 @@ async def json_body(request: Request) -> dict[str, Any]:
         **problem_responses(400, 401, 403, 404),
     },
 )
-async def get_element(
+def get_element(
     request: Request,
     type_name: TypeName,
     element_id: ElementId,
     if_none_match: Annotated[str | None, Header(alias="If-None-Match")] = None,
     as_of: Annotated[str | None, Query(alias="asOf", description=AS_OF_DESCRIPTION)] = None,
 ) -> Response:
-    # The current element is a fixed handful of index lookups, read on the event loop; an element as of
-    # a past revision replays history, which may take long: a worker thread does it, with its own session.
+    # Most GETs never get here: `ElementReadLane` answers them. This answers the rest (`asOf`, HEAD, an id
+    # out of range is a 400 from the parameter), in a worker thread: history replay may take long.
     services: AppServices = request.app.state.services
     with open_read_context(services, principal_of(request)) as ctx:
         type_def = reading.readable_type(ctx.metamodel, ctx.actor, type_name)
-        metamodel, actor = ctx.metamodel, ctx.actor
-        current = (
-            None
-            if as_of is not None
-            else reading.read_element(
-                ctx.connection, metamodel, actor, services.element_readers, type_name, element_id
+        if as_of is None:
+            element = reading.read_element(
+                ctx.connection, ctx.metamodel, ctx.actor, services.element_readers, type_name, element_id
             )
-        )
-    if current is not None:
-        element = current
-    else:
-        element = await run_in_threadpool(
-            _element_as_of, services, metamodel, actor, type_def, element_id, as_of or ""
-        )
+        else:
+            with services.read_sessions() as db:
+                element = asof.get_element_as_of(db, ctx.metamodel, ctx.actor, type_def, element_id, as_of)
     revision = element["revision"][0]
     not_modified = if_match_check(if_none_match)
     if not_modified is not None and not_modified(revision):
         return Response(status_code=304, headers={"ETag": element_etag(revision)})
     return _element_json(element)
-
-
-def _element_as_of(
-    services: AppServices,
-    metamodel: Metamodel,
-    actor: Actor,
-    type_def: BlockTypeDef,
-    element_id: int,
-    as_of: str,
-) -> dict[str, Any]:
-    with services.read_sessions() as db:
-        return asof.get_element_as_of(db, metamodel, actor, type_def, element_id, as_of)
 
 
 def _update(
@@ -344,6 +323,9 @@ class ElementReadLane:
     def __init__(self, app: ASGIApp, *, services: AppServices) -> None:
         self.app = app
         self.services = services
+        # SQLite's reads are local work: on the event loop. PostgreSQL's wait for the server, and psycopg
+        # lets go of the GIL meanwhile: one worker thread per read, so that the waits of requests overlap.
+        self.read_on_loop = services.short_engine.dialect.name == "sqlite"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "GET" and not scope["query_string"]:
@@ -358,15 +340,10 @@ class ElementReadLane:
         self, scope: Scope, send: Send, principal: Principal, type_name: str, element_id: int
     ) -> None:
         try:
-            with open_read_context(self.services, principal) as ctx:
-                element = reading.read_element(
-                    ctx.connection,
-                    ctx.metamodel,
-                    ctx.actor,
-                    ctx.services.element_readers,
-                    type_name,
-                    element_id,
-                )
+            if self.read_on_loop:
+                element = self._read(principal, type_name, element_id)
+            else:
+                element = await to_thread.run_sync(self._read, principal, type_name, element_id)
         except BlockrepoError as exc:
             await error_response(exc, scope["state"].get("request_id"))(scope, _no_body, send)
             return
@@ -387,6 +364,12 @@ class ElementReadLane:
         ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+    def _read(self, principal: Principal, type_name: str, element_id: int) -> dict[str, Any]:
+        with open_read_context(self.services, principal) as ctx:
+            return reading.read_element(
+                ctx.connection, ctx.metamodel, ctx.actor, ctx.services.element_readers, type_name, element_id
+            )
 
 
 async def _no_body() -> Message:
