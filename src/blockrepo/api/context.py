@@ -188,7 +188,8 @@ def open_read_context(services: AppServices, principal: Principal) -> Iterator[R
         metamodel = services.metamodels.current(metamodel_revision)
         actor = services.actors.cached(principal.user_id, login, access_revision, metamodel_revision)
         if metamodel is None or actor is None:
-            with services.read_sessions() as db:
+            # From the pool of short reads too: on the event loop, never wait for the main pool.
+            with Session(services.short_engine, autoflush=False) as db:
                 metamodel = services.metamodels.get(db, metamodel_revision)
                 actor = services.actors.get(db, principal.user_id, login, access_revision, metamodel_revision)
         yield ReadContext(connection=connection, actor=actor, metamodel=metamodel, services=services)
