@@ -5,7 +5,8 @@ Scenarios, each at 1 and at 32 connections (`wrk -t2 -d10s` by default): GET by 
 GET by id with the same Basic credentials on every request and no cookie sent back, and PUT of one
 attribute (`Criticality`, cycling through its three literals, so nearly every request writes a revision
 with history) with the session cookie and `X-XSRF-TOKEN`. Prints req/s, p99 and the ratio to the bare
-baseline measured in the same run; asserts nothing.
+baseline measured in the same run, and the CPU time the server's processes spent per request (Linux
+/proc: steadier than rates on a machine shared with other work); asserts nothing.
 
     .venv/bin/python bench/hot_path.py [--database postgresql://postgres@127.0.0.1:5432/postgres]
                                        [--redis-url redis://127.0.0.1:6379/0] [--duration 10]
@@ -24,7 +25,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -55,6 +58,32 @@ class Row:
     scenario: str
     connections: int
     result: WrkResult
+    cpu_ms: float  # the server's CPU time (all its processes) per request
+
+
+def process_tree_cpu_seconds(root: int) -> float:
+    """User and system CPU seconds of a process and its children (Linux /proc): on a machine shared with
+    other work, what a request costs the server is steadier than how many it answers per second."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # a process that ended meanwhile
+        # After the command: state, ppid, ... utime and stime are fields 14 and 15 of the whole line.
+        if int(entry.name) == root or int(fields[1]) == root:
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+def measured(scenario: str, server: Process, connections: int, run: Callable[[], WrkResult]) -> Row:
+    before = process_tree_cpu_seconds(server.process.pid)
+    result = run()
+    spent = process_tree_cpu_seconds(server.process.pid) - before
+    return Row(scenario, connections, result, spent * 1000 / max(result.requests, 1))
 
 
 class Process:
@@ -172,10 +201,11 @@ def main() -> int:
                 wrk(bare_base + path, [], 2, 2)  # warm-up
                 for connections in CONNECTIONS:
                     rows.append(
-                        Row(
+                        measured(
                             "bare Starlette baseline",
+                            bare,
                             connections,
-                            wrk(bare_base + path, [], connections, args.duration),
+                            partial(wrk, bare_base + path, [], connections, args.duration),
                         )
                     )
             finally:
@@ -183,20 +213,32 @@ def main() -> int:
             wrk(url, [cookie], 2, 2)  # warm-up: caches, connections
             wrk(url, [f"Authorization: {authorization}"], 2, 2)
             puts = 0
+            basic = f"Authorization: {authorization}"
             for connections in CONNECTIONS:
                 rows.append(
-                    Row("GET, session cookie", connections, wrk(url, [cookie], connections, args.duration))
-                )
-                rows.append(
-                    Row(
-                        "GET, repeated Basic (no cookie)",
+                    measured(
+                        "GET, session cookie",
+                        server,
                         connections,
-                        wrk(url, [f"Authorization: {authorization}"], connections, args.duration),
+                        partial(wrk, url, [cookie], connections, args.duration),
                     )
                 )
-                put = wrk(url, [cookie, xsrf], connections, args.duration, put_script)
-                puts += put.requests
-                rows.append(Row("PUT 1 attribute, session + XSRF", connections, put))
+                rows.append(
+                    measured(
+                        "GET, repeated Basic (no cookie)",
+                        server,
+                        connections,
+                        partial(wrk, url, [basic], connections, args.duration),
+                    )
+                )
+                put = measured(
+                    "PUT 1 attribute, session + XSRF",
+                    server,
+                    connections,
+                    partial(wrk, url, [cookie, xsrf], connections, args.duration, put_script),
+                )
+                puts += put.result.requests
+                rows.append(put)
             after = httpx.get(url, headers={"Authorization": authorization}, timeout=30).json()
             written = after["revision"][0] - revision_before
         finally:
@@ -221,7 +263,7 @@ def main() -> int:
         print(
             f"{row.scenario:<34} {row.connections:>5} {result.requests_per_second:>9,.0f} "
             f"{result.latency_ms.get('50%', 0):>8.2f} {result.latency_ms.get('99%', 0):>8.2f} "
-            f"{ratio:>8.1%} {result.errors:>7}"
+            f"{ratio:>8.1%} {row.cpu_ms:>10.3f} {result.errors:>7}"
         )
     by_key = {(row.scenario, row.connections): row.result.requests_per_second for row in rows}
     session_32 = by_key[("GET, session cookie", 32)]
