@@ -253,7 +253,8 @@ def main() -> int:
         row.connections: row.result.requests_per_second for row in rows if row.scenario.startswith("bare")
     }
     header = (
-        f"{'scenario':<34} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'of bare':>8} {'errors':>7}"
+        f"{'scenario':<34} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'of bare':>8} "
+        f"{'CPU ms/req':>10} {'errors':>7}"
     )
     print(header)
     print("-" * len(header))
