@@ -23,46 +23,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from harness import free_port, stop_process
+from harness import WrkResult, free_port, parse_wrk, stop_process
 
 PASSWORD = "bench-password"
-_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
-
-
-@dataclass(frozen=True)
-class WrkResult:
-    requests_per_second: float
-    latency_ms: dict[str, float]  # "avg", "50%", "90%", "99%"
-    requests: int
-    errors: int  # socket errors plus non-2xx/3xx answers
-
-
-def _milliseconds(text: str) -> float:
-    number, unit = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text).groups()  # type: ignore[union-attr]
-    return float(number) * _UNITS[unit]
-
-
-def parse_wrk(output: str) -> WrkResult:
-    latency: dict[str, float] = {}
-    average = re.search(r"^\s*Latency\s+(\S+)", output, re.MULTILINE)
-    if average:
-        latency["avg"] = _milliseconds(average.group(1))
-    for percentile, value in re.findall(r"^\s*(50|90|99)%\s+(\S+)", output, re.MULTILINE):
-        latency[f"{percentile}%"] = _milliseconds(value)
-    rate = re.search(r"Requests/sec:\s+([\d.]+)", output)
-    total = re.search(r"(\d+) requests in", output)
-    non_ok = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
-    socket_errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
-    if rate is None or total is None:
-        raise RuntimeError(f"cannot read wrk's output:\n{output}")
-    errors = int(non_ok.group(1)) if non_ok else 0
-    if socket_errors:
-        errors += sum(int(n) for n in socket_errors.groups())
-    return WrkResult(float(rate.group(1)), latency, int(total.group(1)), errors)
 
 
 class Server:

@@ -25,8 +25,7 @@ import time
 from pathlib import Path
 
 import httpx
-from get_by_id import WrkResult, parse_wrk
-from harness import free_port, scratch_database, stop_process
+from harness import WrkResult, free_port, parse_wrk, scratch_database, stop_process
 
 PASSWORD = "bench-password"
 ATTRIBUTE = "Probe"

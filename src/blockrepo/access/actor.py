@@ -88,7 +88,12 @@ def _effective_roles(direct: set[int], sub_roles: Mapping[int, set[int]]) -> set
 
 def load_actor(db: Session, user: User) -> Actor:
     """Compute the effective rights of a user (a fixed number of queries)."""
-    direct = repository.direct_role_ids(db, user.id)
+    return load_actor_of(db, user.id, user.login)
+
+
+def load_actor_of(db: Session, user_id: int, login: str) -> Actor:
+    """The effective rights of the user with this id and login (a fixed number of queries)."""
+    direct = repository.direct_role_ids(db, user_id)
     sub_roles: dict[int, set[int]] = {}
     for role_id, sub_role_id in repository.sub_role_pairs(db):
         sub_roles.setdefault(role_id, set()).add(sub_role_id)
@@ -121,8 +126,8 @@ def load_actor(db: Session, user: User) -> Actor:
         for group_id in set(readers) | set(writers)
     }
     return Actor(
-        user_id=user.id,
-        login=user.login,
+        user_id=user_id,
+        login=login,
         supervisor=supervisor,
         role_ids=frozenset(role_ids),
         role_names=role_names,
@@ -141,12 +146,19 @@ class ActorCache:
         self._entries: dict[tuple[int, int, int], Actor] = {}
         self._max_entries = max_entries
 
-    def get(self, db: Session, user: User, access_revision: int, metamodel_revision: int) -> Actor:
-        key = (user.id, access_revision, metamodel_revision)
-        actor = self._entries.get(key)
+    def cached(self, user_id: int, login: str, access_revision: int, metamodel_revision: int) -> Actor | None:
+        """The actor if it is held for these revisions, without touching the database."""
+        actor = self._entries.get((user_id, access_revision, metamodel_revision))
+        return actor if actor is not None and actor.login == login else None
+
+    def get(
+        self, db: Session, user_id: int, login: str, access_revision: int, metamodel_revision: int
+    ) -> Actor:
+        key = (user_id, access_revision, metamodel_revision)
+        actor = self.cached(user_id, login, access_revision, metamodel_revision)
         if actor is not None:
             return actor
-        actor = load_actor(db, user)
+        actor = load_actor_of(db, user_id, login)
         with self._lock:
             if len(self._entries) >= self._max_entries:
                 self._entries.clear()

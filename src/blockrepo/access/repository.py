@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.orm import Session
 
 from blockrepo.access.models import (
@@ -16,8 +17,30 @@ from blockrepo.access.models import (
     User,
     UserRole,
 )
+from blockrepo.revisions.models import RepositoryState
+from blockrepo.storage.engine import DriverStatement
 
 CHUNK_SIZE = 500  # logins per IN list, far below the bind-parameter limits
+
+# Who acts and the revisions the caches are keyed by, in one statement: every request runs it.
+_ACTING = DriverStatement(
+    select(
+        User.login,
+        User.enabled,
+        User.credentials_version,
+        RepositoryState.revision,
+        RepositoryState.metamodel_revision,
+        RepositoryState.access_revision,
+    )
+    .join(RepositoryState, RepositoryState.id == 1)
+    .where(User.id == bindparam("user_id"))
+)
+
+
+def acting_user(connection: Connection, user_id: int) -> Any | None:
+    """The driver's row (login, enabled, credentials version, revision, metamodel revision, access
+    revision) of this user and the repository state; None if the user does not exist."""
+    return _ACTING.first(connection, {"user_id": user_id})
 
 
 def user_named(db: Session, login: str) -> User | None:

@@ -8,26 +8,27 @@ begins with the repository's write lock (storage.transactions), before it reads 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from fastapi import Request
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from blockrepo.access.actor import Actor, ActorCache
-from blockrepo.access.models import User
+from blockrepo.access.repository import acting_user
 from blockrepo.auth.authenticator import Authenticator
 from blockrepo.auth.backends import AuthBackends
 from blockrepo.auth.basic import CredentialCache, Principal
 from blockrepo.auth.passwords import Passwords
+from blockrepo.elements.reading import ElementReaders
 from blockrepo.errors import Conflict, Unauthenticated
-from blockrepo.metamodel.repository import read_repository_state
 from blockrepo.metamodel.service import MetamodelCache
 from blockrepo.metamodel.snapshot import Metamodel
 from blockrepo.revisions.recorder import ChangeLog
 from blockrepo.settings import Settings
-from blockrepo.storage.engine import build_engine, build_session_factory
+from blockrepo.storage.engine import build_engine, build_session_factory, read_snapshot, with_own_pool
 from blockrepo.storage.transactions import begin_write
 
 
@@ -41,17 +42,27 @@ class AppServices:
         self.write_engine: Engine = self.engine.execution_options(begin_immediate=True)
         self.read_sessions: sessionmaker[Session] = build_session_factory(self.engine)
         self.write_sessions: sessionmaker[Session] = build_session_factory(self.write_engine)
+        # Connections taken and given back within one synchronous call, never held across an await: the
+        # reads made on the event loop (sessions, cached credentials, GET by id) take theirs here. Had they
+        # shared the pool with request sessions, which routes hold across awaits, a burst of writes could
+        # hold every connection while waiting for the event loop, and the loop would wait for one of them
+        # (PUTs stalled at 32 connections for the pool's 30 s timeout).
+        self.short_engine: Engine = with_own_pool(self.engine, pool_size=settings.db_pool_size)
         self.passwords = Passwords(settings)
         self.credentials = CredentialCache(settings.credential_cache_size, settings.credential_cache_ttl)
-        self.authenticator = Authenticator(self.read_sessions, self.passwords, self.credentials)
+        self.authenticator = Authenticator(
+            self.short_engine, self.read_sessions, self.passwords, self.credentials
+        )
         # Sessions, login throttling and the rate limit: on the database, or on Redis when configured.
-        self.auth = AuthBackends.build(settings, self.engine, self.write_engine, self.authenticator)
+        self.auth = AuthBackends.build(settings, self.short_engine, self.write_engine, self.authenticator)
         self.metamodels = MetamodelCache()
         self.actors = ActorCache()
+        self.element_readers = ElementReaders()
 
     def dispose(self) -> None:
         self.auth.close()
         self.engine.dispose()
+        self.short_engine.dispose()
 
 
 @dataclass
@@ -93,6 +104,27 @@ def principal_of(request: Request) -> Principal:
     return principal  # type: ignore[no-any-return]
 
 
+def _context_in(services: AppServices, principal: Principal, db: Session, request_id: str) -> RequestContext:
+    row = acting_user(db.connection(), principal.user_id)
+    if row is None:
+        raise Unauthenticated("the account is disabled or its credentials changed")
+    login, enabled, credentials_version, revision, metamodel_revision, access_revision = row
+    if not enabled or credentials_version != principal.credentials_version:
+        raise Unauthenticated("the account is disabled or its credentials changed")
+    metamodel = services.metamodels.get(db, metamodel_revision)
+    actor = services.actors.get(db, principal.user_id, login, access_revision, metamodel_revision)
+    return RequestContext(
+        db=db,
+        actor=actor,
+        metamodel=metamodel,
+        changes=ChangeLog(user_login=login, request_id=request_id),
+        settings=services.settings,
+        services=services,
+        request_id=request_id,
+        revision=revision,
+    )
+
+
 def request_context(request: Request) -> Iterator[RequestContext]:
     """FastAPI dependency: opens the request's session and loads who acts under which metamodel. A PATCH,
     POST, PUT or DELETE writes: its transaction takes the write lock first."""
@@ -112,23 +144,44 @@ def _open_context(request: Request, *, writing: bool) -> Iterator[RequestContext
     try:
         if writing:
             begin_write(db)
-        state = read_repository_state(db)
-        user = db.get(User, principal.user_id)
-        if user is None or not user.enabled or user.credentials_version != principal.credentials_version:
-            raise Unauthenticated("the account is disabled or its credentials changed")
-        metamodel = services.metamodels.get(db, state.metamodel_revision)
-        actor = services.actors.get(db, user, state.access_revision, state.metamodel_revision)
-        request_id = request.scope["state"]["request_id"]
-        yield RequestContext(
-            db=db,
-            actor=actor,
-            metamodel=metamodel,
-            changes=ChangeLog(user_login=user.login, request_id=request_id),
-            settings=services.settings,
-            services=services,
-            request_id=request_id,
-            revision=state.revision,
-        )
+        yield _context_in(services, principal, db, request.scope["state"]["request_id"])
     finally:
         db.rollback()
         db.close()
+
+
+@dataclass
+class ReadContext:
+    """What a bounded read on the event loop needs: a connection in a read transaction (no ORM session:
+    opening and closing one costs more than the whole GET by id), who acts and under which metamodel."""
+
+    connection: Connection
+    actor: Actor
+    metamodel: Metamodel
+    services: AppServices
+
+
+@contextmanager
+def open_read_context(services: AppServices, principal: Principal) -> Iterator[ReadContext]:
+    """The context of a read of bounded, small size (GET by id), meant to be made on the event loop and
+    closed before the next await (its connection comes from the pool of such reads, `short_engine`).
+
+    Such a read is a few primary-key and index lookups that never wait for a lock (SQLite in WAL mode and
+    PostgreSQL both let readers pass writers), so it costs less than a hop to a worker thread and back,
+    and under load it spares the GIL hand-offs between many threads. Anything that may take long or
+    write (history as of a time, every write) stays in worker threads. The statements run at the driver
+    level in one read transaction; a metamodel or actor not cached yet is loaded through an ORM session
+    of its own."""
+    with services.short_engine.connect() as connection, read_snapshot(connection):
+        row = acting_user(connection, principal.user_id)
+        if row is None or not row[1] or row[2] != principal.credentials_version:
+            raise Unauthenticated("the account is disabled or its credentials changed")
+        login, _enabled, _version, _revision, metamodel_revision, access_revision = row
+        metamodel = services.metamodels.current(metamodel_revision)
+        actor = services.actors.cached(principal.user_id, login, access_revision, metamodel_revision)
+        if metamodel is None or actor is None:
+            # From the pool of short reads too: on the event loop, never wait for the main pool.
+            with Session(services.short_engine, autoflush=False) as db:
+                metamodel = services.metamodels.get(db, metamodel_revision)
+                actor = services.actors.get(db, principal.user_id, login, access_revision, metamodel_revision)
+        yield ReadContext(connection=connection, actor=actor, metamodel=metamodel, services=services)

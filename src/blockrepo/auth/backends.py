@@ -25,6 +25,9 @@ class AuthBackends:
     throttle: LoginThrottle
     rate_limiter: RateLimiter | None
     redis_client: redis.Redis | None
+    # Whether store reads may run on the event loop: only SQLite's, which are local work with no wait;
+    # a wait for PostgreSQL or Redis on the loop would hold up every other request of the process.
+    reads_on_loop: bool = False
 
     @classmethod
     def build(
@@ -52,6 +55,7 @@ class AuthBackends:
                 else None
             ),
             redis_client=None,
+            reads_on_loop=read_engine.dialect.name == "sqlite",
         )
 
     def close(self) -> None:

@@ -6,7 +6,9 @@ holds a password. The HMAC's input is the login's length, the login, then the pa
 remembers the user's credentials version: a password change or disabling bumps the version in the
 database; the authenticator compares it on every hit and verifies the password again when it moved.
 Entries expire `ttl_seconds` after the password was verified (a hit does not extend that); the least
-recently used entry goes when the cache is full.
+recently used entry goes when the cache is full. Requests that bring the same credentials while they are
+being verified wait for that verification (`verifying`), so an expired entry costs one hash, not one per
+connection of the client.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,14 @@ def credential_message(login: str, password: str) -> bytes:
     return len(login_bytes).to_bytes(8, "big") + login_bytes + password.encode()
 
 
+@dataclass
+class _Flight:
+    """The verification of one set of credentials: its turn, and how many requests hold or await it."""
+
+    turn: threading.Lock = field(default_factory=threading.Lock)
+    waiting: int = 0
+
+
 class CredentialCache:
     """LRU with a time-to-live; thread-safe. `clock` (monotonic seconds) is replaceable for tests."""
 
@@ -66,6 +77,7 @@ class CredentialCache:
         self.clock = clock
         self._lock = threading.Lock()
         self._entries: OrderedDict[bytes, tuple[float, Principal]] = OrderedDict()
+        self._flights: dict[bytes, _Flight] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -95,6 +107,23 @@ class CredentialCache:
             self._entries.move_to_end(digest)
             while len(self._entries) > self._max:
                 self._entries.popitem(last=False)
+
+    @contextmanager
+    def verifying(self, digest: bytes) -> Iterator[None]:
+        """Held while one request verifies these credentials: others with the same ones wait for it."""
+        with self._lock:
+            flight = self._flights.get(digest)
+            if flight is None:
+                flight = self._flights[digest] = _Flight()
+            flight.waiting += 1
+        try:
+            with flight.turn:
+                yield
+        finally:
+            with self._lock:
+                flight.waiting -= 1
+                if flight.waiting == 0:
+                    del self._flights[digest]
 
     def forget(self, digest: bytes) -> None:
         with self._lock:

@@ -4,7 +4,9 @@ route runs, starts sessions, and applies login throttling and the optional per-u
 It sets in `scope["state"]`: `principal` (a `Principal` or None), `auth_failed` (credentials were sent and
 were wrong) and `session` (the `LiveSession` in effect, or None). It answers by itself: 401 for protected
 paths without a principal, 429 for throttled logins and rate-limited users, 503 when the shared store
-fails. Requests without credentials or cookie never leave the event loop.
+fails. Requests without credentials or cookie never leave the event loop, and neither do those that only
+read the stores (a session lookup, credentials verified before); a write or a password hash goes to a
+worker thread.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from blockrepo.api.problem import problem_response
 from blockrepo.auth.backends import STORE_ERRORS, AuthBackends
 from blockrepo.auth.basic import Principal, parse_basic
 from blockrepo.auth.cookies import login_cookies, read_session_cookie
-from blockrepo.auth.sessions import IssuedSession, LiveSession
+from blockrepo.auth.sessions import IssuedSession, LiveSession, WriteNeeded
 from blockrepo.settings import Settings
 
 log = logging.getLogger("blockrepo.auth")
@@ -85,6 +87,7 @@ class AuthMiddleware:
         self.rate_limiter = backends.rate_limiter
         self.cookie_secure = settings.cookie_secure
         self.csrf_enabled = settings.csrf_enabled
+        self.reads_on_loop = backends.reads_on_loop
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -96,15 +99,16 @@ class AuthMiddleware:
         cookie = read_session_cookie(headers)
         resolution = ANONYMOUS
         if authorization is not None or cookie is not None:
+            arguments = (authorization, cookie, client_address(scope), scope["method"], scope["path"])
             try:
-                resolution = await to_thread.run_sync(
-                    self._resolve,
-                    authorization,
-                    cookie,
-                    client_address(scope),
-                    scope["method"],
-                    scope["path"],
-                )
+                try:
+                    # Most requests only read (a session, cached credentials): on SQLite, done here on the
+                    # event loop, they spare the hop to a worker thread and back.
+                    if not self.reads_on_loop:
+                        raise WriteNeeded
+                    resolution = self._resolve(*arguments, may_write=False)
+                except WriteNeeded:
+                    resolution = await to_thread.run_sync(self._resolve, *arguments)
             except STORE_ERRORS:
                 log.exception("the session store failed")
                 await self._problem(scope, receive, send, 503, "the session store is unavailable", {})
@@ -145,10 +149,20 @@ class AuthMiddleware:
         await self.app(scope, receive, send_with_cookies)
 
     def _resolve(
-        self, authorization: str | None, cookie: str | None, address: str, method: str, path: str
+        self,
+        authorization: str | None,
+        cookie: str | None,
+        address: str,
+        method: str,
+        path: str,
+        may_write: bool = True,
     ) -> Resolution:
-        """Runs in a worker thread: every store access of the request happens here, in one hop."""
-        session = self.sessions.resume(cookie) if cookie is not None else None
+        """Every store access of the request, in one place. With `may_write` False (on the event loop) it
+        raises `WriteNeeded` before anything that writes or hashes a password; the caller then runs it
+        again in a worker thread, where it may block."""
+        if not may_write and self.rate_limiter is not None:
+            raise WriteNeeded  # the request counter writes
+        session = self.sessions.resume(cookie, may_write=may_write) if cookie is not None else None
         if authorization is None:
             if session is None:
                 return ANONYMOUS
@@ -156,31 +170,50 @@ class AuthMiddleware:
         credentials = parse_basic(authorization)
         if credentials is None:
             return Resolution(failed=True)
-        outcome = self.throttle.attempt(*credentials, address, "basic")
-        if outcome.retry_after is not None:
-            # A valid session of the same user keeps working while an attack throttles its password.
-            if session is not None and session.login == credentials[0]:
-                return self._limited(Resolution(principal=session.principal(), session=session))
-            return Resolution(login_retry_after=outcome.retry_after)
-        principal = outcome.principal
-        if principal is None:
-            return Resolution(failed=True)
+        if may_write:
+            outcome = self.throttle.attempt(*credentials, address, "basic")
+            if outcome.retry_after is not None:
+                # A valid session of the same user keeps working while an attack throttles its password.
+                if session is not None and session.login == credentials[0]:
+                    return self._limited(Resolution(principal=session.principal(), session=session))
+                return Resolution(login_retry_after=outcome.retry_after)
+            principal = outcome.principal
+            if principal is None:
+                return Resolution(failed=True)
+        else:
+            principal = self._cached_principal(*credentials, address)
         # Credentials win over the cookie: a session of another user is not used.
         if session is not None and session.user_id != principal.user_id:
-            self.sessions.end_key(session.key)
+            if not may_write:
+                raise WriteNeeded
+            self.sessions.end_session(session)
             session = None
         limited = self._limited(Resolution(principal=principal, session=session))
         if limited.rate_retry_after is not None or (method == "POST" and path in SESSION_ROUTE_PATHS):
             return limited
-        if session is not None and not (method in ("GET", "HEAD") and path in BASIC_LOGIN_PATHS):
+        explicit_login = method in ("GET", "HEAD") and path in BASIC_LOGIN_PATHS
+        if session is not None and not explicit_login:
             return limited
         # No valid session of this user, or an explicit login: a new session with a new id (no fixation).
+        # An explicit login stores it at once; any other request gets a signed session, stored only when
+        # its cookie comes back, so a script that never keeps cookies costs no write per request.
+        if not may_write and (session is not None or explicit_login):
+            raise WriteNeeded
         if session is not None:
-            self.sessions.end_key(session.key)
-        issued = self.sessions.start(principal)
+            self.sessions.end_session(session)
+        issued = self.sessions.start(principal, deferred=not explicit_login)
         if issued is None:
             return Resolution(failed=True)
         return Resolution(principal=principal, session=issued.session, issued=issued)
+
+    def _cached_principal(self, login: str, password: str, address: str) -> Principal:
+        """Credentials verified before and still valid, when the login throttle would let them pass without
+        hashing or counting; anything else (a refusal to log, a hash to pay, a failure to count) raises
+        `WriteNeeded`, and the login throttle decides in a worker thread."""
+        principal = self.throttle.cached(login, password, address)
+        if principal is None:
+            raise WriteNeeded
+        return principal
 
     def _limited(self, resolution: Resolution) -> Resolution:
         if self.rate_limiter is None or resolution.principal is None:

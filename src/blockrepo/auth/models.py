@@ -48,3 +48,13 @@ class RateWindow(Base):
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     window_start: Mapped[int] = mapped_column(BigInteger, nullable=False)
     hits: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class ServerSecret(Base):
+    """A secret of the service, made by its migration: `session_signing` signs the session cookies that
+    are issued without a stored session (HMAC-SHA256), so every worker and host can check them."""
+
+    __tablename__ = "server_secret"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(String(128), nullable=False)

@@ -1,17 +1,27 @@
-"""Server-side sessions: opaque random ids with an idle timeout and an absolute lifetime, kept in a store
-that every worker process shares (the database by default, Redis when configured).
+"""Server-side sessions: ids with an idle timeout and an absolute lifetime, kept in a store that every
+worker process shares (the database by default, Redis when configured).
 
-The cookie holds 256 random bits; stores only ever see its SHA-256 (`key`), so a leaked table or dump
-holds no usable session id. A lookup is one read: the idle time stamp is written back at most every
+A cookie holds 256 bits; stores only ever see its SHA-256 (`key`), so a leaked table or dump holds no
+usable session id. A lookup is one read: the idle time stamp is written back at most every
 `touch_interval` seconds (capped at a tenth of the idle timeout), so a session may expire up to that much
 early, never late. Every lookup also checks the user's current state: a disabled account or a changed
 password (a new credentials version) ends the session.
+
+Logins (form, the Basic login paths) store their session at once, under a random id. A Basic request
+elsewhere that brings no session gets a *signed* one instead (`start(..., deferred=True)`), which costs
+no write: its cookie carries a random nonce, the user, the credentials version and the creation second,
+authenticated by an HMAC under the server secret of the database (`server_secret`), so any worker or host
+can check it. Its stored record is made the first time the cookie comes back; a client that never sends
+it back leaves nothing behind. Ending a signed session that could still come back (logout, fixation)
+leaves a tombstone until it could no longer be made, so an ended cookie never comes back to life.
 """
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import hashlib
+import hmac
 import math
 import secrets
 import time
@@ -22,14 +32,23 @@ from typing import Protocol
 import orjson
 import redis
 from sqlalchemy import Engine, bindparam, delete, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
 from blockrepo.access.models import User
 from blockrepo.auth.basic import Principal
-from blockrepo.auth.models import AuthSession
+from blockrepo.auth.models import AuthSession, ServerSecret
 from blockrepo.settings import Settings
+from blockrepo.storage.engine import DriverStatement
 
 TOKEN_BYTES = 32
 PURGE_INTERVAL_SECONDS = 60.0
+# The credentials version of an ended session's tombstone: no account ever has it.
+ENDED = -1
+SIGNING_SECRET = "session_signing"
+# A signed cookie is TOKEN_BYTES like a random one: nonce, user id, credentials version, creation second
+# (big-endian), then the first MAC_BYTES of the HMAC of those.
+_SIGNED_FIELDS = (8, 4, 4, 4)
+MAC_BYTES = TOKEN_BYTES - sum(_SIGNED_FIELDS)
 
 Clock = Callable[[], float]
 
@@ -42,6 +61,63 @@ def new_token() -> str:
 def session_key(cookie_value: str) -> str:
     """What the stores keep instead of the cookie value."""
     return hashlib.sha256(cookie_value.encode()).hexdigest()
+
+
+class WriteNeeded(Exception):
+    """`SessionManager.resume(..., may_write=False)` would have to write to the store: retry where
+    blocking is allowed (a worker thread)."""
+
+
+@dataclass(frozen=True)
+class SignedClaims:
+    """What a signed cookie says about its session."""
+
+    user_id: int
+    credentials_version: int
+    created_at: float
+
+
+class CookieSigner:
+    """Makes and checks signed session cookies and derives their CSRF tokens."""
+
+    def __init__(self, secret: bytes) -> None:
+        self._secret = secret
+
+    def _mac(self, label: bytes, payload: bytes) -> bytes:
+        return hmac.new(self._secret, label + payload, hashlib.sha256).digest()
+
+    def sign(self, user_id: int, credentials_version: int, created_at: float) -> str:
+        payload = (
+            secrets.token_bytes(_SIGNED_FIELDS[0])
+            + user_id.to_bytes(4, "big")
+            + (credentials_version & 0xFFFFFFFF).to_bytes(4, "big")
+            + int(created_at).to_bytes(4, "big")
+        )
+        token = payload + self._mac(b"session", payload)[:MAC_BYTES]
+        return base64.urlsafe_b64encode(token).rstrip(b"=").decode()
+
+    def claims(self, cookie_value: str) -> SignedClaims | None:
+        """What the cookie says, if it is one this secret signed; None for any other value."""
+        try:
+            token = base64.urlsafe_b64decode(cookie_value + "=" * (-len(cookie_value) % 4))
+        except ValueError:
+            return None
+        if len(token) != TOKEN_BYTES:
+            return None
+        payload, mac = token[:-MAC_BYTES], token[-MAC_BYTES:]
+        if not hmac.compare_digest(mac, self._mac(b"session", payload)[:MAC_BYTES]):
+            return None
+        return SignedClaims(
+            user_id=int.from_bytes(payload[8:12], "big"),
+            credentials_version=int.from_bytes(payload[12:16], "big"),
+            created_at=float(int.from_bytes(payload[16:20], "big")),
+        )
+
+    def csrf_token(self, cookie_value: str) -> str:
+        """The CSRF token of a signed session: fixed by its cookie, so the record made later holds the
+        token the client was given with it."""
+        mac = self._mac(b"csrf", cookie_value.encode())
+        return base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
 
 
 @dataclass(frozen=True)
@@ -74,6 +150,8 @@ class LiveSession:
     login: str
     credentials_version: int
     csrf_token: str
+    # A signed session's cookie can be turned into a record until then (None: a random id, never).
+    revivable_until: float | None = None
 
     def principal(self) -> Principal:
         return Principal(
@@ -97,6 +175,14 @@ class SessionStore(Protocol):
 
     def add(self, session: StoredSession, expires_at: float) -> None: ...
 
+    def add_new(self, session: StoredSession, expires_at: float) -> bool:
+        """Add unless the key exists (a signed cookie that came back twice at once); False if it did."""
+        ...
+
+    def end(self, session: StoredSession, until: float) -> None:
+        """Replace the session by a tombstone (credentials version ENDED) that lasts until `until`."""
+        ...
+
     def get(self, key: str) -> StoredSession | None: ...
 
     def touch(self, session: StoredSession, last_seen_at: float, expires_at: float) -> None: ...
@@ -108,7 +194,7 @@ class SessionStore(Protocol):
 
 # Built once: a statement object reused with parameters skips SQLAlchemy's per-call construction and
 # cache-key work, which costs several times the query itself on this hot path.
-_SESSION_WITH_USER = (
+_SESSION_WITH_USER = DriverStatement(
     select(
         AuthSession.user_id,
         AuthSession.credentials_version,
@@ -122,8 +208,8 @@ _SESSION_WITH_USER = (
     .join(User, User.id == AuthSession.user_id)
     .where(AuthSession.id == bindparam("key"))
 )
-_USER_STATUS = select(User.login, User.enabled, User.credentials_version).where(
-    User.id == bindparam("user_id")
+_USER_STATUS = DriverStatement(
+    select(User.login, User.enabled, User.credentials_version).where(User.id == bindparam("user_id"))
 )
 _TOUCH = (
     update(AuthSession)
@@ -135,6 +221,11 @@ _DELETE = delete(AuthSession).where(AuthSession.id == bindparam("key"))
 
 def _as_datetime(timestamp: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(timestamp, tz=dt.UTC)
+
+
+def _driver_timestamp(value: dt.datetime | str) -> float:
+    """A stored time stamp as the driver gives it: SQLite's is SQLAlchemy's text form (UTC)."""
+    return _as_timestamp(dt.datetime.fromisoformat(value) if isinstance(value, str) else value)
 
 
 def _as_timestamp(value: dt.datetime) -> float:
@@ -164,19 +255,43 @@ class DatabaseSessionStore:
                 )
             )
 
+    def add_new(self, session: StoredSession, expires_at: float) -> bool:
+        try:
+            self.add(session, expires_at)
+        except IntegrityError:
+            return False
+        return True
+
+    def end(self, session: StoredSession, until: float) -> None:
+        with self._write.begin() as connection:
+            connection.execute(_DELETE, {"key": session.key})
+            connection.execute(
+                insert(AuthSession).values(
+                    id=session.key,
+                    user_id=session.user_id,
+                    credentials_version=ENDED,
+                    csrf_token="",
+                    created_at=_as_datetime(session.created_at),
+                    last_seen_at=_as_datetime(session.last_seen_at),
+                    expires_at=_as_datetime(until),
+                )
+            )
+
     def get(self, key: str) -> StoredSession | None:
+        # At the driver level: every request with a cookie runs this (see storage.engine.DriverStatement).
         with self._read.connect() as connection:
-            row = connection.execute(_SESSION_WITH_USER, {"key": key}).first()
+            row = _SESSION_WITH_USER.first(connection, {"key": key})
         if row is None:
             return None
+        user_id, version, csrf_token, created_at, last_seen_at, login, enabled, current_version = row
         return StoredSession(
             key=key,
-            user_id=row.user_id,
-            credentials_version=row.credentials_version,
-            csrf_token=row.csrf_token,
-            created_at=_as_timestamp(row.created_at),
-            last_seen_at=_as_timestamp(row.last_seen_at),
-            user=UserStatus(login=row.login, enabled=row.enabled, credentials_version=row.current_version),
+            user_id=user_id,
+            credentials_version=version,
+            csrf_token=csrf_token,
+            created_at=_driver_timestamp(created_at),
+            last_seen_at=_driver_timestamp(last_seen_at),
+            user=UserStatus(login=login, enabled=bool(enabled), credentials_version=current_version),
         )
 
     def touch(self, session: StoredSession, last_seen_at: float, expires_at: float) -> None:
@@ -220,6 +335,23 @@ class RedisSessionStore:
     def add(self, session: StoredSession, expires_at: float) -> None:
         self._client.set(self._prefix + session.key, self._encode(session), pxat=math.ceil(expires_at * 1000))
 
+    def add_new(self, session: StoredSession, expires_at: float) -> bool:
+        added = self._client.set(
+            self._prefix + session.key, self._encode(session), pxat=math.ceil(expires_at * 1000), nx=True
+        )
+        return bool(added)
+
+    def end(self, session: StoredSession, until: float) -> None:
+        tombstone = StoredSession(
+            key=session.key,
+            user_id=session.user_id,
+            credentials_version=ENDED,
+            csrf_token="",
+            created_at=session.created_at,
+            last_seen_at=session.last_seen_at,
+        )
+        self._client.set(self._prefix + session.key, self._encode(tombstone), pxat=math.ceil(until * 1000))
+
     def get(self, key: str) -> StoredSession | None:
         raw = self._client.get(self._prefix + key)
         if raw is None:
@@ -254,9 +386,13 @@ class RedisSessionStore:
         """Nothing to do: Redis expires the keys."""
 
 
+_SIGNING_SECRET = select(ServerSecret.value).where(ServerSecret.name == SIGNING_SECRET)
+
+
 class SessionManager:
     """Starts, resumes and ends sessions under the configured timeouts. Methods block (run them in a
-    worker thread); `clock` is wall-clock time, shared by every process."""
+    worker thread, or pass `may_write=False` to `resume` to stay off writes); `clock` is wall-clock time,
+    shared by every process."""
 
     def __init__(
         self, store: SessionStore, read_engine: Engine, settings: Settings, clock: Clock = time.time
@@ -268,16 +404,40 @@ class SessionManager:
         self._max_age = float(settings.session_max_age)
         self._touch_after = min(float(settings.session_touch_interval), self._idle / 10)
         self._last_purge = 0.0
+        self._signer: CookieSigner | None = None
 
-    def start(self, principal: Principal) -> IssuedSession | None:
+    @property
+    def signer(self) -> CookieSigner:
+        """The signer under the database's secret, read once per process (the secret never changes)."""
+        if self._signer is None:
+            with self._read.connect() as connection:
+                secret = connection.execute(_SIGNING_SECRET).scalar_one()
+            self._signer = CookieSigner(secret.encode())
+        return self._signer
+
+    def start(self, principal: Principal, *, deferred: bool = False) -> IssuedSession | None:
         """A new session with a new id and a new CSRF token (every login calls this: no fixation).
 
-        None if the account was disabled or its password changed since the principal was verified (a
-        cached Basic credential may be that old)."""
+        `deferred`: a signed session, stored only when its cookie first comes back; this writes and reads
+        nothing, for a principal verified against the database in this request. Otherwise None if the
+        account was disabled or its password changed since the principal was verified (a cached Basic
+        credential may be that old)."""
+        now = self._now()
+        if deferred:
+            created = math.floor(now)
+            cookie_value = self.signer.sign(principal.user_id, principal.credentials_version, created)
+            live = LiveSession(
+                key=session_key(cookie_value),
+                user_id=principal.user_id,
+                login=principal.login,
+                credentials_version=principal.credentials_version,
+                csrf_token=self.signer.csrf_token(cookie_value),
+                revivable_until=self._revivable_until(created),
+            )
+            return IssuedSession(cookie_value=cookie_value, session=live)
         user = self._user_status(principal.user_id)
         if user is None or not user.enabled or user.credentials_version != principal.credentials_version:
             return None
-        now = self._now()
         if now - self._last_purge >= PURGE_INTERVAL_SECONDS:
             self._last_purge = now
             self.store.purge_expired(now)
@@ -300,11 +460,16 @@ class SessionManager:
         )
         return IssuedSession(cookie_value=cookie_value, session=live)
 
-    def resume(self, cookie_value: str) -> LiveSession | None:
-        """The session this cookie names, if it is still valid; None for unknown or expired ones."""
+    def resume(self, cookie_value: str, *, may_write: bool = True) -> LiveSession | None:
+        """The session this cookie names, if it is still valid; None for unknown, ended or expired ones.
+
+        With `may_write` False, raises `WriteNeeded` where the store would have to be written (a touch,
+        removing an expired record, the first return of a signed cookie) instead of writing."""
         key = session_key(cookie_value)
         stored = self.store.get(key)
         if stored is None:
+            return self._revive(cookie_value, key, may_write)
+        if stored.credentials_version == ENDED:
             return None
         now = self._now()
         user = stored.user or self._user_status(stored.user_id)
@@ -314,9 +479,13 @@ class SessionManager:
             or not user.enabled
             or user.credentials_version != stored.credentials_version
         ):
+            if not may_write:
+                raise WriteNeeded
             self.store.delete(key)
             return None
         if now - stored.last_seen_at >= self._touch_after:
+            if not may_write:
+                raise WriteNeeded
             self.store.touch(stored, now, self._expires_at(stored, now))
         return LiveSession(
             key=key,
@@ -324,14 +493,88 @@ class SessionManager:
             login=user.login,
             credentials_version=stored.credentials_version,
             csrf_token=stored.csrf_token,
+            revivable_until=self._revivable_until_of(cookie_value, stored),
+        )
+
+    def _revive(self, cookie_value: str, key: str, may_write: bool) -> LiveSession | None:
+        """The first return of a signed cookie: its record is made now, if the session is still valid."""
+        claims = self.signer.claims(cookie_value)
+        if claims is None:
+            return None
+        now = self._now()
+        if now >= self._revivable_until(claims.created_at):
+            return None
+        user = self._user_status(claims.user_id)
+        if (
+            user is None
+            or not user.enabled
+            or (user.credentials_version & 0xFFFFFFFF) != claims.credentials_version
+        ):
+            return None
+        if not may_write:
+            raise WriteNeeded
+        stored = StoredSession(
+            key=key,
+            user_id=claims.user_id,
+            credentials_version=user.credentials_version,
+            csrf_token=self.signer.csrf_token(cookie_value),
+            created_at=claims.created_at,
+            last_seen_at=now,
+        )
+        if not self.store.add_new(stored, self._expires_at(stored, now)):
+            # It came back twice at once and the other request made the record (or ended it).
+            return self.resume(cookie_value, may_write=may_write)
+        return LiveSession(
+            key=key,
+            user_id=stored.user_id,
+            login=user.login,
+            credentials_version=stored.credentials_version,
+            csrf_token=stored.csrf_token,
+            revivable_until=self._revivable_until(claims.created_at),
         )
 
     def end(self, cookie_value: str) -> None:
-        """Delete the session this cookie names (whatever its state)."""
-        self.store.delete(session_key(cookie_value))
+        """End the session this cookie names (whatever its state)."""
+        key = session_key(cookie_value)
+        claims = self.signer.claims(cookie_value)
+        if claims is None:
+            self.store.delete(key)
+            return
+        self._end_signed(key, claims.user_id, claims.created_at, self._revivable_until(claims.created_at))
 
-    def end_key(self, key: str) -> None:
-        self.store.delete(key)
+    def end_session(self, session: LiveSession) -> None:
+        """End a session the request resumed or started."""
+        if session.revivable_until is None:
+            self.store.delete(session.key)
+            return
+        self._end_signed(session.key, session.user_id, self._now(), session.revivable_until)
+
+    def _end_signed(self, key: str, user_id: int, created_at: float, revivable_until: float) -> None:
+        now = self._now()
+        if now >= revivable_until:
+            self.store.delete(key)
+            return
+        # Its cookie could still be turned into a record: a tombstone stops that until it no longer could.
+        tombstone = StoredSession(
+            key=key,
+            user_id=user_id,
+            credentials_version=ENDED,
+            csrf_token="",
+            created_at=min(created_at, now),
+            last_seen_at=now,
+        )
+        self.store.end(tombstone, revivable_until)
+
+    def _revivable_until_of(self, cookie_value: str, stored: StoredSession) -> float | None:
+        # Only a signed cookie can come back after its record is gone; a random id's record is all it has.
+        if self.signer.claims(cookie_value) is None:
+            return None
+        return self._revivable_until(stored.created_at)
+
+    def _revivable_until(self, created_at: float) -> float:
+        """Until when a signed cookie made at `created_at` and never seen since may be turned into a record:
+        idle since it was made, it expires like any session."""
+        return created_at + min(self._idle, self._max_age)
 
     def _now(self) -> float:
         # Whole microseconds, which the database keeps exactly: a time stamp read back compares equal to
@@ -343,7 +586,8 @@ class SessionManager:
 
     def _user_status(self, user_id: int) -> UserStatus | None:
         with self._read.connect() as connection:
-            row = connection.execute(_USER_STATUS, {"user_id": user_id}).first()
+            row = _USER_STATUS.first(connection, {"user_id": user_id})
         if row is None:
             return None
-        return UserStatus(login=row.login, enabled=row.enabled, credentials_version=row.credentials_version)
+        login, enabled, credentials_version = row
+        return UserStatus(login=login, enabled=bool(enabled), credentials_version=credentials_version)

@@ -160,10 +160,7 @@ class LoginThrottle:
             principal = self.authenticator.cached(login, password)
             if principal is not None:
                 return LoginOutcome(principal=principal)
-        limits = {
-            pair_key(login, address): self._max_failures,
-            address_key(address): self._max_failures_per_address,
-        }
+        limits = self._limits(login, address)
         retry_after = self.retry_after(limits)
         if retry_after is not None:
             log.warning(
@@ -181,6 +178,27 @@ class LoginThrottle:
         else:
             self._verified.put(verified_here, principal)
         return LoginOutcome(principal=principal)
+
+    def cached(self, login: str, password: str, address: str) -> Principal | None:
+        """The principal `attempt` would return without hashing a password or counting a failure (credentials
+        this process verified before, still valid, and not refused here); None when only `attempt` can tell.
+        Reads the stores but never writes them."""
+        verified_here = self._verified.digest(_digest(address, login), password)
+        if (
+            self._verified.get(verified_here) is None
+            and self.retry_after(self._limits(login, address)) is not None
+        ):
+            return None
+        principal = self.authenticator.cached(login, password)
+        if principal is not None:
+            self._verified.put(verified_here, principal)
+        return principal
+
+    def _limits(self, login: str, address: str) -> dict[str, int]:
+        return {
+            pair_key(login, address): self._max_failures,
+            address_key(address): self._max_failures_per_address,
+        }
 
     def retry_after(self, limits: Mapping[str, int]) -> int | None:
         """Seconds until every key is below its limit again; None if none is at it."""

@@ -41,6 +41,7 @@ from blockrepo.elements.repository import chunks
 from blockrepo.elements.values import encode_number
 from blockrepo.elements.view import HEAD_KEYS, TAIL_KEYS, ElementView, format_timestamp
 from blockrepo.metamodel.snapshot import AttributeDef
+from blockrepo.storage.engine import driver_rows
 
 Encoder = Callable[[Any], Any]
 Row = tuple[Any, ...]
@@ -135,13 +136,9 @@ class _Query:
     def rows(self, connection: Connection, ids: Any) -> Sequence[Row]:
         parameters = {**self.fixed, "ids": ids}
         arguments: Any = parameters if self.order is None else tuple(parameters[n] for n in self.order)
-        # exec_driver_sql keeps the engine's events (logging, query counts); the rows come straight from
-        # the driver's cursor, without building a SQLAlchemy Row for each.
-        result = connection.exec_driver_sql(self.sql, arguments)
-        try:
-            return result.cursor.fetchall()
-        finally:
-            result.close()
+        # Straight on the driver's cursor, without a SQLAlchemy Row for each row; statement counters still
+        # see it (`driver_rows`).
+        return driver_rows(connection, self.sql, arguments)
 
 
 @dataclass(frozen=True)
@@ -195,7 +192,7 @@ class ElementReader:
         self.type_value = [self.type_name]
         self._built: dict[str, _Statements] = {}
 
-    def read(self, db: Session, ids: Sequence[int]) -> list[dict[str, Any]]:
+    def read(self, db: Session | Connection, ids: Sequence[int]) -> list[dict[str, Any]]:
         """The JSON of `ids` (in that order; ids not of the type are skipped)."""
         out: list[dict[str, Any]] = []
         for batch in self.read_batches(db, chunks(list(dict.fromkeys(ids)), READ_BATCH), prefetch=False):
@@ -203,7 +200,7 @@ class ElementReader:
         return out
 
     def read_batches(
-        self, db: Session, batches: Iterable[Sequence[int]], *, prefetch: bool | None = None
+        self, db: Session | Connection, batches: Iterable[Sequence[int]], *, prefetch: bool | None = None
     ) -> Generator[list[dict[str, Any]], None, None]:
         """The JSON of each batch of ids (at most READ_BATCH, no repeats; in that order, ids not of the type
         skipped). `batches` may query `db` itself (a keyset page): it is only ever advanced where the rows
@@ -227,7 +224,11 @@ class ElementReader:
             return [rendered[i] for i in ids if i in rendered]
 
         if prefetch is None:
-            prefetch = db.get_bind().dialect.name != "sqlite"
+            prefetch = (
+                db.dialect.name != "sqlite"
+                if isinstance(db, Connection)
+                else db.get_bind().dialect.name != "sqlite"
+            )
         if not prefetch:
             while (fetched := fetch_next()) is not None:
                 yield ordered(fetched)
@@ -343,10 +344,11 @@ class ElementReader:
         )
         return _Statements(ids=ids, properties=properties, relation_encoders=relation_encoders, **compiled)
 
-    def fetch(self, db: Session, ids: Sequence[int]) -> Fetched:
+    def fetch(self, db: Session | Connection, ids: Sequence[int]) -> Fetched:
         """The driver rows of the elements among `ids` (at most one batch): the database half of a read,
-        which `render` turns into JSON without touching the database."""
-        connection = db.connection()
+        which `render` turns into JSON without touching the database. `db` may be a bare connection (GET
+        by id, which skips the ORM session)."""
+        connection = db if isinstance(db, Connection) else db.connection()
         statements = self._statements(connection.dialect)
         rows = statements.elements.rows(connection, statements.ids(ids))
         if not rows:
@@ -371,9 +373,9 @@ class ElementReader:
                     if row[1] in names and row[1] in attributable
                 }
             )
-            if relation_ids:
-                # One parameter whatever the number of relations (a JSON or array value, not a list).
-                relation_values = statements.relation_values.rows(connection, statements.ids(relation_ids))
+            # One parameter whatever the number of relations (a JSON or array value, not a list); run
+            # even for none, so that a view's reads cost the same number of statements whatever the data.
+            relation_values = statements.relation_values.rows(connection, statements.ids(relation_ids))
         return Fetched(statements, rows, children, values, relations, relation_values)
 
     def render(self, fetched: Fetched) -> dict[int, dict[str, Any]]:

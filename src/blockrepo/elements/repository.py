@@ -26,6 +26,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.orm import Session, aliased
+from sqlalchemy.sql.elements import BindParameter
 
 from blockrepo.access.models import User
 from blockrepo.elements.models import Element, ElementValue, Relation, RelationValue
@@ -132,26 +133,108 @@ def load_elements(
 _PARENT = aliased(Element, name="parent")
 _OTHER = aliased(Element, name="other")
 
+# The statements of a batched load, built once with expanding parameters: building and coercing a select
+# per call cost more than running it (an update loads its element twice, bench/hot_path.py). Values come
+# as columns, not mapped objects, so no identity map is filled.
+_IDS: BindParameter[Any] = bindparam("ids", expanding=True)
+_LOAD_ELEMENTS = (
+    select(
+        Element.id,
+        Element.name,
+        Element.description,
+        Element.parent_id,
+        _PARENT.name.label("parent_name"),
+        Element.position,
+        Element.revision,
+        Element.last_modified_at,
+        Element.last_modified_by,
+    )
+    .outerjoin(_PARENT, _PARENT.id == Element.parent_id)
+    .where(Element.id.in_(_IDS), Element.type_id == bindparam("type_id"))
+)
+_LOAD_CHILDREN = (
+    select(Element.parent_id, Element.id, Element.name)
+    .where(Element.parent_id.in_(_IDS))
+    .order_by(Element.parent_id, Element.position, Element.id)
+)
+_VALUE_COLUMNS = (
+    ElementValue.text_value,
+    ElementValue.number_value,
+    ElementValue.date_value,
+    ElementValue.date_end,
+    ElementValue.bool_value,
+    ElementValue.literal_id,
+)
+_LOAD_VALUES = (
+    select(ElementValue.element_id, ElementValue.attribute_id, *_VALUE_COLUMNS)
+    .where(
+        ElementValue.element_id.in_(_IDS),
+        ElementValue.attribute_id.in_(bindparam("attribute_ids", expanding=True)),
+    )
+    .order_by(ElementValue.element_id, ElementValue.attribute_id, ElementValue.position, ElementValue.id)
+)
+_RELATION_COLUMNS = (
+    Relation.id,
+    Relation.relation_type_id,
+    Relation.source_id,
+    Relation.target_id,
+    Relation.position,
+    _OTHER.name,
+)
+_LOAD_SOURCE_RELATIONS = (
+    select(*_RELATION_COLUMNS)
+    .join(_OTHER, _OTHER.id == Relation.target_id)
+    .where(
+        Relation.source_id.in_(_IDS),
+        Relation.relation_type_id.in_(bindparam("relation_type_ids", expanding=True)),
+    )
+    .order_by(Relation.source_id, Relation.relation_type_id, Relation.position, Relation.id)
+)
+_LOAD_TARGET_RELATIONS = (
+    select(*_RELATION_COLUMNS)
+    .join(_OTHER, _OTHER.id == Relation.source_id)
+    .where(
+        Relation.target_id.in_(_IDS),
+        Relation.relation_type_id.in_(bindparam("relation_type_ids", expanding=True)),
+    )
+    .order_by(Relation.target_id, Relation.relation_type_id, Relation.id)
+)
+_LOAD_RELATION_VALUES = (
+    select(
+        RelationValue.relation_id,
+        RelationValue.attribute_id,
+        RelationValue.text_value,
+        RelationValue.number_value,
+        RelationValue.date_value,
+        RelationValue.date_end,
+        RelationValue.bool_value,
+        RelationValue.literal_id,
+    )
+    .where(
+        RelationValue.relation_id.in_(
+            select(Relation.id).where(
+                or_(
+                    and_(
+                        Relation.source_id.in_(_IDS),
+                        Relation.relation_type_id.in_(bindparam("outgoing", expanding=True)),
+                    ),
+                    and_(
+                        Relation.target_id.in_(_IDS),
+                        Relation.relation_type_id.in_(bindparam("incoming", expanding=True)),
+                    ),
+                )
+            )
+        ),
+        RelationValue.attribute_id.in_(bindparam("attribute_ids", expanding=True)),
+    )
+    .order_by(RelationValue.relation_id, RelationValue.attribute_id, RelationValue.position, RelationValue.id)
+)
+
 
 def _load_chunk(
     db: Session, type_id: int, ids: Sequence[int], selection: Selection
 ) -> dict[int, LoadedElement]:
-    parent = _PARENT
-    rows = db.execute(
-        select(
-            Element.id,
-            Element.name,
-            Element.description,
-            Element.parent_id,
-            parent.name.label("parent_name"),
-            Element.position,
-            Element.revision,
-            Element.last_modified_at,
-            Element.last_modified_by,
-        )
-        .outerjoin(parent, parent.id == Element.parent_id)
-        .where(Element.id.in_(ids), Element.type_id == type_id)
-    )
+    rows = db.execute(_LOAD_ELEMENTS, {"ids": list(ids), "type_id": type_id})
     loaded = {
         r.id: LoadedElement(
             id=r.id,
@@ -171,20 +254,11 @@ def _load_chunk(
         return loaded
     found = list(loaded)
     if selection.children:
-        for row in db.execute(
-            select(Element.parent_id, Element.id, Element.name)
-            .where(Element.parent_id.in_(found))
-            .order_by(Element.parent_id, Element.position, Element.id)
-        ):
+        for row in db.execute(_LOAD_CHILDREN, {"ids": found}):
             loaded[row.parent_id].children.append((row.id, row.name))
     if selection.attribute_ids:
-        for r in db.execute(
-            select(ElementValue)
-            .where(ElementValue.element_id.in_(found), ElementValue.attribute_id.in_(selection.attribute_ids))
-            .order_by(
-                ElementValue.element_id, ElementValue.attribute_id, ElementValue.position, ElementValue.id
-            )
-        ).scalars():
+        parameters = {"ids": found, "attribute_ids": sorted(selection.attribute_ids)}
+        for r in db.execute(_LOAD_VALUES, parameters):
             loaded[r.element_id].values.setdefault(r.attribute_id, []).append(_typed(r))
     if selection.ends:
         _load_relations(db, loaded, found, selection)
@@ -200,39 +274,16 @@ def _load_relations(
     for element in loaded.values():
         for end in selection.ends:
             element.ends[end.name] = []
-    other = _OTHER
     if source_ends:
-        for r in db.execute(
-            select(
-                Relation.id,
-                Relation.relation_type_id,
-                Relation.source_id,
-                Relation.target_id,
-                Relation.position,
-                other.name,
-            )
-            .join(other, other.id == Relation.target_id)
-            .where(Relation.source_id.in_(ids), Relation.relation_type_id.in_(source_ends))
-            .order_by(Relation.source_id, Relation.relation_type_id, Relation.position, Relation.id)
-        ):
+        parameters = {"ids": ids, "relation_type_ids": sorted(source_ends)}
+        for r in db.execute(_LOAD_SOURCE_RELATIONS, parameters):
             item = LoadedRelation(r.id, r.target_id, r.name, r.position)
             loaded[r.source_id].ends[source_ends[r.relation_type_id].name].append(item)
             by_relation[r.id] = item
     if target_ends:
         # A target end has no order of its own: its values come in the order the relations were made.
-        for r in db.execute(
-            select(
-                Relation.id,
-                Relation.relation_type_id,
-                Relation.source_id,
-                Relation.target_id,
-                Relation.position,
-                other.name,
-            )
-            .join(other, other.id == Relation.source_id)
-            .where(Relation.target_id.in_(ids), Relation.relation_type_id.in_(target_ends))
-            .order_by(Relation.target_id, Relation.relation_type_id, Relation.id)
-        ):
+        parameters = {"ids": ids, "relation_type_ids": sorted(target_ends)}
+        for r in db.execute(_LOAD_TARGET_RELATIONS, parameters):
             item = LoadedRelation(r.id, r.source_id, r.name, r.position)
             loaded[r.target_id].ends[target_ends[r.relation_type_id].name].append(item)
             # A self relation can show up on both ends of one batch; its values belong to both.
@@ -249,22 +300,13 @@ def _load_relations(
     ]
     if not with_attributes_out and not with_attributes_in:
         return
-    relations = select(Relation.id).where(
-        or_(
-            and_(Relation.source_id.in_(ids), Relation.relation_type_id.in_(with_attributes_out)),
-            and_(Relation.target_id.in_(ids), Relation.relation_type_id.in_(with_attributes_in)),
-        )
-    )
-    for value in db.execute(
-        select(RelationValue)
-        .where(
-            RelationValue.relation_id.in_(relations),
-            RelationValue.attribute_id.in_(selection.relation_attribute_ids),
-        )
-        .order_by(
-            RelationValue.relation_id, RelationValue.attribute_id, RelationValue.position, RelationValue.id
-        )
-    ).scalars():
+    parameters = {
+        "ids": ids,
+        "outgoing": with_attributes_out,
+        "incoming": with_attributes_in,
+        "attribute_ids": sorted(selection.relation_attribute_ids),
+    }
+    for value in db.execute(_LOAD_RELATION_VALUES, parameters):
         target = by_relation.get(value.relation_id)
         if target is not None:
             target.values.setdefault(value.attribute_id, []).append(_typed(value))

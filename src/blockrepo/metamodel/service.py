@@ -75,6 +75,11 @@ class MetamodelCache:
         self._lock = threading.Lock()
         self._current: Metamodel | None = None
 
+    def current(self, revision: int) -> Metamodel | None:
+        """The snapshot of `revision` if it is the one held, without touching the database."""
+        current = self._current
+        return current if current is not None and current.revision == revision else None
+
     def get(self, db: Session, revision: int) -> Metamodel:
         current = self._current
         if current is not None and current.revision == revision:

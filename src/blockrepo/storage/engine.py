@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Dialect, Engine, Executable, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 
@@ -72,5 +75,87 @@ def build_engine(url: str, *, pool_size: int = 10) -> Engine:
     )
 
 
+def with_own_pool(engine: Engine, *, pool_size: int) -> Engine:
+    """An engine on the same database with a connection pool of its own; `before_cursor_execute`
+    listeners of `engine` (statement counters, logging) see its statements too. An in-memory SQLite
+    database exists once per engine, so there it is `engine` itself."""
+    if engine.dialect.name == "sqlite" and engine.url.database in (None, "", ":memory:"):
+        return engine
+    other = build_engine(engine.url.render_as_string(hide_password=False), pool_size=pool_size)
+
+    def forward(*arguments: Any) -> None:
+        for listener in engine.dispatch.before_cursor_execute:
+            listener(*arguments)
+
+    event.listen(other, "before_cursor_execute", forward)
+    return other
+
+
 def build_session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(bind=engine, expire_on_commit=False, autoflush=False)
+
+
+def driver_rows(connection: Connection, sql: str, arguments: Any) -> list[Any]:
+    """Run SQL text on the connection's DBAPI cursor and return the driver's rows: the hot path's reads.
+
+    `Connection.exec_driver_sql` costs about 15 µs a statement in SQLAlchemy's execution machinery (a
+    context, a result and its metadata) where SQLite answers a primary-key read in 2 µs. Listeners of
+    `before_cursor_execute` still see every statement (the statement-count tests rely on it), and driver
+    errors are raised as SQLAlchemy's (`OperationalError`, ...), as everywhere else."""
+    cursor = connection.connection.cursor()
+    try:
+        for listener in connection.dispatch.before_cursor_execute:
+            listener(connection, cursor, sql, arguments, None, False)
+        cursor.execute(sql, arguments)
+        return list(cursor.fetchall())
+    except connection.dialect.loaded_dbapi.Error as exc:
+        raise DBAPIError.instance(sql, arguments, exc, connection.dialect.loaded_dbapi.Error) from exc
+    finally:
+        cursor.close()
+
+
+@contextmanager
+def read_snapshot(connection: Connection) -> Iterator[None]:
+    """One read transaction for the `driver_rows` reads inside it, rolled back at the end: SQLite's driver
+    runs in autocommit (see `_configure_sqlite`), so without it each statement would see its own state of
+    the database; PostgreSQL's driver opens the transaction by itself at the first statement."""
+    if connection.dialect.name == "sqlite":
+        driver_rows(connection, "BEGIN", ())
+    try:
+        yield
+    finally:
+        connection.connection.rollback()
+
+
+class DriverStatement:
+    """A Core statement compiled once per dialect and run at the driver level (`driver_rows`).
+
+    `Connection.execute` of a prebuilt select still looks the statement up in SQLAlchemy's compiled cache,
+    builds a `Row` per row and runs the type processors, which costs more than SQLite needs to answer a
+    primary-key read. Here the SQL text is made once and the driver's plain tuples come back. Columns come
+    in the driver's form: on SQLite, time stamps are text and booleans integers."""
+
+    def __init__(self, statement: Executable) -> None:
+        self._statement = statement
+        # dialect name -> (SQL, parameter names in position order or None for named, fixed parameters)
+        self._compiled: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {}
+
+    def _sql(self, dialect: Dialect) -> tuple[str, tuple[str, ...] | None, dict[str, Any]]:
+        compiled = self._compiled.get(dialect.name)
+        if compiled is None:
+            done = self._statement.compile(dialect=dialect)  # type: ignore[attr-defined]
+            order = tuple(done.positiontup or ()) if done.positional else None
+            fixed = {name: bind.effective_value for name, bind in done.binds.items() if not bind.required}
+            compiled = self._compiled[dialect.name] = (done.string, order, fixed)
+        return compiled
+
+    def rows(self, connection: Connection, parameters: Mapping[str, Any]) -> list[Any]:
+        """The driver's rows; `parameters` names the statement's `bindparam`s (literals are fixed)."""
+        sql, order, fixed = self._sql(connection.dialect)
+        merged = {**fixed, **parameters}
+        arguments: Any = merged if order is None else tuple(merged[name] for name in order)
+        return driver_rows(connection, sql, arguments)
+
+    def first(self, connection: Connection, parameters: Mapping[str, Any]) -> Any | None:
+        rows = self.rows(connection, parameters)
+        return rows[0] if rows else None

@@ -1,0 +1,72 @@
+"""GET by id: one element as an actor sees it, through an `ElementReader` kept per actor and type.
+
+A reader holds the actor's view of the type and its statements compiled to SQL once; building both
+costs more than the database needs to answer the read. An entry belongs to the `Actor` and `Metamodel`
+objects it was built for, and the caches of those are keyed by revision (`repository_state`), so a
+metamodel or permission change made by any process gives new objects and a new reader on the next
+request: nothing is cached by time.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy.orm import Session
+
+from blockrepo.access.actor import Actor
+from blockrepo.elements.reader import ElementReader
+from blockrepo.elements.view import ElementView
+from blockrepo.errors import Forbidden, NotFound, UnknownType
+from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
+
+
+class ElementReaders:
+    """Readers per (actor, type); thread-safe, bounded (emptied when full: rebuilding one is cheap)."""
+
+    def __init__(self, max_entries: int = 1024) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[int, int], tuple[Actor, Metamodel, ElementReader]] = {}
+        self._max_entries = max_entries
+
+    def get(self, metamodel: Metamodel, actor: Actor, type_def: BlockTypeDef) -> ElementReader:
+        key = (id(actor), type_def.id)
+        entry = self._entries.get(key)
+        # The identity checks make an entry of an actor or metamodel that is gone (its id reused) a miss.
+        if entry is not None and entry[0] is actor and entry[1] is metamodel:
+            return entry[2]
+        reader = ElementReader(ElementView.build(metamodel, actor, type_def))
+        with self._lock:
+            if len(self._entries) >= self._max_entries:
+                self._entries.clear()
+            self._entries[key] = (actor, metamodel, reader)
+        return reader
+
+
+def readable_type(metamodel: Metamodel, actor: Actor, type_name: str) -> BlockTypeDef:
+    """The type, if the actor may read its elements (404 unknown type, 403 not readable)."""
+    type_def = metamodel.type_named(type_name)
+    if type_def is None:
+        raise UnknownType(f"there is no building block type {type_name!r}")
+    if not actor.can_type(type_def.id, "read"):
+        raise Forbidden(f"you may not read {type_name} elements")
+    return type_def
+
+
+def read_element(
+    db: Session | Connection,
+    metamodel: Metamodel,
+    actor: Actor,
+    readers: ElementReaders,
+    type_name: str,
+    element_id: int,
+) -> dict[str, Any]:
+    """The element JSON as `actor` may see it; a fixed number of statements (see `ElementReader.fetch`).
+
+    The dict shares its empty lists with other reads: serialize it, never change it."""
+    type_def = readable_type(metamodel, actor, type_name)
+    found = readers.get(metamodel, actor, type_def).read(db, [element_id])
+    if not found:
+        raise NotFound(f"there is no {type_name} with id {element_id}")
+    return found[0]

@@ -1,0 +1,227 @@
+"""The element hot path (issue 16): what one GET by id costs in SQL statements, Basic clients that never
+keep the cookie cost no write, and nothing the GET caches outlives a change made elsewhere."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import func, insert, select, update
+from starlette.testclient import TestClient
+
+from blockrepo.access.models import User, UserRole
+from blockrepo.app import create_app
+from blockrepo.auth.models import AuthSession
+from blockrepo.revisions.models import RepositoryState
+from blockrepo.settings import Settings
+from tests.api.auth_support import PROTECTED, bare_client, cookie_value, logged_in, session_headers
+from tests.conftest import ADMIN_PASSWORD, make_settings
+from tests.helpers import (
+    count_queries,
+    create_attribute,
+    create_role,
+    create_user,
+    engine_of,
+    session_of,
+)
+
+WRITES = ("INSERT", "UPDATE", "DELETE")
+
+
+@pytest.fixture
+def settings(database_url: str, auth_store: dict[str, str]) -> Settings:
+    return make_settings(database_url, **auth_store)
+
+
+@pytest.fixture
+def web(app: FastAPI) -> Iterator[TestClient]:
+    with bare_client(app) as client:
+        yield client
+
+
+def rich_and_bare(app: FastAPI, client: TestClient) -> tuple[int, int]:
+    """A business process with many values, children, relations with attributes on both ends, and one with
+    nothing but its name."""
+    create_attribute(app, "Tags", "text", types=["BusinessProcess"], multiple=True)
+    create_attribute(app, "Share", "number", relation_types=["BusinessProcess_InformationSystem"])
+    systems = [
+        client.post("/api/element/InformationSystem", json={"name": [f"IS{i}"]}).json()["id"][0]
+        for i in range(12)
+    ]
+    before = client.post("/api/element/BusinessProcess", json={"name": ["Before"]}).json()["id"][0]
+    rich = client.post(
+        "/api/element/BusinessProcess",
+        json={
+            "name": ["Rich"],
+            "description": ["many values and relations"],
+            "Tags": [f"t{i}" for i in range(30)],
+            "informationSystems": [{"id": s, "attributes": {"Share": [i]}} for i, s in enumerate(systems)],
+            "predecessors": [before],
+        },
+    ).json()["id"][0]
+    for i in range(5):
+        child = client.post("/api/element/BusinessProcess", json={"name": [f"Child {i}"], "parent": [rich]})
+        assert child.status_code == 201, child.text
+    client.post("/api/element/BusinessProcess", json={"name": ["After"], "predecessors": [rich]})
+    bare = client.post("/api/element/BusinessProcess", json={"name": ["Bare"]}).json()["id"][0]
+    return rich, bare
+
+
+def tables_read(statement: str) -> str:
+    """The first table a statement reads, or its verb (BEGIN)."""
+    words = statement.split()
+    if words[0] != "SELECT":
+        return words[0]
+    return words[words.index("FROM") + 1]
+
+
+def test_a_session_get_runs_a_fixed_small_number_of_statements(
+    app: FastAPI, client: TestClient, web: TestClient, auth_store: dict[str, str]
+) -> None:
+    """A GET by id with a session cookie runs, whatever the element holds:
+
+    - the session with its user's state, one join (with Redis: the user's state alone), because the
+      session and the account may have ended in another process;
+    - on SQLite a BEGIN: the element's statements read one snapshot;
+    - the acting user with the repository's revisions, one join: the cached metamodel, rights and reader
+      are keyed by those revisions, so a change made anywhere is seen by the next request;
+    - the element with its parent's name, its children, its values, the relations it is the source of,
+      those it is the target of, and the relations' values: one statement each, for any number of rows.
+
+    Nothing is written (the session's idle time stamp is written at most every touch interval)."""
+    rich, bare = rich_and_bare(app, client)
+    session_id, _ = logged_in(web)
+    headers = session_headers(session_id)
+    engine = engine_of(app)
+    assert web.get(f"/api/element/BusinessProcess/{bare}", headers=headers).status_code == 200  # warm caches
+    with count_queries(engine) as rich_count:
+        response = web.get(f"/api/element/BusinessProcess/{rich}", headers=headers)
+    assert response.status_code == 200
+    assert len(response.json()["Tags"]) == 30 and len(response.json()["informationSystems"]) == 12
+    assert len(response.json()["children"]) == 5 and response.json()["successors"] != []
+    with count_queries(engine) as bare_count:
+        assert web.get(f"/api/element/BusinessProcess/{bare}", headers=headers).status_code == 200
+    sqlite = engine.dialect.name == "sqlite"
+    expected = [
+        # Redis holds the session but not the account: its state is one primary-key read.
+        "app_user" if auth_store else "auth_session",
+        *(["BEGIN"] if sqlite else []),
+        "app_user",
+        "element",  # the element and its parent's name
+        "element",  # its children
+        "element_value",
+        "relation",  # as the source
+        "relation",  # as the target
+        "relation_value",
+    ]
+    assert [tables_read(s) for s in rich_count.statements] == expected, [
+        s[:60] for s in rich_count.statements
+    ]
+    assert [tables_read(s) for s in bare_count.statements] == expected
+
+
+def test_repeated_basic_gets_without_the_cookie_write_nothing(
+    app: FastAPI, client: TestClient, web: TestClient
+) -> None:
+    element = client.post("/api/element/BusinessProcess", json={"name": ["Order handling"]}).json()["id"][0]
+    url = f"/api/element/BusinessProcess/{element}"
+    assert web.get(url, auth=("system", ADMIN_PASSWORD)).status_code == 200  # the credentials are cached
+    with session_of(app) as db:
+        sessions_before = db.scalar(select(func.count()).select_from(AuthSession))
+    with count_queries(engine_of(app)) as counter:
+        cookies = set()
+        for _ in range(5):
+            response = web.get(url, auth=("system", ADMIN_PASSWORD))
+            assert response.status_code == 200
+            cookies.add(cookie_value(response, "JSESSIONID"))  # the contract: a session for credentials
+    assert len(cookies) == 5
+    assert not [s for s in counter.statements if s.split()[0] in WRITES]
+    with session_of(app) as db:
+        assert db.scalar(select(func.count()).select_from(AuthSession)) == sessions_before
+
+
+def test_the_cookie_of_a_basic_request_works_once_it_comes_back(web: TestClient) -> None:
+    response = web.get(PROTECTED, auth=("system", ADMIN_PASSWORD))
+    session_id = cookie_value(response, "JSESSIONID")
+    token = cookie_value(response, "XSRF-TOKEN")
+    assert web.get(PROTECTED, headers=session_headers(session_id)).status_code == 200
+    assert web.get(PROTECTED, headers=session_headers(session_id)).status_code == 200
+    # The token given with the cookie is the session's: a write with it passes CSRF.
+    created = web.post(
+        "/api/element/BusinessProcess",
+        json={"name": ["By cookie"]},
+        headers=session_headers(session_id, token),
+    )
+    assert created.status_code == 201, created.text
+
+
+def test_another_process_accepts_the_signed_cookie(database_url: str, auth_store: dict[str, str]) -> None:
+    first, second = (create_app(make_settings(database_url, **auth_store)) for _ in range(2))
+    try:
+        with bare_client(first) as one, bare_client(second) as other:
+            response = one.get(PROTECTED, auth=("system", ADMIN_PASSWORD))
+            assert response.status_code == 200
+            session_id = cookie_value(response, "JSESSIONID")
+            assert other.get(PROTECTED, headers=session_headers(session_id)).status_code == 200
+            assert one.get(PROTECTED, headers=session_headers(session_id)).status_code == 200
+    finally:
+        first.state.services.dispose()
+        second.state.services.dispose()
+
+
+@pytest.mark.parametrize("returned_first", [False, True])
+def test_logout_ends_a_signed_session_for_good(web: TestClient, returned_first: bool) -> None:
+    response = web.get(PROTECTED, auth=("system", ADMIN_PASSWORD))
+    session_id, token = cookie_value(response, "JSESSIONID"), cookie_value(response, "XSRF-TOKEN")
+    if returned_first:
+        assert web.get(PROTECTED, headers=session_headers(session_id)).status_code == 200
+    assert web.post("/j_service_logout", headers=session_headers(session_id, token)).status_code == 204
+    for _ in range(2):
+        assert web.get(PROTECTED, headers=session_headers(session_id)).status_code == 401
+
+
+def test_a_signed_cookie_of_a_changed_password_is_refused(app: FastAPI, web: TestClient) -> None:
+    create_user(app, "anna", "anna-password", roles=["Supervisor"])
+    response = web.get(PROTECTED, auth=("anna", "anna-password"))
+    session_id = cookie_value(response, "JSESSIONID")
+    with session_of(app) as db:
+        db.execute(
+            update(User).where(User.login == "anna").values(credentials_version=User.credentials_version + 1)
+        )
+    assert web.get(PROTECTED, headers=session_headers(session_id)).status_code == 401
+
+
+def test_a_forged_or_altered_cookie_is_no_session(web: TestClient) -> None:
+    response = web.get(PROTECTED, auth=("system", ADMIN_PASSWORD))
+    session_id = cookie_value(response, "JSESSIONID")
+    altered = session_id[:20] + ("A" if session_id[20] != "A" else "B") + session_id[21:]
+    assert web.get(PROTECTED, headers=session_headers(altered)).status_code == 401
+
+
+def test_permission_and_metamodel_changes_are_seen_by_the_next_get(app: FastAPI, client: TestClient) -> None:
+    element = client.post("/api/element/BusinessProcess", json={"name": ["Seen"]}).json()["id"][0]
+    role_id = create_role(app, "Readers", types={"BusinessProcess": ["read"]})
+    user_id = create_user(app, "rita", "rita-password")
+    url = f"/api/element/BusinessProcess/{element}"
+    with bare_client(app) as rita:
+        rita_session, _ = logged_in(rita, "rita", "rita-password")
+        headers = session_headers(rita_session)
+        assert rita.get(url, headers=headers).status_code == 403
+        assert rita.get(url, headers=headers).status_code == 403  # now cached: actor, metamodel
+        with session_of(app) as db:  # what the administration API does: the role, and a new access revision
+            db.execute(insert(UserRole).values(user_id=user_id, role_id=role_id))
+            db.execute(
+                update(RepositoryState)
+                .where(RepositoryState.id == 1)
+                .values(access_revision=RepositoryState.access_revision + 1)
+            )
+        assert rita.get(url, headers=headers).status_code == 200
+        assert "Costs" not in rita.get(url, headers=headers).json()  # cached: actor, metamodel, reader
+        create_attribute(app, "Costs", "number", types=["BusinessProcess"])
+        assert client.put(url, json={"Costs": [7]}).status_code == 200
+        assert rita.get(url, headers=headers).json()["Costs"] == [7]
+        with session_of(app) as db:
+            db.execute(update(User).where(User.login == "rita").values(enabled=False))
+        # Nothing else changes with it: the GET reads the account's state every time.
+        assert rita.get(url, headers=headers).status_code == 401
