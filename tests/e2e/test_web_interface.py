@@ -436,3 +436,39 @@ def test_create_with_relation_picker_and_delete_with_children(page: Page, api: h
     page.locator("h1", has_text="Business Process").wait_for()
     response = api.get("/api/massdata/BusinessProcess", params={"filter": '@name = "Returns handling"'})
     assert response.json()["items"] == []
+
+
+def test_editing_keeps_the_attributes_of_kept_relations(page: Page, api: httpx.Client) -> None:
+    created = api.post(
+        "/api/administration/attributes",
+        json={
+            "name": "Usage share",
+            "valueType": "text",
+            "types": [],
+            "relationTypes": ["BusinessProcess_InformationSystem"],
+        },
+    )
+    assert created.status_code in (200, 201), created.text
+    process = find(api, "BusinessProcess", "Order to cash")
+    kept, dropped = find(api, "InformationSystem", "ERP"), find(api, "InformationSystem", "Service Desk")
+    written = api.put(
+        f"/api/element/BusinessProcess/{process['id'][0]}",
+        json={
+            "informationSystems": [
+                {"id": kept["id"][0], "attributes": {"Usage share": ["most orders"]}},
+                {"id": dropped["id"][0]},
+            ]
+        },
+    )
+    assert written.status_code == 200, written.text
+
+    page.goto(f"/#/element/BusinessProcess/{process['id'][0]}/edit")
+    log_in(page)
+    systems = page.locator('[data-field="informationSystems"]')
+    systems.get_by_role("button", name="Remove Service Desk").click()
+    page.click("#save-element")
+    page.locator("h1", has_text="Order to cash").wait_for()
+    stored = api.get(f"/api/element/BusinessProcess/{process['id'][0]}").json()["informationSystems"]
+    assert [(s["name"], s.get("attributes", {}).get("Usage share")) for s in stored] == [
+        ("ERP", ["most orders"])
+    ]
