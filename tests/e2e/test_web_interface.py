@@ -472,3 +472,30 @@ def test_editing_keeps_the_attributes_of_kept_relations(page: Page, api: httpx.C
     assert [(s["name"], s.get("attributes", {}).get("Usage share")) for s in stored] == [
         ("ERP", ["most orders"])
     ]
+
+
+def test_history_pages_through_older_changes(page: Page, api: httpx.Client) -> None:
+    created = api.post("/api/element/BusinessProcess", json={"name": ["Paged history"]})
+    assert created.status_code in (200, 201), created.text
+    element_id = created.json()["id"][0]
+    for text in ("first", "second", "third"):
+        assert (
+            api.put(f"/api/element/BusinessProcess/{element_id}", json={"description": [text]}).status_code
+            == 200
+        )
+    # Pages of two changesets instead of 200, so that four changesets need two clicks.
+    page.route(
+        "**/api/history/**",
+        lambda route: route.continue_(url=re.sub(r"limit=\d+", "limit=2", route.request.url)),
+    )
+    page.goto(f"/#/history/BusinessProcess/{element_id}")
+    log_in(page)
+    changesets = page.locator("#history-list > li.changeset")
+    expect(changesets).to_have_count(2)
+    page.click("#history-older")
+    expect(changesets).to_have_count(4)
+    expect(page.locator("#history-older")).to_have_count(0)
+    revisions = [
+        int(r or 0) for r in changesets.evaluate_all("(rows) => rows.map((r) => r.dataset.revision)")
+    ]
+    assert revisions == sorted(revisions, reverse=True) and len(set(revisions)) == 4
