@@ -327,6 +327,20 @@ def test_diagrams_render_the_right_number_of_nodes(page: Page, api: httpx.Client
     svg = Path(download.value.path()).read_text()
     assert svg.startswith("<svg") and svg.count("<rect") >= len(systems)
     shoot(page, "11-information-flows")
+    # The keyboard alternative: every flow and system as a link reached by Tab, opened with Enter.
+    expect(page.locator("#flow-table tbody tr")).to_have_count(len(flows))
+    expect(page.locator("#flow-systems a")).to_have_count(len(systems))
+    first_system = page.locator("#flow-table tbody tr td a").first
+    name = first_system.inner_text()
+    for _ in range(200):
+        page.keyboard.press("Tab")
+        if first_system.evaluate("(link) => link === document.activeElement"):
+            break
+    else:
+        pytest.fail("Tab never reached the first system link of the flow table")
+    page.keyboard.press("Enter")
+    page.locator("h1", has_text=name).wait_for()
+    page.go_back()
 
     erp = api.get(f"/api/element/InformationSystem/{find(api, 'InformationSystem', 'ERP')['id'][0]}").json()
     types = {t["name"]: t for t in api.get("/api/metamodel").json()["types"]}
