@@ -327,6 +327,20 @@ def test_diagrams_render_the_right_number_of_nodes(page: Page, api: httpx.Client
     svg = Path(download.value.path()).read_text()
     assert svg.startswith("<svg") and svg.count("<rect") >= len(systems)
     shoot(page, "11-information-flows")
+    # The keyboard alternative: every flow and system as a link reached by Tab, opened with Enter.
+    expect(page.locator("#flow-table tbody tr")).to_have_count(len(flows))
+    expect(page.locator("#flow-systems a")).to_have_count(len(systems))
+    first_system = page.locator("#flow-table tbody tr td a").first
+    name = first_system.inner_text()
+    for _ in range(200):
+        page.keyboard.press("Tab")
+        if first_system.evaluate("(link) => link === document.activeElement"):
+            break
+    else:
+        pytest.fail("Tab never reached the first system link of the flow table")
+    page.keyboard.press("Enter")
+    page.locator("h1", has_text=name).wait_for()
+    page.go_back()
 
     erp = api.get(f"/api/element/InformationSystem/{find(api, 'InformationSystem', 'ERP')['id'][0]}").json()
     types = {t["name"]: t for t in api.get("/api/metamodel").json()["types"]}
@@ -436,3 +450,69 @@ def test_create_with_relation_picker_and_delete_with_children(page: Page, api: h
     page.locator("h1", has_text="Business Process").wait_for()
     response = api.get("/api/massdata/BusinessProcess", params={"filter": '@name = "Returns handling"'})
     assert response.json()["items"] == []
+
+
+def test_editing_keeps_the_attributes_of_kept_relations(page: Page, api: httpx.Client) -> None:
+    created = api.post(
+        "/api/administration/attributes",
+        json={
+            "name": "Usage share",
+            "valueType": "text",
+            "types": [],
+            "relationTypes": ["BusinessProcess_InformationSystem"],
+        },
+    )
+    assert created.status_code in (200, 201), created.text
+    # An element of its own: another test of the module deletes demo processes.
+    made = api.post("/api/element/BusinessProcess", json={"name": ["Relation attributes kept"]})
+    assert made.status_code in (200, 201), made.text
+    process = made.json()
+    kept, dropped = find(api, "InformationSystem", "ERP"), find(api, "InformationSystem", "Service Desk")
+    written = api.put(
+        f"/api/element/BusinessProcess/{process['id'][0]}",
+        json={
+            "informationSystems": [
+                {"id": kept["id"][0], "attributes": {"Usage share": ["most orders"]}},
+                {"id": dropped["id"][0]},
+            ]
+        },
+    )
+    assert written.status_code == 200, written.text
+
+    page.goto(f"/#/element/BusinessProcess/{process['id'][0]}/edit")
+    log_in(page)
+    systems = page.locator('[data-field="informationSystems"]')
+    systems.get_by_role("button", name="Remove Service Desk").click()
+    page.click("#save-element")
+    page.locator("#element-revision").wait_for()  # the element page, after the save
+    stored = api.get(f"/api/element/BusinessProcess/{process['id'][0]}").json()["informationSystems"]
+    assert [(s["name"], s.get("attributes", {}).get("Usage share")) for s in stored] == [
+        ("ERP", ["most orders"])
+    ]
+
+
+def test_history_pages_through_older_changes(page: Page, api: httpx.Client) -> None:
+    created = api.post("/api/element/BusinessProcess", json={"name": ["Paged history"]})
+    assert created.status_code in (200, 201), created.text
+    element_id = created.json()["id"][0]
+    for text in ("first", "second", "third"):
+        assert (
+            api.put(f"/api/element/BusinessProcess/{element_id}", json={"description": [text]}).status_code
+            == 200
+        )
+    # Pages of two changesets instead of 200, so that four changesets need two clicks.
+    page.route(
+        "**/api/history/**",
+        lambda route: route.continue_(url=re.sub(r"limit=\d+", "limit=2", route.request.url)),
+    )
+    page.goto(f"/#/history/BusinessProcess/{element_id}")
+    log_in(page)
+    changesets = page.locator("#history-list > li.changeset")
+    expect(changesets).to_have_count(2)
+    page.click("#history-older")
+    expect(changesets).to_have_count(4)
+    expect(page.locator("#history-older")).to_have_count(0)
+    revisions = [
+        int(r or 0) for r in changesets.evaluate_all("(rows) => rows.map((r) => r.dataset.revision)")
+    ]
+    assert revisions == sorted(revisions, reverse=True) and len(set(revisions)) == 4

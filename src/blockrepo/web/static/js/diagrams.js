@@ -129,6 +129,21 @@ function needsMassdata() {
   return hasFunction("MASSDATA") ? null : h("p", { class: "notice" }, "This diagram needs the MASSDATA permission.");
 }
 
+// The graph's content as links a keyboard or screen-reader user can reach by Tab: every flow and every system.
+function flowTable(systems, flows) {
+  const link = (type, ref) => h("a", { href: `#/element/${type}/${ref.id}` }, ref.name);
+  return h("section", { class: "panel", id: "flow-table", "aria-labelledby": "flow-table-title" },
+    h("h2", { id: "flow-table-title" }, "Flows as a table"),
+    h("table", { class: "changes" },
+      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "From"), h("th", { scope: "col" }, "Information flow"), h("th", { scope: "col" }, "To"))),
+      h("tbody", {}, flows.map((flow) => h("tr", { "data-flow": flow.id[0] },
+        h("td", {}, flow.sourceSystem?.length ? link("InformationSystem", flow.sourceSystem[0]) : "—"),
+        h("th", { scope: "row" }, link("InformationFlow", { id: flow.id[0], name: flow.name[0] })),
+        h("td", {}, flow.targetSystem?.length ? link("InformationSystem", flow.targetSystem[0]) : "—"))))),
+    h("h3", {}, "Information systems"),
+    h("ul", { class: "node-list", id: "flow-systems" }, systems.map((system) => h("li", {}, link("InformationSystem", { id: system.id[0], name: system.name[0] })))));
+}
+
 export async function renderFlows() {
   const head = h("div", { class: "page-head" }, h("div", {}, h("h1", {}, "Information flows"),
     h("p", { class: "muted" }, "Information systems and the information flows between them. Drag to arrange; click a system to open it.")));
@@ -147,7 +162,7 @@ export async function renderFlows() {
   cy.on("tap", "node", (event) => { location.hash = `#/element/InformationSystem/${event.target.data("elementId")}`; });
   const legend = h("ul", { class: "legend" }, Object.entries(STATUS_COLORS).map(([status, color]) => h("li", {}, h("span", { class: "swatch", style: `background:${color}` }), status)));
   const view = h("div", {}, h("div", { class: "page-head" }, head.firstChild, exportButtons("information-flows", () => graphSvg(cy), () => cy.png({ full: true, scale: 2, bg: "#fff", output: "blob" }))),
-    h("p", { class: "muted", id: "graph-summary" }, `${nodes.length} information systems, ${edges.length} information flows`), legend, h("div", { class: "panel flush" }, container));
+    h("p", { class: "muted", id: "graph-summary" }, `${nodes.length} information systems, ${edges.length} information flows`), legend, h("div", { class: "panel flush" }, container), flowTable(systems, flows));
   requestAnimationFrame(() => { cy.mount(container); runLayout(cy); cy.fit(undefined, 30); setCounts(container, cy); });
   return view;
 }

@@ -120,16 +120,18 @@ function changeCell(change, property) {
   return h("span", {}, h("span", { class: "old" }, show(change.old)), h("span", { class: "arrow", "aria-label": "changed to" }, " → "), h("span", { class: "new" }, show(change.new)));
 }
 
+const HISTORY_PAGE = 200;
+
 export async function renderHistory({ params }) {
   const [type, id] = params;
   const def = typeDef(type);
   const byName = new Map([...(def?.properties || []), ...(def?.relationEnds || [])].map((p) => [p.name, p]));
   const [{ data: history }, current] = await Promise.all([
-    get(`/api/history/${encodeURIComponent(type)}/${id}`, { limit: 200 }),
+    get(`/api/history/${encodeURIComponent(type)}/${id}`, { limit: HISTORY_PAGE }),
     get(elementPath(type, id)).catch((error) => (error instanceof ApiError && error.status === 404 ? null : Promise.reject(error))),
   ]);
   const name = current?.data.name?.[0] ?? history.items[0]?.name ?? `#${id}`;
-  const rows = history.items.map((changeset) => h("li", { class: "changeset", "data-revision": changeset.revision },
+  const row = (changeset) => h("li", { class: "changeset", "data-revision": changeset.revision },
     h("div", { class: "changeset-head" },
       h("span", { class: `op op-${changeset.operation}` }, changeset.operation),
       h("strong", {}, `Revision ${changeset.revision}`),
@@ -139,12 +141,32 @@ export async function renderHistory({ params }) {
     h("table", { class: "changes" },
       h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Property"), h("th", { scope: "col" }, "Old → new"))),
       h("tbody", {}, (changeset.changes || []).map((change) => h("tr", { "data-property": change.property },
-        h("th", { scope: "row" }, change.property), h("td", {}, changeCell(change, byName.get(change.property)))))))));
+        h("th", { scope: "row" }, change.property), h("td", {}, changeCell(change, byName.get(change.property))))))));
+  const rows = history.items.map(row);
+  const list = h("ol", { class: "history", id: "history-list" }, rows);
+  // One page holds HISTORY_PAGE changesets; older ones come page by page through the API's cursor.
+  let cursor = history.nextCursor;
+  const older = h("button", { type: "button", class: "button", id: "history-older" }, "Older changes");
+  older.addEventListener("click", async () => {
+    older.disabled = true;
+    try {
+      const { data } = await get(`/api/history/${encodeURIComponent(type)}/${id}`, { limit: HISTORY_PAGE, cursor });
+      const added = data.items.map(row);
+      list.append(...added);
+      cursor = data.nextCursor;
+      // The button's class sets its display, which would override the hidden attribute.
+      if (!cursor) older.remove();
+      added[0]?.querySelector("strong")?.setAttribute("tabindex", "-1");
+      added[0]?.querySelector("strong")?.focus();
+    } finally {
+      older.disabled = false;
+    }
+  });
   return h("div", {},
     h("div", { class: "page-head" }, h("div", {},
       h("p", { class: "crumbs" }, h("a", { href: "#/" }, "Landscape"), " / ", h("a", { href: `#/list/${encodeURIComponent(type)}` }, typeLabel(type)), " / ",
         h("a", { href: `#/element/${encodeURIComponent(type)}/${id}` }, name), " /"),
       h("h1", {}, `History of ${name}`))),
-    rows.length ? h("ol", { class: "history", id: "history-list" }, rows) : h("p", { class: "empty" }, "No recorded changes."));
+    rows.length ? h("div", {}, list, cursor ? older : null) : h("p", { class: "empty" }, "No recorded changes."));
 }
 

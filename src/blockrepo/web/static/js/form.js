@@ -74,7 +74,8 @@ function buildControl(property, values, id) {
 
 // A relation picker: the chosen elements as removable chips, a search box that finds candidates by name.
 function relationPicker(targetType, multiple, values, id, label) {
-  let chosen = (values || []).map((ref) => ({ id: ref.id, name: ref.name }));
+  // Attributes of a kept relation travel back unchanged: a PUT replaces the whole end, so omitting them erases them.
+  let chosen = (values || []).map((ref) => ({ id: ref.id, name: ref.name, attributes: ref.attributes }));
   const chips = h("ul", { class: "chips", "aria-label": `Chosen ${label}` });
   const results = h("ul", { class: "picker-results", role: "listbox", "aria-label": `Matching ${typeLabel(targetType)}` });
   const search = h("input", { id, type: "search", placeholder: `Find ${typeLabel(targetType)}…`, autocomplete: "off", "aria-controls": results.id });
@@ -108,7 +109,7 @@ function relationPicker(targetType, multiple, values, id, label) {
     }, 200);
   });
   draw();
-  return { node: h("div", { class: "picker" }, chips, search, results), read: () => chosen.map((ref) => ({ id: ref.id })) };
+  return { node: h("div", { class: "picker" }, chips, search, results), read: () => chosen.map((ref) => (ref.attributes ? { id: ref.id, attributes: ref.attributes } : { id: ref.id })) };
 }
 
 export async function renderEditor({ params, navigate }) {
