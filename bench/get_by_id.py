@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 import httpx
-from harness import WrkResult, free_port, parse_wrk, stop_process
+from harness import WrkResult, free_port, parse_wrk, print_wrk_table, stop_process
 
 PASSWORD = "bench-password"
 
@@ -131,32 +131,9 @@ def main() -> int:
         f"\nGET /api/element/BusinessProcess/{{id}} (demo data, SQLite), {os.cpu_count()} CPUs, "
         f"{args.duration} s per row; basic: the same credentials on every request, session: a cookie\n"
     )
-    columns = (
-        "workers",
-        "auth",
-        "conns",
-        "req/s",
-        "avg ms",
-        "p50 ms",
-        "p90 ms",
-        "p99 ms",
-        "requests",
-        "errors",
+    print_wrk_table(
+        [("workers", 7), ("auth", 7), ("conns", 5)], [((w, a, c), r) for w, a, c, r in rows], commands
     )
-    widths = (7, 7, 5, 9, 8, 8, 8, 8, 9, 6)
-    header = " ".join(f"{name:>{width}}" for name, width in zip(columns, widths, strict=True))
-    print(header)
-    print("-" * len(header))
-    for workers, auth, connections, r in rows:
-        lat = r.latency_ms
-        print(
-            f"{workers:>7} {auth:>7} {connections:>5} {r.requests_per_second:>9.0f} "
-            + " ".join(f"{lat.get(key, 0):>8.2f}" for key in ("avg", "50%", "90%", "99%"))
-            + f" {r.requests:>9} {r.errors:>6}"
-        )
-    print("\nwrk commands:")
-    for command in dict.fromkeys(commands):
-        print(f"  {command}")
     return 0
 
 

@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,3 +127,28 @@ def parse_wrk(output: str) -> WrkResult:
     if socket_errors:
         errors += sum(int(n) for n in socket_errors.groups())
     return WrkResult(float(rate.group(1)), latency, int(total.group(1)), errors)
+
+
+def print_wrk_table(
+    leading: Sequence[tuple[str, int]],
+    rows: Sequence[tuple[tuple[object, ...], WrkResult]],
+    commands: Sequence[str],
+) -> None:
+    """wrk results, one row each: the caller's leading columns (name, width), then rate, latencies, counts;
+    then every distinct wrk command, so a figure can be reproduced."""
+    columns = (*leading, ("req/s", 9), ("avg ms", 8), ("p50 ms", 8), ("p90 ms", 8), ("p99 ms", 8))
+    columns += (("requests", 9), ("errors", 6))
+    header = " ".join(f"{name:>{width}}" for name, width in columns)
+    print(header)
+    print("-" * len(header))
+    for values, r in rows:
+        lat = r.latency_ms
+        print(
+            " ".join(f"{value!s:>{width}}" for value, (_, width) in zip(values, leading, strict=True))
+            + f" {r.requests_per_second:>9.0f} "
+            + " ".join(f"{lat.get(key, 0):>8.2f}" for key in ("avg", "50%", "90%", "99%"))
+            + f" {r.requests:>9} {r.errors:>6}"
+        )
+    print("\nwrk commands:")
+    for command in dict.fromkeys(commands):
+        print(f"  {command}")

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import httpx
-from harness import WrkResult, free_port, parse_wrk, scratch_database, stop_process
+from harness import WrkResult, free_port, parse_wrk, print_wrk_table, scratch_database, stop_process
 
 PASSWORD = "bench-password"
 ATTRIBUTE = "Probe"
@@ -137,21 +137,7 @@ def main() -> int:
         f"\nPATCH /api/element/InformationSystem/{{id}} ({args.elements} elements round robin, {backend}), "
         f"{os.cpu_count()} CPUs, {args.duration} s per row\n"
     )
-    columns = ("workers", "conns", "req/s", "avg ms", "p50 ms", "p90 ms", "p99 ms", "requests", "errors")
-    widths = (7, 5, 9, 8, 8, 8, 8, 9, 6)
-    header = " ".join(f"{name:>{width}}" for name, width in zip(columns, widths, strict=True))
-    print(header)
-    print("-" * len(header))
-    for workers, connections, r in rows:
-        lat = r.latency_ms
-        print(
-            f"{workers:>7} {connections:>5} {r.requests_per_second:>9.0f} "
-            + " ".join(f"{lat.get(key, 0):>8.2f}" for key in ("avg", "50%", "90%", "99%"))
-            + f" {r.requests:>9} {r.errors:>6}"
-        )
-    print("\nwrk commands:")
-    for command in dict.fromkeys(commands):
-        print(f"  {command}")
+    print_wrk_table([("workers", 7), ("conns", 5)], [((w, c), r) for w, c, r in rows], commands)
     return 0
 
 
