@@ -88,7 +88,7 @@ def _write_one(
         _raise_failure(item)
     assert item.draft is not None
     with concurrent_change_guard(item.draft.name):
-        written = core.persist(writer, type_def, items, items, loaded=True)
+        written = core.persist(writer, type_def, items, loaded=True)
     written_id = item.written_id
     assert written_id is not None
     return ElementView.build(writer.metamodel, writer.actor, type_def).render(written[written_id])

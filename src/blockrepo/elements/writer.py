@@ -25,8 +25,8 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.elements import repository
-from blockrepo.elements.reader import ElementReader
-from blockrepo.elements.repository import LoadedElement, NewRelation
+from blockrepo.elements.reader import READ_BATCH, ElementReader
+from blockrepo.elements.repository import LoadedElement, NewRelation, chunks
 from blockrepo.elements.validation import (
     ElementDraft,
     EndEntry,
@@ -67,7 +67,8 @@ class WriteItem:
     status: int | None = None  # set once the item failed
     errors: list[ErrorItem] = field(default_factory=list)
     conflicting_id: int | None = None  # the element that already has the item's name (409)
-    pending: list[tuple[Reference, int]] = field(default_factory=list)  # refs to elements of earlier items
+    # References to elements that other items of the write create, with the item that creates each.
+    pending: list[tuple[Reference, WriteItem]] = field(default_factory=list)
     aside_ends: dict[str, list[EndEntry]] = field(default_factory=dict)
     aside_parent: Reference | None = None
     new_id: int | None = None
@@ -93,23 +94,51 @@ class WriteItem:
 # --- validation ----------------------------------------------------------------------------------------
 
 
+@dataclass
+class TypeItems:
+    """The items of one type in a write that spans several types (an import writes every type of its
+    file at once)."""
+
+    type_def: BlockTypeDef
+    items: list[WriteItem]
+
+
 def validate(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -> None:
     """Parse and check every item that has not failed yet; an item with a problem is marked failed (403
-    when it writes what the actor may not, 400 for an invalid body, 409 for a name taken)."""
-    _parse(writer, type_def, items)
-    drafts = [item.draft for item in items if item.draft is not None]
+    when it writes what the actor may not, 400 for an invalid body, 409 for a name taken). A reference by
+    name may name an element that an earlier item creates."""
+    validate_types(writer, [TypeItems(type_def, list(items))])
+
+
+def validate_types(writer: Writer, groups: Sequence[TypeItems], *, forward: bool = False) -> None:
+    """`validate` for the items of several types as one write, with the same number of statements as for
+    one type. With `forward`, a reference by name may name an element that any item of the write creates,
+    of any type, listed before or after it (an import's file); else only one an earlier item of the same
+    type creates (a bulk write)."""
+    for group in groups:
+        _parse(writer, group.type_def, group.items)
+    creators: dict[tuple[int, str], WriteItem] = {}
+    if forward:
+        for group in groups:
+            for item in group.items:
+                if item.draft is not None and item.draft.creating and item.draft.name is not None:
+                    creators.setdefault((group.type_def.id, item.draft.name), item)
+    for group in groups:
+        _set_aside(group.type_def, group.items, creators, forward=forward)
+    drafts = [item.draft for group in groups for item in group.items if item.draft is not None]
     resolve_references(writer.db, writer.metamodel, drafts)
     check_partners(writer.db, drafts)
-    for item in items:
-        _restore(item)
-    _check_across_items(writer, type_def, items)
-    _decide(writer, type_def, items)
+    for group in groups:
+        for item in group.items:
+            _restore(item)
+    for group in groups:
+        _check_across_items(writer, group.type_def, group.items)
+    for group in groups:
+        _decide(writer, group.type_def, group.items)
 
 
 def _parse(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -> None:
-    """Parse every body; set aside references to elements that earlier items create (they resolve once
-    those exist), so that the rest resolve against the database in one go."""
-    creators: dict[str, int] = {}
+    """Parse every body into a draft (403 at once for what the actor may not write)."""
     for item in items:
         if item.failed or item.body is None:
             continue
@@ -119,15 +148,33 @@ def _parse(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -
             continue
         item.draft = draft
 
-        def earlier(reference: Reference) -> int | None:
-            if reference.id is not None or reference.type_id != type_def.id or reference.name is None:
+
+def _set_aside(
+    type_def: BlockTypeDef,
+    items: Sequence[WriteItem],
+    creators: dict[tuple[int, str], WriteItem],
+    *,
+    forward: bool,
+) -> None:
+    """Set aside references to elements that items of this write create (they resolve once those
+    exist), so that the rest resolve against the database in one go. Without `forward`, `creators` is
+    filled here in item order, so only earlier items count."""
+    for item in items:
+        draft = item.draft
+        if item.failed or draft is None:
+            continue
+
+        def creator_of(reference: Reference) -> WriteItem | None:
+            if reference.id is not None or reference.name is None:
                 return None
-            return creators.get(reference.name)
+            if not forward and reference.type_id != type_def.id:
+                return None
+            return creators.get((reference.type_id, reference.name))
 
         for end_name, entries in draft.ends.items():
             kept = []
             for entry in entries:
-                creator = earlier(entry.reference)
+                creator = creator_of(entry.reference)
                 if creator is None:
                     kept.append(entry)
                 else:
@@ -135,12 +182,12 @@ def _parse(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -
             if len(kept) != len(entries):
                 item.aside_ends[end_name] = entries
                 draft.ends[end_name] = kept
-        if draft.parent is not None and (creator := earlier(draft.parent)) is not None:
+        if draft.parent is not None and (creator := creator_of(draft.parent)) is not None:
             item.pending.append((draft.parent, creator))
             item.aside_parent = draft.parent
             draft.parent = None
-        if draft.creating and draft.name is not None:
-            creators.setdefault(draft.name, item.index)
+        if not forward and draft.creating and draft.name is not None:
+            creators.setdefault((type_def.id, draft.name), item)
 
 
 def _restore(item: WriteItem) -> None:
@@ -154,7 +201,7 @@ def _restore(item: WriteItem) -> None:
 
 
 def _pending_keys(item: WriteItem) -> dict[int, NewKey]:
-    return {id(reference): ("new", creator) for reference, creator in item.pending}
+    return {id(reference): ("new", creator.index) for reference, creator in item.pending}
 
 
 def _key_of(reference: Reference, pending: dict[int, NewKey]) -> int | NewKey | None:
@@ -213,7 +260,12 @@ def _check_across_items(writer: Writer, type_def: BlockTypeDef, items: Sequence[
             assert item.element_id is not None
             moves[item.element_id] = parent
             movers.append(item)
-    if not movers:
+    # A created element can close a cycle only when its parent is created by the write as well (an
+    # import may list a parent after its child).
+    checked = movers + [
+        item for item in items if item.creating and isinstance(new_parents.get(("new", item.index)), tuple)
+    ]
+    if not checked:
         return
     starts = [p for p in (*new_parents.values(), *moves.values()) if isinstance(p, int)]
     stored = repository.parent_chains(writer.db, starts)
@@ -223,11 +275,11 @@ def _check_across_items(writer: Writer, type_def: BlockTypeDef, items: Sequence[
             return new_parents.get(key)
         return moves[key] if key in moves else stored.get(key)
 
-    mover_ids: list[int | NewKey] = [item.element_id for item in movers if item.element_id is not None]
-    looped = loops(mover_ids, parent_of)
-    for item in movers:
-        assert item.draft is not None and item.element_id is not None
-        if looped.get(item.element_id) == item.element_id:
+    looped = loops([_holder_key(item) for item in checked], parent_of)
+    for item in checked:
+        assert item.draft is not None
+        key = _holder_key(item)
+        if looped.get(key) == key:
             reference = item.aside_parent or item.draft.parent
             item.draft.error(
                 reference.pointer if reference else "/parent",
@@ -270,7 +322,7 @@ def _decide(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) 
         if draft.errors:
             item.fail(400, draft.errors)
             continue
-        broken = [(reference, creator) for reference, creator in item.pending if items[creator].failed]
+        broken = [(reference, creator) for reference, creator in item.pending if creator.failed]
         if broken:
             item.fail(
                 400,
@@ -278,7 +330,7 @@ def _decide(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) 
                     ErrorItem(
                         reference.pointer,
                         "failed_dependency",
-                        f"{reference.name!r} was to be created by element {creator}, which failed",
+                        f"{reference.name!r} was to be created by element {creator.index}, which failed",
                     )
                     for reference, creator in broken
                 ],
@@ -327,6 +379,17 @@ class UpdatePlan:
     positions: dict[int, int] = field(default_factory=dict)
     relation_values: dict[int, dict[int, list[TypedValue]]] = field(default_factory=dict)
     touched: set[int] = field(default_factory=set)
+
+    @property
+    def reorders_only(self) -> bool:
+        """Only relation lists of the source's side are put in another order."""
+        return bool(self.positions) and not (
+            self.element_fields
+            or self.values
+            or self.remove_relations
+            or self.add_relations
+            or self.relation_values
+        )
 
     @property
     def empty(self) -> bool:
@@ -389,69 +452,159 @@ def plan_update(draft: ElementDraft, before: LoadedElement) -> UpdatePlan:
 # --- persistence ---------------------------------------------------------------------------------------
 
 
+@dataclass
+class Written:
+    """What a write did, for its caller's answer."""
+
+    loaded: dict[int, LoadedElement] = field(default_factory=dict)  # with `loaded`: each item's element now
+    changed: set[int] = field(default_factory=set)  # updated elements that changed (each has its record)
+    mirrored: set[int] = field(default_factory=set)  # other elements whose relations or children changed
+
+
 def persist(
-    writer: Writer,
-    type_def: BlockTypeDef,
-    items: Sequence[WriteItem],
-    good: Sequence[WriteItem],
-    *,
-    loaded: bool = False,
+    writer: Writer, type_def: BlockTypeDef, good: Sequence[WriteItem], *, loaded: bool = False
 ) -> dict[int, LoadedElement]:
-    """Write the items that passed (`good`, a part of `items`, which pending references index) and record
-    their history. With `loaded`, returns every good item's element as it is now (all properties, the form
-    the element API renders for its caller); else nothing (an empty dict)."""
+    """Write the items that passed validation (`good`) and record their history. With `loaded`, returns
+    every good item's element as it is now (all properties, the form the element API renders for its
+    caller); else nothing (an empty dict)."""
+    return persist_types(writer, [TypeItems(type_def, list(good))], loaded=loaded).loaded
+
+
+def persist_types(
+    writer: Writer,
+    groups: Sequence[TypeItems],
+    *,
+    deletions: Sequence[tuple[BlockTypeDef, Sequence[int]]] = (),
+    order_counts: bool = True,
+    loaded: bool = False,
+) -> Written:
+    """Write the good items of several types and delete `deletions` (per type, parents before children)
+    as one write, and record it: every created, changed and deleted element once, and each element at the
+    other end of what changed one mirrored changeset. The rows of every created element are inserted
+    before any value or relation, so that items of any type may refer to each other. With `order_counts`
+    false (an import), a relation list given in another order is written in that order but is no change:
+    an element whose lists were only reordered keeps its revision and gets no record."""
     db = writer.db
-    full = ElementView.build(writer.metamodel, None, type_def)
-    creates = [item for item in good if item.creating]
-    updates = [item for item in good if not item.creating]
-    # Before any write: the state the updates change (creates may add relations to these elements).
-    before = repository.load_elements(db, type_def.id, [u.element_id or 0 for u in updates], full.selection)
+    views = {group.type_def.id: ElementView.build(writer.metamodel, None, group.type_def) for group in groups}
+    for type_def, _ in deletions:
+        if type_def.id not in views:
+            views[type_def.id] = ElementView.build(writer.metamodel, None, type_def)
+    creates = {group.type_def.id: [item for item in group.items if item.creating] for group in groups}
+    updates = {group.type_def.id: [item for item in group.items if not item.creating] for group in groups}
+    # Before any write: the state the updates change (creates may add relations to these elements), and
+    # the last state of what is deleted.
+    before = {
+        type_id: repository.load_elements(
+            db, type_id, [item.element_id or 0 for item in items], views[type_id].selection
+        )
+        for type_id, items in updates.items()
+    }
+    gone: list[tuple[BlockTypeDef, int, dict[str, Any]]] = []
+    for type_def, ids in deletions:
+        view = views[type_def.id]
+        last = repository.load_elements(db, type_def.id, ids, view.selection)
+        gone += [(type_def, element_id, view.render(last[element_id])) for element_id in ids]
     touched: set[int] = set()
     inserted: set[tuple[int, int, int]] = set()
-    _insert_creates(writer, type_def, creates, items, touched, inserted)
-    changed = _apply_updates(writer, type_def, updates, before, touched, inserted)
-    written = [item.new_id for item in creates if item.new_id is not None]
-    written += [item.element_id for item in changed if item.element_id is not None]
-    # What was written, rendered for history: the column-oriented reader gives the same JSON as
-    # `full.render` of a loaded element at a fraction of the cost for the thousands of a bulk write; one
-    # element is loaded, since the caller renders its answer from it.
-    loaded_after = repository.load_elements(db, type_def.id, written, full.selection) if loaded else {}
-    after = (
-        {element_id: full.render(element) for element_id, element in loaded_after.items()}
-        if loaded
-        else {element["id"][0]: element for element in ElementReader(full).read(db, written)}
-    )
-    mirror = NeighbourMirror(set(written))
-    for item in creates:
-        assert item.new_id is not None
-        rendered = after[item.new_id]
-        writer.changes.element_created(type_def.name, item.new_id, rendered)
-        mirror.add(type_def, item.new_id, None, rendered)
-    for item in changed:
-        assert item.element_id is not None
-        old, new = full.render(before[item.element_id]), after[item.element_id]
-        writer.changes.element(
-            "updated",
-            type_name=type_def.name,
-            element_id=item.element_id,
-            element_name=new["name"][0],
-            changes=diff_elements(type_def, old, new),
+    for group in groups:
+        _insert_elements(writer, group.type_def, creates[group.type_def.id], touched)
+    for group in groups:
+        _resolve_pending(group.items)
+    for group in groups:
+        _insert_contents(writer, group.type_def, creates[group.type_def.id], touched, inserted)
+    changed = {
+        group.type_def.id: _apply_updates(
+            writer,
+            group.type_def,
+            updates[group.type_def.id],
+            before[group.type_def.id],
+            touched,
+            inserted,
+            order_counts=order_counts,
         )
-        mirror.add(type_def, item.element_id, old, new)
-    mirror.record(db, writer.changes, writer.actor.login)
-    return {**before, **loaded_after} if loaded else {}
+        for group in groups
+    }
+    for _, ids in deletions:
+        repository.delete_elements(db, ids)
+    return _record(writer, groups, views, creates, changed, before, gone, order_counts, loaded)
 
 
-def _insert_creates(
+def _record(
     writer: Writer,
-    type_def: BlockTypeDef,
-    creates: Sequence[WriteItem],
-    items: Sequence[WriteItem],
-    touched: set[int],
-    inserted: set[tuple[int, int, int]],
+    groups: Sequence[TypeItems],
+    views: dict[int, ElementView],
+    creates: dict[int, list[WriteItem]],
+    changed: dict[int, list[WriteItem]],
+    before: dict[int, dict[int, LoadedElement]],
+    gone: list[tuple[BlockTypeDef, int, dict[str, Any]]],
+    order_counts: bool,
+    loaded: bool,
+) -> Written:
+    """History of a write: the written elements are read back (a batch at a time, so that a large import
+    never holds every element's JSON at once) and recorded as created or as the diff of before and after;
+    the deleted ones as deleted; then what the neighbours saw."""
+    db, changes = writer.db, writer.changes
+    result = Written()
+    new_ids = {t: [item.new_id for item in items if item.new_id is not None] for t, items in creates.items()}
+    changed_ids = {t: [item.element_id for item in items if item.element_id] for t, items in changed.items()}
+    skip = {i for ids in (*new_ids.values(), *changed_ids.values()) for i in ids}
+    mirror = NeighbourMirror(skip | {element_id for _, element_id, _ in gone})
+    unchanged: list[LoadedElement] = []
+    for group in groups:
+        type_def, full = group.type_def, views[group.type_def.id]
+        ids = new_ids[type_def.id] + changed_ids[type_def.id]
+        old_elements = before[type_def.id]
+        # What was written, rendered for history: the column-oriented reader gives the same JSON as
+        # `full.render` of a loaded element at a fraction of the cost for thousands; one element is
+        # loaded, since the caller renders its answer from it.
+        batches: Iterable[list[dict[str, Any]]]
+        if loaded:
+            now = repository.load_elements(db, type_def.id, ids, full.selection)
+            result.loaded.update(old_elements)
+            result.loaded.update(now)
+            batches = [[full.render(now[element_id]) for element_id in ids]]
+        else:
+            batches = ElementReader(full).read_batches(db, chunks(ids, READ_BATCH))
+        for batch in batches:
+            for element in batch:
+                element_id = element["id"][0]
+                old_element = old_elements.get(element_id)
+                if old_element is None:
+                    changes.element_created(type_def.name, element_id, element)
+                    mirror.add(type_def, element_id, None, element)
+                    continue
+                old = full.render(old_element)
+                diff = diff_elements(type_def, old, element, order_counts=order_counts)
+                if not diff:
+                    unchanged.append(old_element)
+                    continue
+                changes.element(
+                    "updated",
+                    type_name=type_def.name,
+                    element_id=element_id,
+                    element_name=element["name"][0],
+                    changes=diff,
+                )
+                result.changed.add(element_id)
+                mirror.add(type_def, element_id, old, element)
+    for type_def, element_id, last in gone:
+        changes.element_deleted(type_def.name, element_id, last)
+        mirror.add(type_def, element_id, last, None)
+    # An element rewritten without a change anyone can see keeps its revision and stamps.
+    repository.restore_stamps(
+        db, [(e.id, e.revision, e.last_modified_at, e.last_modified_by) for e in unchanged]
+    )
+    mirror.record(db, changes, writer.actor.login)
+    result.mirrored = set(mirror.mirrored)
+    return result
+
+
+def _insert_elements(
+    writer: Writer, type_def: BlockTypeDef, creates: Sequence[WriteItem], touched: set[int]
 ) -> None:
+    """The element rows of the created items, in item order, each last among its siblings; sets their
+    `new_id`. Parents created by the write itself are set by `_insert_contents`."""
     if not creates:
-        _resolve_pending(items)
         return
     db, now, login = writer.db, writer.changes.now, writer.actor.login
     stored_parents = {
@@ -470,7 +623,8 @@ def _insert_creates(
         assert draft is not None and draft.name is not None
         parent: int | NewKey | None = None
         if item.aside_parent is not None:
-            parent = ("new", next(c for r, c in item.pending if r is item.aside_parent))
+            creator = next(c for r, c in item.pending if r is item.aside_parent)
+            parent = ("new", creator.index)
         elif draft.parent is not None:
             parent = draft.parent.resolved_id
         # A new child goes last among its siblings.
@@ -498,7 +652,20 @@ def _insert_creates(
     for item in creates:
         assert item.draft is not None and item.draft.name is not None
         item.new_id = ids[item.draft.name]
-    _resolve_pending(items)
+
+
+def _insert_contents(
+    writer: Writer,
+    type_def: BlockTypeDef,
+    creates: Sequence[WriteItem],
+    touched: set[int],
+    inserted: set[tuple[int, int, int]],
+) -> None:
+    """Parents created by the write, values and relations of the created items (every element row of
+    the write exists by now)."""
+    if not creates:
+        return
+    db = writer.db
     repository.set_parents(
         db,
         {
@@ -538,14 +705,13 @@ def _insert_creates(
 
 
 def _resolve_pending(items: Sequence[WriteItem]) -> None:
-    """References to elements created by earlier items point at their new ids now."""
+    """References to elements created by other items point at their new ids now."""
     for item in items:
         if item.failed:
             continue
         for reference, creator in item.pending:
-            source = items[creator]
-            assert source.draft is not None
-            reference.resolved_id, reference.resolved_name = source.new_id, source.draft.name
+            assert creator.draft is not None
+            reference.resolved_id, reference.resolved_name = creator.new_id, creator.draft.name
 
 
 def _apply_updates(
@@ -555,22 +721,30 @@ def _apply_updates(
     before: dict[int, LoadedElement],
     touched: set[int],
     inserted: set[tuple[int, int, int]],
+    *,
+    order_counts: bool = True,
 ) -> list[WriteItem]:
-    """Apply each update's plan in batches; returns the items that changed something."""
+    """Apply each update's plan in batches; returns the items that changed something. Without
+    `order_counts`, a plan that only reorders relation lists is written but not counted."""
     db, now, login = writer.db, writer.changes.now, writer.actor.login
     plans = []
+    reordered: dict[int, int] = {}
     for item in updates:
         assert item.draft is not None and item.element_id is not None
         plan = plan_update(item.draft, before[item.element_id])
-        if not plan.empty:
-            plans.append((item, plan))
+        if plan.empty:
+            continue
+        if not order_counts and plan.reorders_only:
+            reordered.update(plan.positions)
+            continue
+        plans.append((item, plan))
     if not plans:
+        repository.set_relation_positions(db, reordered)
         return []
     moved_to = {plan.element_fields.get("parent_id") for _, plan in plans if plan.move}
     positions = repository.last_child_positions(db, type_def.id, moved_to)
     rows = []
     removed: list[int] = []
-    reordered: dict[int, int] = {}
     relation_values: dict[int, dict[int, list[Any]]] = {}
     relations: list[NewRelation] = []
     value_pairs: list[tuple[int, int]] = []
@@ -629,15 +803,7 @@ def delete(writer: Writer, type_def: BlockTypeDef, ids: Sequence[int]) -> None:
     """Delete elements of one type (`ids` lists parents before their children) with their values and
     relations; each gets a "deleted" record, and each element at the other end of their relations (and a
     surviving parent) one mirrored change and a new revision."""
-    full = ElementView.build(writer.metamodel, None, type_def)
-    loaded = repository.load_elements(writer.db, type_def.id, ids, full.selection)
-    mirror = NeighbourMirror(set(ids))
-    for element_id in ids:
-        rendered = full.render(loaded[element_id])
-        writer.changes.element_deleted(type_def.name, element_id, rendered)
-        mirror.add(type_def, element_id, rendered, None)
-    repository.delete_elements(writer.db, ids)
-    mirror.record(writer.db, writer.changes, writer.actor.login)
+    persist_types(writer, [], deletions=[(type_def, ids)])
 
 
 # --- history -------------------------------------------------------------------------------------------
