@@ -1,18 +1,20 @@
-"""The one element write core: validates, plans, writes, diffs and records 1..n elements of one type.
+"""The one element write core: validates, plans, writes, diffs and records 1..n elements of 1..n types.
 
-Every element write goes through here: the element API calls it with one item, bulk writes with many,
-the importer and the metamodel edits use its diff, history and neighbour parts. Order of work, with a
-fixed number of statements per chunk of items rather than per item:
-1. `validate`: `parse_body` per item; references to elements created by earlier items (`{"name": …}`)
-   are set aside, every other reference is resolved at once (`resolve_references`, `check_partners`);
-   then the rules across items: hierarchy cycles, single-valued partners claimed twice, names (against
-   the database and the other items), items depending on a failed item;
-2. `persist`: creates as one executemany, their ids looked up by name, values and relations in
-   executemany batches; updates: each item's `plan_update` applied in batches;
-3. history: written elements are re-read and recorded (created, or the diff of before and after); the
-   elements at the other end of changed relations and parents get one mirrored changeset each and a new
-   revision (`NeighbourMirror`).
-`delete` loads, records and deletes a list of elements, and mirrors what their neighbours lost.
+Every element write goes through here: the element API calls it with one item, bulk writes with many
+of one type, the importer with the records of every type of its file (`validate_types`,
+`persist_types`); metamodel edits use its diff and history parts. Order of work, with a fixed number of
+statements per chunk of items rather than per item:
+1. `validate`: `parse_body` per item; references to elements that other items create (`{"name": …}`:
+   earlier items of the type, or with `forward` any item of the write) are set aside, every other
+   reference is resolved at once (`resolve_references`, `check_partners`); then the rules across items:
+   hierarchy cycles, single-valued partners claimed twice, names (against the database and the other
+   items), items depending on a failed item;
+2. `persist`: the rows of created elements as one executemany per type, their ids looked up by name,
+   then values and relations in executemany batches; updates: each item's `plan_update` applied in
+   batches; deletions last;
+3. history: written elements are re-read a batch at a time and recorded (created, or the diff of before
+   and after), deleted ones from their last state; the elements at the other end of changed relations
+   and parents get one mirrored changeset each and a new revision (`NeighbourMirror`).
 """
 
 from __future__ import annotations
