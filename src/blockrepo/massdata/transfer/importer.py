@@ -42,7 +42,7 @@ from blockrepo.errors import ErrorItem, Forbidden, UnknownType, ValidationFailed
 from blockrepo.massdata.listing import require_massdata
 from blockrepo.massdata.transfer.document import Document
 from blockrepo.massdata.transfer.metamodel_sync import apply_metamodel
-from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
+from blockrepo.metamodel.snapshot import AttributeDef, BlockTypeDef, Metamodel, RelationEnd
 from blockrepo.revisions.recorder import ChangeLog
 
 MODES = ("additive", "cud")
@@ -95,6 +95,7 @@ class _TypeImport:
     elements by name, and (cud) the stored elements the file lacks."""
 
     type_def: BlockTypeDef
+    writable: tuple[AttributeDef, ...] = ()
     items: list[WriteItem] = field(default_factory=list)
     doomed: list[int] = field(default_factory=list)
 
@@ -109,9 +110,7 @@ class _BodyBuilder:
     def __init__(self, actor: Actor, type_def: BlockTypeDef, problems: _Problems) -> None:
         self.type_def = type_def
         self.problems = problems
-        self.emptied: dict[str, list[Any]] = {
-            p.name: [] for p in type_def.properties if p.builtin or actor.can_write_group(p.group_id)
-        }
+        self.writable = [p for p in type_def.properties if p.builtin or actor.can_write_group(p.group_id)]
         # Relation attributes a listed relation without them has emptied (those the caller may write).
         self.relation_attributes: dict[str, dict[str, list[Any]]] = {
             name: {a.name: [] for a in end.relation_type.attributes if actor.can_write_group(a.group_id)}
@@ -120,7 +119,10 @@ class _BodyBuilder:
 
     def body(self, raw: dict[str, Any], where: str) -> dict[str, Any] | None:
         type_def = self.type_def
-        body: dict[str, Any] = {**self.emptied, "description": [""]}
+        # What the record leaves out is emptied: the description and parent here, the attributes of an
+        # updated element once it is a draft (`_empty_the_rest`; parsing an empty list per attribute and
+        # record would cost a tenth of an import).
+        body: dict[str, Any] = {"description": [""]}
         if type_def.hierarchical:
             body["parent"] = []
         ok = True
@@ -269,6 +271,8 @@ def import_document(
             errors=problems.errors,
             extra={"report": report.as_json()},
         )
+    for type_import in imports:
+        _empty_the_rest(type_import)
     written = core.persist_types(
         writer,
         [TypeItems(t.type_def, t.items) for t in imports],
@@ -308,8 +312,8 @@ def _type_import(
     missing = [a for a in actions if not writer.actor.can_type(type_def.id, a)]
     if missing:
         raise Forbidden(f"importing {type_name} needs {', '.join(missing)} on it")
-    result = _TypeImport(type_def)
     builder = _BodyBuilder(writer.actor, type_def, problems)
+    result = _TypeImport(type_def, tuple(builder.writable))
     seen: dict[str, int] = {}
     for index, raw in enumerate(records):
         # Each raw record is let go once it is a body: the parsed file and the drafts of a large type are
@@ -341,7 +345,23 @@ def _type_import(
     for item in result.items:
         assert item.body is not None
         item.element_id = owners.get(item.body["name"][0])
+        if item.element_id is not None:  # the core demands mandatory values of what a body names
+            for attribute in result.writable:
+                if attribute.mandatory and attribute.name not in item.body:
+                    problems.add(
+                        f"{where}/{item.index}/{attribute.name}",
+                        "mandatory",
+                        f"{attribute.name} is mandatory",
+                    )
     return result
+
+
+def _empty_the_rest(type_import: _TypeImport) -> None:
+    """An updated element's writable attributes that its record leaves out are emptied."""
+    for item in type_import.items:
+        if item.draft is not None and not item.creating:
+            for attribute in type_import.writable:
+                item.draft.values.setdefault(attribute.id, [])
 
 
 def _parents_first(parents: Mapping[int, int | None]) -> list[int]:
