@@ -1,0 +1,79 @@
+"""An import names elements by name, in any order: a child before its parent, a relation to an element of
+a type that comes later in the file; a cycle among the file's parents is a 400 with pointers; in cud mode
+a name the file lacks (its element is deleted) cannot be referred to."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from starlette.testclient import TestClient
+
+
+def _import(client: TestClient, elements: dict[str, Any], **params: str) -> Any:
+    document = {"format": "blockrepo-export", "elements": elements}
+    return client.post(
+        "/api/massdata/import",
+        params=params,
+        content=orjson.dumps(document),
+        headers={"Content-Type": "application/json"},
+    )
+
+
+def _named(client: TestClient, type_name: str, name: str) -> dict[str, Any]:
+    items = client.get(f"/api/massdata/{type_name}", params={"limit": 1000}).json()["items"]
+    return next(item for item in items if item["name"] == [name])
+
+
+def test_references_may_name_elements_listed_later_in_any_type(client: TestClient) -> None:
+    response = _import(
+        client,
+        {
+            "BusinessProcess": [{"name": "Sell", "informationSystems": ["Shop"]}],
+            "InformationSystem": [
+                {"name": "Shop", "parent": "Platform", "technicalComponents": ["Server"]},
+                {"name": "Platform"},
+            ],
+            "TechnicalComponent": [{"name": "Server"}],
+        },
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["created"] == 4
+    shop = _named(client, "InformationSystem", "Shop")
+    platform = _named(client, "InformationSystem", "Platform")
+    assert shop["parent"] == [{"id": platform["id"][0], "name": "Platform"}]
+    assert [entry["name"] for entry in shop["technicalComponents"]] == ["Server"]
+    assert [entry["name"] for entry in shop["businessProcesses"]] == ["Sell"]
+    assert [entry["name"] for entry in platform["children"]] == ["Shop"]
+
+
+def test_a_cycle_among_the_files_parents_is_refused_with_pointers(client: TestClient) -> None:
+    response = _import(
+        client,
+        {"InformationSystem": [{"name": "A", "parent": "B"}, {"name": "B", "parent": "A"}, {"name": "C"}]},
+    )
+    assert response.status_code == 400, response.text
+    errors = {(e["pointer"], e["code"]) for e in response.json()["errors"]}
+    assert errors == {
+        ("/elements/InformationSystem/0/parent", "cycle"),
+        ("/elements/InformationSystem/1/parent", "cycle"),
+    }
+    assert response.json()["report"]["failed"] == 2
+    assert client.get("/api/massdata/InformationSystem").json()["items"] == []
+
+
+def test_cud_refuses_references_to_what_it_deletes(client: TestClient) -> None:
+    assert _import(client, {"InformationSystem": [{"name": "Old"}, {"name": "Kept"}]}).status_code == 200
+    response = _import(
+        client,
+        {"InformationSystem": [{"name": "Kept", "parent": "Old", "predecessors": ["Old"]}]},
+        mode="cud",
+    )
+    assert response.status_code == 400, response.text
+    errors = {(e["pointer"], e["code"]) for e in response.json()["errors"]}
+    assert errors == {
+        ("/elements/InformationSystem/0/parent", "unknown_target"),
+        ("/elements/InformationSystem/0/predecessors/0", "unknown_target"),
+    }
+    names = {i["name"][0] for i in client.get("/api/massdata/InformationSystem").json()["items"]}
+    assert names == {"Old", "Kept"}
