@@ -1,6 +1,7 @@
 """An import names elements by name, in any order: a child before its parent, a relation to an element of
 a type that comes later in the file; a cycle among the file's parents is a 400 with pointers; in cud mode
-a name the file lacks (its element is deleted) cannot be referred to."""
+a name the file lacks (its element is deleted) cannot be referred to; the same elements listed in another
+order are no change."""
 
 from __future__ import annotations
 
@@ -77,3 +78,29 @@ def test_cud_refuses_references_to_what_it_deletes(client: TestClient) -> None:
     }
     names = {i["name"][0] for i in client.get("/api/massdata/InformationSystem").json()["items"]}
     assert names == {"Old", "Kept"}
+
+
+def test_the_same_elements_in_another_order_change_nothing(client: TestClient) -> None:
+    """No revision and no silent rewrite either: the element reads as before, so its ETag stays valid."""
+    first = {
+        "InformationSystem": [
+            {"name": "P"},
+            {"name": "A", "parent": "P"},
+            {"name": "B", "parent": "P"},
+            {"name": "X", "predecessors": ["A", "B"]},
+        ]
+    }
+    assert _import(client, first).status_code == 200
+    before = {name: _named(client, "InformationSystem", name) for name in ("P", "X")}
+    reordered = {
+        "InformationSystem": [
+            {"name": "P"},
+            {"name": "B", "parent": "P"},
+            {"name": "A", "parent": "P"},
+            {"name": "X", "predecessors": ["B", "A"]},
+        ]
+    }
+    response = _import(client, reordered)
+    assert response.status_code == 200, response.text
+    assert response.json()["updated"] == 0
+    assert {name: _named(client, "InformationSystem", name) for name in ("P", "X")} == before

@@ -383,17 +383,6 @@ class UpdatePlan:
     touched: set[int] = field(default_factory=set)
 
     @property
-    def reorders_only(self) -> bool:
-        """Only relation lists of the source's side are put in another order."""
-        return bool(self.positions) and not (
-            self.element_fields
-            or self.values
-            or self.remove_relations
-            or self.add_relations
-            or self.relation_values
-        )
-
-    @property
     def empty(self) -> bool:
         return not (
             self.element_fields
@@ -405,9 +394,10 @@ class UpdatePlan:
         )
 
 
-def plan_update(draft: ElementDraft, before: LoadedElement) -> UpdatePlan:
+def plan_update(draft: ElementDraft, before: LoadedElement, *, order_counts: bool = True) -> UpdatePlan:
     """The writes that bring `before` to what `draft` says; relation ends are compared as sets of
-    elements (plus the source's order), so listing the same elements again changes nothing."""
+    elements (plus the source's order), so listing the same elements again changes nothing. Without
+    `order_counts` (an import) an end that keeps its elements keeps its order too."""
     plan = UpdatePlan()
     if draft.name is not None and draft.name != before.name:
         plan.element_fields["name"] = draft.name
@@ -430,6 +420,8 @@ def plan_update(draft: ElementDraft, before: LoadedElement) -> UpdatePlan:
             if other_id not in wanted:
                 plan.remove_relations.append(item.relation_id)
                 plan.touched.add(other_id)
+        # Without `order_counts`, the positions of an end that keeps its elements are dropped.
+        positions = plan.positions if order_counts or wanted != current.keys() else {}
         for index, entry in enumerate(entries):
             new_other = entry.reference.resolved_id
             assert new_other is not None
@@ -439,7 +431,7 @@ def plan_update(draft: ElementDraft, before: LoadedElement) -> UpdatePlan:
                 plan.touched.add(new_other)
                 continue
             if end.holder_is_source and existing.position != index:
-                plan.positions[existing.relation_id] = index
+                positions[existing.relation_id] = index
             changed = {
                 attribute_id: values
                 for attribute_id, values in (entry.attributes or {}).items()
@@ -484,8 +476,8 @@ def persist_types(
     as one write, and record it: every created, changed and deleted element once, and each element at the
     other end of what changed one mirrored changeset. The rows of every created element are inserted
     before any value or relation, so that items of any type may refer to each other. With `order_counts`
-    false (an import), a relation list given in another order is written in that order but is no change:
-    an element whose lists were only reordered keeps its revision and gets no record."""
+    false (an import), a relation list that names the same elements in another order is no change: it
+    keeps its order, and an element that changes in nothing else keeps its revision and gets no record."""
     db = writer.db
     views = {group.type_def.id: ElementView.build(writer.metamodel, None, group.type_def) for group in groups}
     for type_def, _ in deletions:
@@ -726,27 +718,21 @@ def _apply_updates(
     *,
     order_counts: bool = True,
 ) -> list[WriteItem]:
-    """Apply each update's plan in batches; returns the items that changed something. Without
-    `order_counts`, a plan that only reorders relation lists is written but not counted."""
+    """Apply each update's plan in batches; returns the items that changed something."""
     db, now, login = writer.db, writer.changes.now, writer.actor.login
     plans = []
-    reordered: dict[int, int] = {}
     for item in updates:
         assert item.draft is not None and item.element_id is not None
-        plan = plan_update(item.draft, before[item.element_id])
-        if plan.empty:
-            continue
-        if not order_counts and plan.reorders_only:
-            reordered.update(plan.positions)
-            continue
-        plans.append((item, plan))
+        plan = plan_update(item.draft, before[item.element_id], order_counts=order_counts)
+        if not plan.empty:
+            plans.append((item, plan))
     if not plans:
-        repository.set_relation_positions(db, reordered)
         return []
     moved_to = {plan.element_fields.get("parent_id") for _, plan in plans if plan.move}
     positions = repository.last_child_positions(db, type_def.id, moved_to)
     rows = []
     removed: list[int] = []
+    reordered: dict[int, int] = {}
     relation_values: dict[int, dict[int, list[Any]]] = {}
     relations: list[NewRelation] = []
     value_pairs: list[tuple[int, int]] = []
