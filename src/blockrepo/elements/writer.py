@@ -57,7 +57,7 @@ class Writer:
     changes: ChangeLog
 
 
-@dataclass
+@dataclass(slots=True)
 class WriteItem:
     """One element to write: its body, the element it updates (None: created) and, once validated, its
     draft or why it failed (an HTTP status and the problems)."""
