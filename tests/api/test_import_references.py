@@ -104,3 +104,27 @@ def test_the_same_elements_in_another_order_change_nothing(client: TestClient) -
     assert response.status_code == 200, response.text
     assert response.json()["updated"] == 0
     assert {name: _named(client, "InformationSystem", name) for name in ("P", "X")} == before
+
+
+def test_users_the_file_names_are_created_disabled_without_roles(client: TestClient) -> None:
+    attribute = {"name": "Owner", "valueType": "responsibility", "types": ["InformationSystem"]}
+    assert client.post("/api/administration/attributes", json=attribute).status_code == 201
+    document = {
+        "format": "blockrepo-export",
+        "elements": {"InformationSystem": [{"name": "ERP", "Owner": ["zoe"]}]},
+        "users": [{"login": "zoe", "firstName": "Zoe", "lastName": "Zed"}, {"login": "system"}],
+    }
+    response = client.post(
+        "/api/massdata/import", content=orjson.dumps(document), headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 200, response.text
+    zoe = next(u for u in client.get("/api/administration/users").json() if u["login"] == "zoe")
+    assert (zoe["firstName"], zoe["lastName"], zoe["enabled"], zoe["roles"]) == ("Zoe", "Zed", False, [])
+    assert _named(client, "InformationSystem", "ERP")["Owner"] == ["zoe"]
+    document["users"] = [{"login": "x" * 300}]
+    document["elements"] = {"InformationSystem": [{"name": "CRM"}]}
+    response = client.post(
+        "/api/massdata/import", content=orjson.dumps(document), headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 400
+    assert [(e["pointer"], e["code"]) for e in response.json()["errors"]] == [("/users", "invalid_user")]

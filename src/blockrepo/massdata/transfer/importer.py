@@ -27,13 +27,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError as PydanticValidationError
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.administration import users as user_admin
-from blockrepo.administration.schemas import UserCreate
-from blockrepo.auth.passwords import generate_password
 from blockrepo.elements import repository
 from blockrepo.elements import writer as core
 from blockrepo.elements.values import ValueProblem, check_name, json_type
@@ -176,36 +173,6 @@ class _BodyBuilder:
         return entries
 
 
-def _create_missing_users(
-    db: Session, actor: Actor, changes: ChangeLog, users: list[Any], hash_password: Callable[[str], str]
-) -> None:
-    """Accounts that the file's responsibility values name and the repository lacks: created disabled,
-    with a random password and no role, so the values keep their meaning (needs ADMIN_USERS)."""
-    wanted: dict[str, dict[str, Any]] = {
-        u["login"]: u for u in users if isinstance(u, dict) and isinstance(u.get("login"), str)
-    }
-    missing = set(wanted) - repository.existing_logins(db, wanted)
-    errors: list[ErrorItem] = []
-    for login in sorted(missing):
-        user = wanted[login]
-        try:
-            body = UserCreate.model_validate(
-                {
-                    "login": login,
-                    "firstName": str(user.get("firstName") or ""),
-                    "lastName": str(user.get("lastName") or ""),
-                    "enabled": False,
-                    "password": generate_password(),
-                }
-            )
-        except PydanticValidationError as exc:
-            errors.append(ErrorItem("/users", "invalid_user", f"{login!r}: {exc.errors()[0]['msg']}"))
-            continue
-        user_admin.create_user(db, actor, changes, body, hash_password)
-    if errors:
-        raise ValidationFailed("the file names users that cannot be created", errors=errors)
-
-
 def parse_mode(mode: str | None) -> str:
     mode = mode or "additive"
     if mode not in MODES:
@@ -234,7 +201,7 @@ def import_document(
     require_massdata(actor, "IMPORT")
     notify = progress or (lambda _phase, _done, _total: None)
     metamodel = apply_metamodel(db, actor, metamodel, changes, document.metamodel)
-    _create_missing_users(db, actor, changes, document.users, hash_password)
+    user_admin.create_missing_users(db, actor, changes, document.users, hash_password)
     writer = Writer(db, metamodel, actor, changes)
     problems = _Problems()
     total = sum(len(records) for records in document.elements.values())
