@@ -9,7 +9,8 @@ fixed number of statements per chunk of items rather than per item:
    the database and the other items), items depending on a failed item;
 2. `persist`: creates as one executemany, their ids looked up by name, values and relations in
    executemany batches; updates: each item's `plan_update` applied in batches;
-3. history: written elements are re-read and recorded (created, or the diff of before and after); the
+3. history: created elements that nothing else in the request touches are rendered from their drafts,
+   the other written elements are re-read; each is recorded (created, or the diff of before and after); the
    elements at the other end of changed relations and parents get one mirrored changeset each and a new
    revision (`NeighbourMirror`).
 `delete` loads, records and deletes a list of elements, and mirrors what their neighbours lost.
@@ -35,13 +36,14 @@ from blockrepo.elements.validation import (
     parse_body,
     resolve_references,
 )
-from blockrepo.elements.values import TypedValue
-from blockrepo.elements.view import ElementView
+from blockrepo.elements.values import TypedValue, encode_value
+from blockrepo.elements.view import ElementView, format_timestamp
 from blockrepo.errors import ErrorItem
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
 from blockrepo.revisions.recorder import UNRECORDED_KEYS, ChangeLog, apply_related_change
 
 NewKey = tuple[str, int]  # ("new", index of the item that creates the element)
+_NOTHING: list[Any] = []  # every empty property of a rendered created element: one shared list
 K = TypeVar("K", bound=Hashable)
 
 
@@ -412,15 +414,19 @@ def persist(
     changed = _apply_updates(writer, type_def, updates, before, touched, inserted)
     written = [item.new_id for item in creates if item.new_id is not None]
     written += [item.element_id for item in changed if item.element_id is not None]
-    # What was written, rendered for history: the column-oriented reader gives the same JSON as
-    # `full.render` of a loaded element at a fraction of the cost for the thousands of a bulk write; one
-    # element is loaded, since the caller renders its answer from it.
+    # What was written, rendered for history. One element is loaded, since the caller renders its answer
+    # from it. Of many, a created element that nothing else in the request touches is rendered from its
+    # draft (what was inserted is exactly what it says); the rest are read back with the column-oriented
+    # reader, which gives the same JSON as `full.render` of a loaded element.
     loaded_after = repository.load_elements(db, type_def.id, written, full.selection) if loaded else {}
-    after = (
-        {element_id: full.render(element) for element_id, element in loaded_after.items()}
-        if loaded
-        else {element["id"][0]: element for element in ElementReader(full).read(db, written)}
-    )
+    after: dict[int, dict[str, Any]]
+    if loaded:
+        after = {element_id: full.render(element) for element_id, element in loaded_after.items()}
+    else:
+        drafted = _self_contained(creates, good, changed)
+        after = _CreatedRenderer(full, writer).render(drafted)
+        unread = [element_id for element_id in written if element_id not in after]
+        after.update((element["id"][0], element) for element in ElementReader(full).read(db, unread))
     mirror = NeighbourMirror(set(written))
     for item in creates:
         assert item.new_id is not None
@@ -440,6 +446,88 @@ def persist(
         mirror.add(type_def, item.element_id, old, new)
     mirror.record(db, writer.changes, writer.actor.login)
     return {**before, **loaded_after} if loaded else {}
+
+
+def _self_contained(
+    creates: Sequence[WriteItem], good: Sequence[WriteItem], changed: Sequence[WriteItem]
+) -> list[WriteItem]:
+    """The created items whose element is, once written, exactly what their draft says: no other item
+    refers to them (as parent or relation end) or is referred to by them, and none of the elements they
+    refer to is changed by an update of the request (a renamed parent would show its new name)."""
+    entangled = {creator for item in good for _, creator in item.pending}
+    updated = {item.element_id for item in changed}
+    return [
+        item
+        for item in creates
+        if not item.pending
+        and item.index not in entangled
+        and item.draft is not None
+        and not any(reference.resolved_id in updated for reference in item.draft.references())
+    ]
+
+
+class _CreatedRenderer:
+    """The JSON of created elements from their drafts, as `ElementReader` would read it back: keys in the
+    view's order, values encoded by `encode_value`, relation entries in the order written (a source end's
+    positions are its indexes, a target end lists relations in creation order). Like the reader's, the
+    dicts share their empty lists: serialize or compare them, never change them in place."""
+
+    def __init__(self, view: ElementView, writer: Writer) -> None:
+        # A copy of the template holds every key in the view's order, empty; filling keys keeps the order.
+        keys = [*view.head, *(p.name for p in view.properties), *(e.name for e in view.ends), *view.tail]
+        self.template: dict[str, Any] = dict.fromkeys(keys, _NOTHING)
+        fixed = {
+            "type": [view.type_def.name],
+            "revision": [1],
+            "lastModificationTime": [format_timestamp(writer.changes.now)],
+            "lastModificationUser": [writer.actor.login],
+        }
+        self.template.update((key, value) for key, value in fixed.items() if key in self.template)
+        self.with_id = "id" in self.template
+        self.properties = {p.id: p for p in view.properties}
+        self.ends = {e.name: view.relation_attributes.get(e.relation_type.id) for e in view.ends}
+
+    def render(self, items: Iterable[WriteItem]) -> dict[int, dict[str, Any]]:
+        return {item.new_id: self._render(item) for item in items if item.new_id is not None}
+
+    def _render(self, item: WriteItem) -> dict[str, Any]:
+        draft = item.draft
+        assert draft is not None
+        out = self.template.copy()
+        if self.with_id:
+            out["id"] = [item.new_id]
+        out["name"] = [draft.name]
+        if draft.description:
+            out["description"] = [draft.description]
+        if draft.parent is not None:
+            out["parent"] = [_entry(draft.parent)]
+        properties = self.properties
+        for attribute_id, values in draft.values.items():
+            prop = properties[attribute_id]
+            out[prop.name] = [encode_value(prop, value) for value in values]
+        for end_name, entries in draft.ends.items():
+            attributes = self.ends[end_name]
+            if attributes is None:
+                out[end_name] = [_entry(entry.reference) for entry in entries]
+                continue
+            rendered = []
+            for entry in entries:
+                given = entry.attributes or {}
+                rendered.append(
+                    {
+                        **_entry(entry.reference),
+                        "attributes": {
+                            a.name: [encode_value(a, value) for value in given.get(a.id, ())]
+                            for a in attributes
+                        },
+                    }
+                )
+            out[end_name] = rendered
+        return out
+
+
+def _entry(reference: Reference) -> dict[str, Any]:
+    return {"id": reference.resolved_id, "name": reference.resolved_name}
 
 
 def _insert_creates(
