@@ -7,8 +7,9 @@ fixed number of statements per chunk of items rather than per item:
    are set aside, every other reference is resolved at once (`resolve_references`, `check_partners`);
    then the rules across items: hierarchy cycles, single-valued partners claimed twice, names (against
    the database and the other items), items depending on a failed item;
-2. `persist`: creates as one executemany, their ids looked up by name, values and relations in
-   executemany batches; updates: each item's `plan_update` applied in batches;
+2. `persist`: creates as rows of tuples, inserted and their ids read back in one multi-row INSERT …
+   RETURNING per 3,000 (SQLite; PostgreSQL: COPY and a lookup by name), values and relations in
+   executemany batches (COPY); updates: each item's `plan_update` applied in batches;
 3. history: created elements that nothing else in the request touches are rendered from their drafts,
    the other written elements are re-read; each is recorded (created, or the diff of before and after); the
    elements at the other end of changed relations and parents get one mirrored changeset each and a new
@@ -553,6 +554,7 @@ def _insert_creates(
     ).items():
         positions[stored_parent] = last
     rows = []
+    type_id = type_def.id
     for item in creates:
         draft = item.draft
         assert draft is not None and draft.name is not None
@@ -564,25 +566,13 @@ def _insert_creates(
         # A new child goes last among its siblings.
         position = positions.get(parent, -1) + 1
         positions[parent] = position
+        stored_parent = parent if isinstance(parent, int) else None
         rows.append(
-            {
-                "type_id": type_def.id,
-                "name": draft.name,
-                "description": draft.description or "",
-                "parent_id": parent if isinstance(parent, int) else None,
-                "position": position,
-                "revision": 1,
-                "created_at": now,
-                "last_modified_at": now,
-                "last_modified_by": login,
-            }
+            (type_id, draft.name, draft.description or "", stored_parent, position, 1, now, now, login)
         )
-        if isinstance(parent, int):
-            touched.add(parent)
-    repository.insert_elements(db, rows)
-    ids = repository.ids_by_name(
-        db, type_def.id, [item.draft.name for item in creates if item.draft and item.draft.name]
-    )
+        if stored_parent is not None:
+            touched.add(stored_parent)
+    ids = repository.insert_named_elements(db, type_id, rows)
     for item in creates:
         assert item.draft is not None and item.draft.name is not None
         item.new_id = ids[item.draft.name]
@@ -597,12 +587,13 @@ def _insert_creates(
             and item.aside_parent.resolved_id is not None
         },
     )
-    repository.insert_values(
+    value_row = repository.value_row
+    repository.insert_value_rows(
         db,
         [
-            {"element_id": item.new_id, "attribute_id": attribute_id, "position": position, **value.columns()}
+            value_row(item.new_id, attribute_id, position, value)
             for item in creates
-            if item.draft is not None
+            if item.draft is not None and item.new_id is not None
             for attribute_id, values in item.draft.values.items()
             for position, value in enumerate(values)
         ],
