@@ -720,17 +720,7 @@ def insert_value_rows(db: Session, rows: Sequence[Sequence[Any]]) -> None:
 
 def value_row(holder_id: int, attribute_id: int, position: int, value: TypedValue) -> tuple[Any, ...]:
     """The row of VALUE_COLUMNS (or RELATION_VALUE_COLUMNS) that stores `value` for its holder."""
-    return (
-        holder_id,
-        attribute_id,
-        position,
-        value.text,
-        value.number,
-        value.date,
-        value.date_end,
-        value.boolean,
-        value.literal_id,
-    )
+    return (holder_id, attribute_id, position, *value)
 
 
 def delete_values(db: Session, pairs: Iterable[tuple[int, int]]) -> None:
