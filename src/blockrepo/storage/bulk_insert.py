@@ -4,6 +4,7 @@ bookkeeping costs more than the insert itself): sqlite3 executemany, PostgreSQL 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, Table
@@ -42,6 +43,7 @@ def insert_tuples(
     rows: Sequence[Sequence[Any]],
     *,
     verbatim: Collection[str] = (),
+    any_order: bool = False,
 ) -> None:
     """INSERT many rows, each a tuple of the values of the columns `names`, with one driver-level
     executemany per ROWS_PER_CALL rows (PostgreSQL: one COPY).
@@ -50,7 +52,8 @@ def insert_tuples(
     Core insert stores them (dates as ISO text on SQLite, for instance); what is skipped is the per-row
     bookkeeping of a Core executemany, which costs more than the insert itself on large batches. The
     columns named in `verbatim` already hold what that processor would make (JSON text, say) and skip
-    it."""
+    it. With `any_order` (rows whose ids order nothing) SQLite gets rows grouped by the columns they
+    leave NULL, each group inserted without those columns: see `_without_nulls`."""
     if not rows:
         return
     connection = db.connection()
@@ -73,12 +76,45 @@ def insert_tuples(
             raise DBAPIError.instance(statement, None, exc, dialect.loaded_dbapi.Error) from exc
         return
     placeholder = "?" if dialect.paramstyle == "qmark" else "%s"
-    sql = (
-        f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) "
-        f"VALUES ({', '.join([placeholder] * len(names))})"
-    )
-    for start in range(0, len(rows), ROWS_PER_CALL):
-        connection.exec_driver_sql(sql, [convert(row) for row in rows[start : start + ROWS_PER_CALL]])
+    converted = [convert(row) for row in rows]
+    groups = _without_nulls(table, names, converted) if any_order else [(names, converted)]
+    for filled, group in groups:
+        sql = (
+            f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in filled)}) "
+            f"VALUES ({', '.join([placeholder] * len(filled))})"
+        )
+        for start in range(0, len(group), ROWS_PER_CALL):
+            connection.exec_driver_sql(sql, group[start : start + ROWS_PER_CALL])
+
+
+def _without_nulls(
+    table: Table, names: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> list[tuple[Sequence[str], Sequence[Sequence[Any]]]]:
+    """The rows grouped by which nullable columns they leave NULL, each group with only the columns it
+    fills (a NULL column is left out of its INSERT, which stores NULL all the same).
+
+    Why: Python 3.11's sqlite3 binds an int, float or str as it is, but sends every other parameter, None
+    included, through its adapter lookup (a registry probe and two attribute lookups); a value row holds
+    one typed column and five NULLs, and binding them took most of the driver's time for the row (9
+    columns with 5 NULLs 5.2 µs a row, the 4 filled ones 1.5 µs, bare sqlite3). The groups are as many
+    as the kinds of values, not rows, so the statements stay few whatever the size of the request."""
+    nullable = [index for index, name in enumerate(names) if table.c[name].nullable]
+    groups: dict[tuple[bool, ...], list[Sequence[Any]]] = {}
+    for row in rows:
+        groups.setdefault(tuple([row[index] is None for index in nullable]), []).append(row)
+    result: list[tuple[Sequence[str], Sequence[Sequence[Any]]]] = []
+    for nulls, group in groups.items():
+        left_out = {index for index, null in zip(nullable, nulls, strict=True) if null}
+        if not left_out:
+            result.append((names, group))
+            continue
+        kept = [index for index in range(len(names)) if index not in left_out]
+        if len(kept) == 1:
+            result.append(([names[kept[0]]], [(row[kept[0]],) for row in group]))
+            continue
+        pick = itemgetter(*kept)
+        result.append(([names[index] for index in kept], list(map(pick, group))))
+    return result
 
 
 def insert_returning(
