@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import orjson
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import func, select
@@ -541,6 +542,25 @@ def test_bulk_created_elements_record_what_single_creates_record(app: FastAPI, c
         "description", "parent", "status", "runtimePeriod", "Costs", "Criticality", "Go-live", "Cloud",
         "Tags", "Notes", "Owner", "technicalComponents", "businessProcesses",
     ]  # fmt: skip
+
+    # What the parent and the other ends record of each: the same, but for the element's id and name.
+    def mirrored(type_name: str, neighbour: int) -> list[Any]:
+        latest = client.get(f"/api/history/{type_name}/{neighbour}").json()["items"][:2]
+        text = orjson.dumps([item["changes"] for item in reversed(latest)]).decode()
+        return orjson.loads(text.replace(f'"id":{ids["Bulk"]},"name":"Bulk"', '"id":0,"name":"X"'))
+
+    for type_name, neighbour in (
+        ("InformationSystem", parent),
+        ("TechnicalComponent", component),
+        ("BusinessProcess", processes[1]),
+    ):
+        single_record, bulk_record = mirrored(type_name, neighbour)
+        assert bulk_record == orjson.loads(
+            orjson.dumps(single_record).replace(
+                f'"id":{ids["Single"]},"name":"Single"'.encode(), b'"id":0,"name":"X"'
+            )
+        )
+        assert b'"id":0,"name":"X"' in orjson.dumps(bulk_record)
     stored = {name: element(client, element_id, "InformationSystem") for name, element_id in ids.items()}
     for rendered in stored.values():
         for key in ("id", "name", "lastModificationTime"):

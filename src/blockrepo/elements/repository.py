@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from sqlalchemy import (
     ARRAY,
@@ -428,8 +428,10 @@ def bump_elements(db: Session, ids: Iterable[int], *, now: dt.datetime, user: st
         )
 
 
-@dataclass(frozen=True, slots=True)
-class NewRelation:
+class NewRelation(NamedTuple):
+    """A relation to insert (a tuple: a bulk write makes two an element, and a frozen dataclass was slow
+    to build)."""
+
     relation_type_id: int
     source_id: int
     target_id: int

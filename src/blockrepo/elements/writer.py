@@ -38,13 +38,12 @@ from blockrepo.elements.validation import (
     resolve_references,
 )
 from blockrepo.elements.values import TypedValue, encode_value
-from blockrepo.elements.view import ElementView, format_timestamp
+from blockrepo.elements.view import ElementView
 from blockrepo.errors import ErrorItem
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
 from blockrepo.revisions.recorder import UNRECORDED_KEYS, ChangeLog, apply_related_change
 
 NewKey = tuple[str, int]  # ("new", index of the item that creates the element)
-_NOTHING: list[Any] = []  # every empty property of a rendered created element: one shared list
 K = TypeVar("K", bound=Hashable)
 
 
@@ -421,16 +420,20 @@ def persist(
     # reader, which gives the same JSON as `full.render` of a loaded element.
     loaded_after = repository.load_elements(db, type_def.id, written, full.selection) if loaded else {}
     after: dict[int, dict[str, Any]]
+    drafted: set[int] = set()  # created items recorded straight from their drafts, by index
     if loaded:
         after = {element_id: full.render(element) for element_id, element in loaded_after.items()}
     else:
-        drafted = _self_contained(creates, good, changed)
-        after = _CreatedRenderer(full, writer).render(drafted)
-        unread = [element_id for element_id in written if element_id not in after]
-        after.update((element["id"][0], element) for element in ElementReader(full).read(db, unread))
+        drafted = {item.index for item in _self_contained(creates, good, changed)}
+        unread = [item.written_id or 0 for item in (*creates, *changed) if item.index not in drafted]
+        after = {element["id"][0]: element for element in ElementReader(full).read(db, unread)}
     mirror = NeighbourMirror(set(written))
+    from_draft = _CreatedRecorder(full, writer.changes, mirror)
     for item in creates:
         assert item.new_id is not None
+        if item.index in drafted:
+            from_draft.record(item)
+            continue
         rendered = after[item.new_id]
         writer.changes.element_created(type_def.name, item.new_id, rendered)
         mirror.add(type_def, item.new_id, None, rendered)
@@ -467,64 +470,67 @@ def _self_contained(
     ]
 
 
-class _CreatedRenderer:
-    """The JSON of created elements from their drafts, as `ElementReader` would read it back: keys in the
-    view's order, values encoded by `encode_value`, relation entries in the order written (a source end's
-    positions are its indexes, a target end lists relations in creation order). Like the reader's, the
-    dicts share their empty lists: serialize or compare them, never change them in place."""
+class _CreatedRecorder:
+    """Records created elements straight from their drafts: the changeset `ChangeLog.element_created`
+    makes of the element's JSON (every property that holds something, in the view's order, encoded by
+    `encode_value`), and what `NeighbourMirror.add` mirrors to its parent and the other ends of its
+    relations, without the JSON itself. A source end's entries keep their order (their positions are
+    their indexes), a target end's too (its relations are made in that order)."""
 
-    def __init__(self, view: ElementView, writer: Writer) -> None:
-        # A copy of the template holds every key in the view's order, empty; filling keys keeps the order.
-        keys = [*view.head, *(p.name for p in view.properties), *(e.name for e in view.ends), *view.tail]
-        self.template: dict[str, Any] = dict.fromkeys(keys, _NOTHING)
-        fixed = {
-            "type": [view.type_def.name],
-            "revision": [1],
-            "lastModificationTime": [format_timestamp(writer.changes.now)],
-            "lastModificationUser": [writer.actor.login],
+    def __init__(self, view: ElementView, changes: ChangeLog, mirror: NeighbourMirror) -> None:
+        self.type_name = view.type_def.name
+        self.changes = changes
+        self.mirror = mirror
+        self.show_parent = "parent" in view.head
+        self.properties = {p.id: (index, p) for index, p in enumerate(view.properties)}
+        self.ends = {
+            end.name: (index, end, view.relation_attributes.get(end.relation_type.id))
+            for index, end in enumerate(view.ends)
         }
-        self.template.update((key, value) for key, value in fixed.items() if key in self.template)
-        self.with_id = "id" in self.template
-        self.properties = {p.id: p for p in view.properties}
-        self.ends = {e.name: view.relation_attributes.get(e.relation_type.id) for e in view.ends}
 
-    def render(self, items: Iterable[WriteItem]) -> dict[int, dict[str, Any]]:
-        return {item.new_id: self._render(item) for item in items if item.new_id is not None}
-
-    def _render(self, item: WriteItem) -> dict[str, Any]:
-        draft = item.draft
-        assert draft is not None
-        out = self.template.copy()
-        if self.with_id:
-            out["id"] = [item.new_id]
-        out["name"] = [draft.name]
+    def record(self, item: WriteItem) -> None:
+        draft, element_id = item.draft, item.new_id
+        assert draft is not None and draft.name is not None and element_id is not None
+        recorded: list[dict[str, Any]] = [{"property": "name", "old": [], "new": [draft.name]}]
         if draft.description:
-            out["description"] = [draft.description]
-        if draft.parent is not None:
-            out["parent"] = [_entry(draft.parent)]
+            recorded.append({"property": "description", "old": [], "new": [draft.description]})
+        parent = _entry(draft.parent) if draft.parent is not None and self.show_parent else None
+        if parent is not None:
+            recorded.append({"property": "parent", "old": [], "new": [parent]})
         properties = self.properties
-        for attribute_id, values in draft.values.items():
-            prop = properties[attribute_id]
-            out[prop.name] = [encode_value(prop, value) for value in values]
-        for end_name, entries in draft.ends.items():
-            attributes = self.ends[end_name]
-            if attributes is None:
-                out[end_name] = [_entry(entry.reference) for entry in entries]
+        for attribute_id in sorted(draft.values, key=lambda attribute_id: properties[attribute_id][0]):
+            values = draft.values[attribute_id]
+            if values:
+                prop = properties[attribute_id][1]
+                encoded = [encode_value(prop, value) for value in values]
+                recorded.append({"property": prop.name, "old": [], "new": encoded})
+        ends = self.ends
+        for end_name in sorted(draft.ends, key=lambda end_name: ends[end_name][0]):
+            entries = draft.ends[end_name]
+            if not entries:
                 continue
+            _, end, attributes = ends[end_name]
             rendered = []
             for entry in entries:
-                given = entry.attributes or {}
-                rendered.append(
-                    {
-                        **_entry(entry.reference),
-                        "attributes": {
-                            a.name: [encode_value(a, value) for value in given.get(a.id, ())]
-                            for a in attributes
-                        },
+                other = _entry(entry.reference)
+                me: dict[str, Any] = {"id": element_id, "name": draft.name}
+                if attributes is not None:
+                    given = entry.attributes or {}
+                    other["attributes"] = me["attributes"] = {
+                        a.name: [encode_value(a, value) for value in given.get(a.id, ())] for a in attributes
                     }
-                )
-            out[end_name] = rendered
-        return out
+                rendered.append(other)
+                self.mirror.added(end.other_type, other, end.opposite_name, me)
+            recorded.append({"property": end_name, "old": [], "new": rendered})
+        if parent is not None:  # after the ends, as `NeighbourMirror.add` mirrors them
+            self.mirror.added(self.type_name, parent, "children", {"id": element_id, "name": draft.name})
+        self.changes.element(
+            "created",
+            type_name=self.type_name,
+            element_id=element_id,
+            element_name=draft.name,
+            changes=recorded,
+        )
 
 
 def _entry(reference: Reference) -> dict[str, Any]:
@@ -783,6 +789,10 @@ class NeighbourMirror:
         )
         change = record["changes"].setdefault(prop, {"property": prop, "added": [], "removed": []})
         change[side].append(entry)
+
+    def added(self, other_type: str, other: dict[str, Any], prop: str, entry: dict[str, Any]) -> None:
+        """`entry` (a written element) was added to `prop` of `other` (an element of `other_type`)."""
+        self._mirror(other_type, other, prop, entry, "added")
 
     def add(
         self,
