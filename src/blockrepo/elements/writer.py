@@ -9,17 +9,19 @@ statements per chunk of items rather than per item:
    reference is resolved at once (`resolve_references`, `check_partners`); then the rules across items:
    hierarchy cycles, single-valued partners claimed twice, names (against the database and the other
    items), items depending on a failed item;
-2. `persist`: the rows of created elements as one executemany per type, their ids looked up by name,
-   then values and relations in executemany batches; updates: each item's `plan_update` applied in
-   batches; deletions last;
-3. history: written elements are re-read a batch at a time and recorded (created, or the diff of before
-   and after), deleted ones from their last state; the elements at the other end of changed relations
-   and parents get one mirrored changeset each and a new revision (`NeighbourMirror`).
+2. `persist`: creates as rows of tuples, inserted and their ids read back in one multi-row INSERT …
+   RETURNING per 3,000 (SQLite; PostgreSQL: COPY and a lookup by name) for every type before any value
+   or relation, then values and relations in executemany batches (COPY); updates: each item's
+   `plan_update` applied in batches; deletions last;
+3. history: created elements that nothing else in the write touches are recorded from their drafts, the
+   other written elements are re-read a batch at a time; each is recorded (created, or the diff of
+   before and after), deleted ones from their last state; the elements at the other end of changed
+   relations and parents get one mirrored changeset each and a new revision (`NeighbourMirror`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -37,7 +39,7 @@ from blockrepo.elements.validation import (
     parse_body,
     resolve_references,
 )
-from blockrepo.elements.values import TypedValue
+from blockrepo.elements.values import TypedValue, encode_value
 from blockrepo.elements.view import ElementView
 from blockrepo.errors import ErrorItem
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
@@ -523,6 +525,92 @@ def persist_types(
     return _record(writer, groups, views, creates, changed, before, gone, order_counts, loaded)
 
 
+def _self_contained(groups: Sequence[TypeItems], changed: dict[int, list[WriteItem]]) -> set[int]:
+    """The created items (by `id()`) whose element is, once written, exactly what their draft says: no
+    other item refers to them (as parent or relation end) or is referred to by them, and none of the
+    elements they refer to is changed by an update of the write (a renamed parent would show its new
+    name)."""
+    entangled = {id(creator) for group in groups for item in group.items for _, creator in item.pending}
+    updated = {item.element_id for items in changed.values() for item in items}
+    return {
+        id(item)
+        for group in groups
+        for item in group.items
+        if item.creating
+        and not item.pending
+        and id(item) not in entangled
+        and item.draft is not None
+        and not any(reference.resolved_id in updated for reference in item.draft.references())
+    }
+
+
+class _CreatedRecorder:
+    """Records created elements straight from their drafts: the changeset `ChangeLog.element_created`
+    makes of the element's JSON (every property that holds something, in the view's order, encoded by
+    `encode_value`), and what `NeighbourMirror.add` mirrors to its parent and the other ends of its
+    relations, without the JSON itself. A source end's entries keep their order (their positions are
+    their indexes), a target end's too (its relations are made in that order)."""
+
+    def __init__(self, view: ElementView, changes: ChangeLog, mirror: NeighbourMirror) -> None:
+        self.type_name = view.type_def.name
+        self.changes = changes
+        self.mirror = mirror
+        self.show_parent = "parent" in view.head
+        self.properties = {p.id: (index, p) for index, p in enumerate(view.properties)}
+        self.ends = {
+            end.name: (index, end, view.relation_attributes.get(end.relation_type.id))
+            for index, end in enumerate(view.ends)
+        }
+
+    def record(self, item: WriteItem) -> None:
+        draft, element_id = item.draft, item.new_id
+        assert draft is not None and draft.name is not None and element_id is not None
+        recorded: list[dict[str, Any]] = [{"property": "name", "old": [], "new": [draft.name]}]
+        if draft.description:
+            recorded.append({"property": "description", "old": [], "new": [draft.description]})
+        parent = _entry(draft.parent) if draft.parent is not None and self.show_parent else None
+        if parent is not None:
+            recorded.append({"property": "parent", "old": [], "new": [parent]})
+        properties = self.properties
+        for attribute_id in sorted(draft.values, key=lambda attribute_id: properties[attribute_id][0]):
+            values = draft.values[attribute_id]
+            if values:
+                prop = properties[attribute_id][1]
+                encoded = [encode_value(prop, value) for value in values]
+                recorded.append({"property": prop.name, "old": [], "new": encoded})
+        ends = self.ends
+        for end_name in sorted(draft.ends, key=lambda end_name: ends[end_name][0]):
+            entries = draft.ends[end_name]
+            if not entries:
+                continue
+            _, end, attributes = ends[end_name]
+            rendered = []
+            for entry in entries:
+                other = _entry(entry.reference)
+                me: dict[str, Any] = {"id": element_id, "name": draft.name}
+                if attributes is not None:
+                    given = entry.attributes or {}
+                    other["attributes"] = me["attributes"] = {
+                        a.name: [encode_value(a, value) for value in given.get(a.id, ())] for a in attributes
+                    }
+                rendered.append(other)
+                self.mirror.added(end.other_type, other, end.opposite_name, me)
+            recorded.append({"property": end_name, "old": [], "new": rendered})
+        if parent is not None:  # after the ends, as `NeighbourMirror.add` mirrors them
+            self.mirror.added(self.type_name, parent, "children", {"id": element_id, "name": draft.name})
+        self.changes.element(
+            "created",
+            type_name=self.type_name,
+            element_id=element_id,
+            element_name=draft.name,
+            changes=recorded,
+        )
+
+
+def _entry(reference: Reference) -> dict[str, Any]:
+    return {"id": reference.resolved_id, "name": reference.resolved_name}
+
+
 def _record(
     writer: Writer,
     groups: Sequence[TypeItems],
@@ -534,53 +622,57 @@ def _record(
     order_counts: bool,
     loaded: bool,
 ) -> Written:
-    """History of a write: the written elements are read back (a batch at a time, so that a large import
-    never holds every element's JSON at once) and recorded as created or as the diff of before and after;
-    the deleted ones as deleted; then what the neighbours saw."""
+    """History of a write, in item order: a created element that nothing else in the write touches is
+    recorded from its draft (what was inserted is exactly what it says); the other written elements are
+    read back with the column-oriented reader (the same JSON as `full.render` of a loaded element, a
+    batch at a time, so that a large import never holds every element's JSON at once) and recorded as
+    created or as the diff of before and after; the deleted ones from their last state; then what the
+    neighbours saw. With `loaded` (one element: the caller renders its answer from it) they are loaded."""
     db, changes = writer.db, writer.changes
     result = Written()
-    new_ids = {t: [item.new_id for item in items if item.new_id is not None] for t, items in creates.items()}
-    changed_ids = {t: [item.element_id for item in items if item.element_id] for t, items in changed.items()}
-    skip = {i for ids in (*new_ids.values(), *changed_ids.values()) for i in ids}
-    mirror = NeighbourMirror(skip | {element_id for _, element_id, _ in gone})
+    written = {item.written_id for items in (*creates.values(), *changed.values()) for item in items}
+    mirror = NeighbourMirror({i for i in written if i is not None} | {i for _, i, _ in gone})
+    drafted = set() if loaded else _self_contained(groups, changed)
     unchanged: list[LoadedElement] = []
     for group in groups:
         type_def, full = group.type_def, views[group.type_def.id]
-        ids = new_ids[type_def.id] + changed_ids[type_def.id]
+        type_creates, type_changed = creates[type_def.id], changed[type_def.id]
         old_elements = before[type_def.id]
-        # What was written, rendered for history: the column-oriented reader gives the same JSON as
-        # `full.render` of a loaded element at a fraction of the cost for thousands; one element is
-        # loaded, since the caller renders its answer from it.
-        batches: Iterable[list[dict[str, Any]]]
+        unread = [item.written_id or 0 for item in (*type_creates, *type_changed) if id(item) not in drafted]
+        read: Iterator[dict[str, Any]]
         if loaded:
-            now = repository.load_elements(db, type_def.id, ids, full.selection)
+            now = repository.load_elements(db, type_def.id, unread, full.selection)
             result.loaded.update(old_elements)
             result.loaded.update(now)
-            batches = [[full.render(now[element_id]) for element_id in ids]]
+            read = (full.render(now[element_id]) for element_id in unread)
         else:
-            batches = ElementReader(full).read_batches(db, chunks(ids, READ_BATCH))
-        for batch in batches:
-            for element in batch:
-                element_id = element["id"][0]
-                old_element = old_elements.get(element_id)
-                if old_element is None:
-                    changes.element_created(type_def.name, element_id, element)
-                    mirror.add(type_def, element_id, None, element)
-                    continue
-                old = full.render(old_element)
-                diff = diff_elements(type_def, old, element, order_counts=order_counts)
-                if not diff:
-                    unchanged.append(old_element)
-                    continue
-                changes.element(
-                    "updated",
-                    type_name=type_def.name,
-                    element_id=element_id,
-                    element_name=element["name"][0],
-                    changes=diff,
-                )
-                result.changed.add(element_id)
-                mirror.add(type_def, element_id, old, element)
+            batches = ElementReader(full).read_batches(db, chunks(unread, READ_BATCH))
+            read = (element for batch in batches for element in batch)
+        from_draft = _CreatedRecorder(full, changes, mirror)
+        for item in type_creates:
+            if id(item) in drafted:
+                from_draft.record(item)
+                continue
+            element = next(read)
+            changes.element_created(type_def.name, element["id"][0], element)
+            mirror.add(type_def, element["id"][0], None, element)
+        for _ in type_changed:
+            element = next(read)
+            old_element = old_elements[element["id"][0]]
+            old = full.render(old_element)
+            diff = diff_elements(type_def, old, element, order_counts=order_counts)
+            if not diff:
+                unchanged.append(old_element)
+                continue
+            changes.element(
+                "updated",
+                type_name=type_def.name,
+                element_id=old_element.id,
+                element_name=element["name"][0],
+                changes=diff,
+            )
+            result.changed.add(old_element.id)
+            mirror.add(type_def, old_element.id, old, element)
     for type_def, element_id, last in gone:
         changes.element_deleted(type_def.name, element_id, last)
         mirror.add(type_def, element_id, last, None)
@@ -612,6 +704,7 @@ def _insert_elements(
     ).items():
         positions[stored_parent] = last
     rows = []
+    type_id = type_def.id
     for item in creates:
         draft = item.draft
         assert draft is not None and draft.name is not None
@@ -624,25 +717,13 @@ def _insert_elements(
         # A new child goes last among its siblings.
         position = positions.get(parent, -1) + 1
         positions[parent] = position
+        stored_parent = parent if isinstance(parent, int) else None
         rows.append(
-            {
-                "type_id": type_def.id,
-                "name": draft.name,
-                "description": draft.description or "",
-                "parent_id": parent if isinstance(parent, int) else None,
-                "position": position,
-                "revision": 1,
-                "created_at": now,
-                "last_modified_at": now,
-                "last_modified_by": login,
-            }
+            (type_id, draft.name, draft.description or "", stored_parent, position, 1, now, now, login)
         )
-        if isinstance(parent, int):
-            touched.add(parent)
-    repository.insert_elements(db, rows)
-    ids = repository.ids_by_name(
-        db, type_def.id, [item.draft.name for item in creates if item.draft and item.draft.name]
-    )
+        if stored_parent is not None:
+            touched.add(stored_parent)
+    ids = repository.insert_named_elements(db, type_id, rows)
     for item in creates:
         assert item.draft is not None and item.draft.name is not None
         item.new_id = ids[item.draft.name]
@@ -670,12 +751,13 @@ def _insert_contents(
             and item.aside_parent.resolved_id is not None
         },
     )
-    repository.insert_values(
+    value_row = repository.value_row
+    repository.insert_value_rows(
         db,
         [
-            {"element_id": item.new_id, "attribute_id": attribute_id, "position": position, **value.columns()}
+            value_row(item.new_id, attribute_id, position, value)
             for item in creates
-            if item.draft is not None
+            if item.draft is not None and item.new_id is not None
             for attribute_id, values in item.draft.values.items()
             for position, value in enumerate(values)
         ],
@@ -858,6 +940,10 @@ class NeighbourMirror:
         )
         change = record["changes"].setdefault(prop, {"property": prop, "added": [], "removed": []})
         change[side].append(entry)
+
+    def added(self, other_type: str, other: dict[str, Any], prop: str, entry: dict[str, Any]) -> None:
+        """`entry` (a written element) was added to `prop` of `other` (an element of `other_type`)."""
+        self._mirror(other_type, other, prop, entry, "added")
 
     def add(
         self,
