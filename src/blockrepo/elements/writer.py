@@ -527,9 +527,10 @@ def persist_types(
 
 def _self_contained(groups: Sequence[TypeItems], changed: dict[int, list[WriteItem]]) -> set[int]:
     """The created items (by `id()`) whose element is, once written, exactly what their draft says: no
-    other item refers to them (as parent or relation end) or is referred to by them, and none of the
-    elements they refer to is changed by an update of the write (a renamed parent would show its new
-    name)."""
+    other item refers to them (as parent or relation end), and none of the elements they refer to is
+    changed by an update of the write (a renamed parent would show its new name). An item may refer to
+    elements that other items create (an import's records mostly do): its references hold their ids and
+    names by now, and the relations it lists are made in its order."""
     entangled = {id(creator) for group in groups for item in group.items for _, creator in item.pending}
     updated = {item.element_id for items in changed.values() for item in items}
     return {
@@ -537,7 +538,6 @@ def _self_contained(groups: Sequence[TypeItems], changed: dict[int, list[WriteIt
         for group in groups
         for item in group.items
         if item.creating
-        and not item.pending
         and id(item) not in entangled
         and item.draft is not None
         and not any(reference.resolved_id in updated for reference in item.draft.references())
