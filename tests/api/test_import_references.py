@@ -128,3 +128,31 @@ def test_users_the_file_names_are_created_disabled_without_roles(client: TestCli
     )
     assert response.status_code == 400
     assert [(e["pointer"], e["code"]) for e in response.json()["errors"]] == [("/users", "invalid_user")]
+
+
+def test_an_end_left_out_or_listed_empty_keeps_its_relations(client: TestClient) -> None:
+    """A record is its element's whole state for values, description and parent; a relation end it
+    lists replaces what the end held, one it leaves out or lists empty keeps it (an export lists only
+    the source ends towards the types it holds)."""
+    first = {
+        "InformationSystem": [{"name": "A"}, {"name": "B", "predecessors": ["A"], "version": ["1"]}],
+        "TechnicalComponent": [{"name": "Server"}],
+    }
+    assert _import(client, first).status_code == 200
+    assert (
+        _import(client, {"InformationSystem": [{"name": "B", "technicalComponents": ["Server"]}]}).json()[
+            "updated"
+        ]
+        == 1
+    )
+    b = _named(client, "InformationSystem", "B")
+    assert [e["name"] for e in b["predecessors"]] == ["A"]
+    assert b["version"] == []
+    response = _import(
+        client, {"InformationSystem": [{"name": "B", "predecessors": [], "technicalComponents": []}]}
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["updated"] == 0
+    b = _named(client, "InformationSystem", "B")
+    assert [e["name"] for e in b["predecessors"]] == ["A"]
+    assert [e["name"] for e in b["technicalComponents"]] == ["Server"]

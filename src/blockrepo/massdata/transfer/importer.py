@@ -140,10 +140,8 @@ class _BodyBuilder:
                 entries = self.entries(end, value, f"{where}/{key}")
                 if entries is None:
                     ok = False
-                elif entries:
+                elif entries:  # an end listed empty keeps its relations
                     body[key] = entries
-                else:
-                    del body[key]  # an end listed empty keeps its relations
             else:
                 body[key] = value
         return body if ok else None
