@@ -163,18 +163,18 @@ def _set_aside(
     """Set aside references to elements that items of this write create (they resolve once those
     exist), so that the rest resolve against the database in one go. Without `forward`, `creators` is
     filled here in item order, so only earlier items count."""
+
+    def creator_of(reference: Reference) -> WriteItem | None:
+        if reference.id is not None or reference.name is None:
+            return None
+        if not forward and reference.type_id != type_def.id:
+            return None
+        return creators.get((reference.type_id, reference.name))
+
     for item in items:
         draft = item.draft
         if item.failed or draft is None:
             continue
-
-        def creator_of(reference: Reference) -> WriteItem | None:
-            if reference.id is not None or reference.name is None:
-                return None
-            if not forward and reference.type_id != type_def.id:
-                return None
-            return creators.get((reference.type_id, reference.name))
-
         for end_name, entries in draft.ends.items():
             kept = []
             for entry in entries:
