@@ -147,6 +147,9 @@ def _parse(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -
         if item.failed or item.body is None:
             continue
         draft = parse_body(writer.metamodel, writer.actor, type_def, item.body, element_id=item.element_id)
+        # The draft holds what the body says: let the body go, so that an import's bodies and drafts of
+        # every record are not held at once.
+        item.body = None
         if draft.forbidden:
             item.fail(403, draft.forbidden)
             continue

@@ -212,7 +212,6 @@ def import_document(
         _refuse_references_to_doomed(metamodel, imports, problems)
     for type_import in imports:
         for item in type_import.items:
-            item.body = None  # the file's values live on in the drafts only
             for error in item.errors:
                 where = f"{type_import.where}/{item.index}"
                 if item.status == 403:
