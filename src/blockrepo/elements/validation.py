@@ -221,8 +221,9 @@ def _parse_end(
         return
     attributable = end.relation_type.attributable or bool(end.relation_type.attributes)
     entries: list[EndEntry] = []
+    end_pointer = pointer(end.name)  # escaped once: a bulk write parses thousands of entries
     for index, item in enumerate(raw):
-        item_pointer = pointer(end.name, index)
+        item_pointer = f"{end_pointer}/{index}"
         reference = _parse_reference(draft, item, item_pointer, end.other_type_id, allow_attributes=True)
         if reference is None:
             continue
@@ -332,19 +333,19 @@ def resolve_references(db: Session, metamodel: Metamodel, drafts: Sequence[Eleme
             names.setdefault(ref.type_id, set()).add(ref.name)
     by_name = repository.find_by_names(db, names)
     for draft, ref in references:
-        expected = metamodel.type_by_id(ref.type_id).name
         if ref.id is not None:
             found = by_id.get(ref.id)
             if found is None:
                 draft.error(ref.pointer, "unknown_target", f"there is no element {ref.id}")
             elif found[0] != ref.type_id:
-                actual = metamodel.type_by_id(found[0]).name
+                actual, expected = metamodel.type_by_id(found[0]).name, metamodel.type_by_id(ref.type_id).name
                 draft.error(ref.pointer, "wrong_type", f"element {ref.id} is a {actual}, not a {expected}")
             else:
                 ref.resolved_id, ref.resolved_name = ref.id, found[1]
         else:
             element_id = by_name.get((ref.type_id, ref.name or ""))
             if element_id is None:
+                expected = metamodel.type_by_id(ref.type_id).name
                 draft.error(ref.pointer, "unknown_target", f"there is no {expected} named {ref.name!r}")
             else:
                 ref.resolved_id, ref.resolved_name = element_id, ref.name

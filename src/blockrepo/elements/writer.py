@@ -593,11 +593,10 @@ def _insert_creates(
             and item.aside_parent.resolved_id is not None
         },
     )
-    value_row = repository.value_row
     repository.insert_value_rows(
         db,
         [
-            value_row(item.new_id, attribute_id, position, value)
+            (item.new_id, attribute_id, position, *value)  # repository.value_row, inlined: 5 an element
             for item in creates
             if item.draft is not None and item.new_id is not None
             for attribute_id, values in item.draft.values.items()

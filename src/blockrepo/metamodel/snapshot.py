@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 
 from blockrepo.metamodel.models import (
@@ -128,13 +129,16 @@ class BlockTypeDef:
         return self.builtins + self.attributes
 
     def property_named(self, name: str) -> AttributeDef | None:
-        for prop in self.builtins:
-            if prop.name == name:
-                return prop
-        for prop in self.attributes:
-            if prop.name == name:
-                return prop
-        return None
+        return self._properties_by_name.get(name)
+
+    @cached_property
+    def _properties_by_name(self) -> dict[str, AttributeDef]:
+        # Looked up for every key of every element body a bulk write parses; a built-in wins over an
+        # attribute of the same name, as the scan this replaced found it first.
+        by_name: dict[str, AttributeDef] = {}
+        for prop in (*self.builtins, *self.attributes):
+            by_name.setdefault(prop.name, prop)
+        return by_name
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ bookkeeping costs more than the insert itself): sqlite3 executemany, PostgreSQL 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from operator import itemgetter
+from operator import is_, itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, Table
@@ -99,9 +99,15 @@ def _without_nulls(
     columns with 5 NULLs 5.2 µs a row, the 4 filled ones 1.5 µs, bare sqlite3). The groups are as many
     as the kinds of values, not rows, so the statements stay few whatever the size of the request."""
     nullable = [index for index, name in enumerate(names) if table.c[name].nullable]
+    if not nullable:
+        return [(names, rows)]
+    # Which of the nullable values are None, with C-level calls only (a list comprehension per row
+    # cost a fifth of what leaving the NULLs out saves).
+    pick_nullable = itemgetter(*nullable) if len(nullable) > 1 else (lambda row: (row[nullable[0]],))
+    nones = (None,) * len(nullable)
     groups: dict[tuple[bool, ...], list[Sequence[Any]]] = {}
     for row in rows:
-        groups.setdefault(tuple([row[index] is None for index in nullable]), []).append(row)
+        groups.setdefault(tuple(map(is_, pick_nullable(row), nones)), []).append(row)
     result: list[tuple[Sequence[str], Sequence[Sequence[Any]]]] = []
     for nulls, group in groups.items():
         left_out = {index for index, null in zip(nullable, nulls, strict=True) if null}
