@@ -60,16 +60,22 @@ class AttributeDef:
         return self.builtin_type_id is not None
 
     def literal_named(self, name: str) -> LiteralDef | None:
-        for literal in self.literals:
-            if literal.name == name:
-                return literal
-        return None
+        return self._literals_by_name.get(name)
 
     def literal_by_id(self, literal_id: int) -> LiteralDef | None:
+        return self._literals_by_id.get(literal_id)
+
+    # Dicts made once per compiled metamodel: a bulk write looks a literal up for every enum value.
+    @cached_property
+    def _literals_by_name(self) -> dict[str, LiteralDef]:
+        by_name: dict[str, LiteralDef] = {}
         for literal in self.literals:
-            if literal.id == literal_id:
-                return literal
-        return None
+            by_name.setdefault(literal.name, literal)  # the first, as the scan this replaced found it
+        return by_name
+
+    @cached_property
+    def _literals_by_id(self) -> dict[int, LiteralDef]:
+        return {literal.id: literal for literal in reversed(self.literals)}
 
 
 @dataclass(frozen=True)

@@ -58,9 +58,9 @@ def insert_tuples(
         return
     connection = db.connection()
     dialect = connection.dialect
-    convert = _converter(connection, table, names, verbatim)
     quote = dialect.identifier_preparer.quote
     if dialect.name == "postgresql":
+        convert = _converter(connection, table, names, verbatim)
         # COPY: PostgreSQL executes row-by-row INSERTs one by one even when pipelined; COPY takes the rows
         # as one stream, about three times faster for element values (bench/massdata_scale.py).
         columns = ", ".join(quote(n) for n in names)
@@ -69,22 +69,25 @@ def insert_tuples(
         try:
             with driver.cursor() as cursor, cursor.copy(statement) as copy:  # type: ignore[union-attr]
                 for row in rows:
-                    copy.write_row(convert(row))
+                    copy.write_row(row if convert is None else convert(row))
         except dialect.loaded_dbapi.Error as exc:
             # The driver's own error, wrapped as SQLAlchemy wraps every other statement's: a constraint a
             # concurrent request broke is an IntegrityError that callers turn into a 409.
             raise DBAPIError.instance(statement, None, exc, dialect.loaded_dbapi.Error) from exc
         return
     placeholder = "?" if dialect.paramstyle == "qmark" else "%s"
-    converted = [convert(row) for row in rows]
-    groups = _without_nulls(table, names, converted) if any_order else [(names, converted)]
-    for filled, group in groups:
+    # Grouped first: a group's columns are all filled, so only their own processors run, on values that
+    # are never None (a number value, say, needs none at all).
+    for filled, group in _without_nulls(table, names, rows) if any_order else [(names, rows)]:
+        convert = _converter(connection, table, filled, verbatim)
+        if convert is not None:
+            group = [convert(row) for row in group]
         sql = (
             f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in filled)}) "
             f"VALUES ({', '.join([placeholder] * len(filled))})"
         )
         for start in range(0, len(group), ROWS_PER_CALL):
-            connection.exec_driver_sql(sql, group[start : start + ROWS_PER_CALL])
+            connection.exec_driver_sql(sql, list(group[start : start + ROWS_PER_CALL]))
 
 
 def _without_nulls(
@@ -134,7 +137,7 @@ def insert_returning(
     dialect = connection.dialect
     if dialect.name != "sqlite":
         raise NotImplementedError("insert_returning is SQLite's; PostgreSQL writes with COPY")
-    convert = _converter(connection, table, names, ())
+    convert = _converter(connection, table, names, ()) or tuple
     quote = dialect.identifier_preparer.quote
     head = f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) VALUES "
     tail = f" RETURNING {', '.join(quote(n) for n in returning)}"
@@ -151,9 +154,9 @@ def insert_returning(
 
 def _converter(
     connection: Connection, table: Table, names: Sequence[str], verbatim: Collection[str]
-) -> Callable[[Sequence[Any]], Sequence[Any]]:
+) -> Callable[[Sequence[Any]], Sequence[Any]] | None:
     """row -> the row with each value passed through its column's bind processor (the same row when
-    nothing needed converting)."""
+    nothing needed converting); None when no column of `names` has a processor."""
     dialect = connection.dialect
     # The dialect's own implementation of each type: the generic DateTime has no bind processor, and the
     # sqlite3 driver's default adapter would store another text format than every other write path.
@@ -169,6 +172,8 @@ def _converter(
         for index, process in enumerate(processors)
         if process is not None
     ]
+    if not converting:
+        return None
 
     def convert(row: Sequence[Any]) -> Sequence[Any]:
         values: list[Any] | None = None
