@@ -112,6 +112,12 @@ def _parse(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -
     """Parse every body; set aside references to elements that earlier items create (they resolve once
     those exist), so that the rest resolve against the database in one go."""
     creators: dict[str, int] = {}
+
+    def earlier(reference: Reference) -> int | None:
+        if reference.id is not None or reference.type_id != type_def.id or reference.name is None:
+            return None
+        return creators.get(reference.name)
+
     for item in items:
         if item.failed or item.body is None:
             continue
@@ -120,12 +126,6 @@ def _parse(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -
             item.fail(403, draft.forbidden)
             continue
         item.draft = draft
-
-        def earlier(reference: Reference) -> int | None:
-            if reference.id is not None or reference.type_id != type_def.id or reference.name is None:
-                return None
-            return creators.get(reference.name)
-
         for end_name, entries in draft.ends.items():
             kept = []
             for entry in entries:

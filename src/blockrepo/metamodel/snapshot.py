@@ -129,10 +129,15 @@ class BlockTypeDef:
     attributes: tuple[AttributeDef, ...] = ()
     ends: Mapping[str, RelationEnd] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def properties(self) -> tuple[AttributeDef, ...]:
         """Built-ins then user attributes, in display order."""
         return self.builtins + self.attributes
+
+    @cached_property
+    def mandatory_properties(self) -> tuple[AttributeDef, ...]:
+        """The mandatory ones among `properties` (checked for every element a bulk write parses)."""
+        return tuple(prop for prop in self.properties if prop.mandatory)
 
     def property_named(self, name: str) -> AttributeDef | None:
         return self._properties_by_name.get(name)
