@@ -7,6 +7,8 @@ import math
 import re
 import sys
 from collections.abc import Callable
+from functools import partial
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from blockrepo.metamodel.snapshot import AttributeDef
@@ -236,3 +238,12 @@ def encode_value(attribute: AttributeDef, value: TypedValue) -> Any:
     """One stored value in its API JSON form (text, richtext and responsibility: its text)."""
     encoder = _ENCODERS.get(attribute.value_type)
     return value.text if encoder is None else encoder(attribute, value)
+
+
+def value_encoder(attribute: AttributeDef) -> Callable[[TypedValue], Any]:
+    """`encode_value` for one attribute, chosen once: for encoding many values of it."""
+    encoder = _ENCODERS.get(attribute.value_type)
+    return _TEXT if encoder is None else partial(encoder, attribute)
+
+
+_TEXT = attrgetter("text")
