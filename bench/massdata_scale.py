@@ -345,6 +345,7 @@ def run(
         target_url = stack.enter_context(scratch_database(database, "massdata_target", keep=keep))
         with running(target_url, logs, "import-document") as server:
             body = document.read_bytes()
+            cpu_before = server.cpu_seconds()
             started = time.perf_counter()
             report = check(
                 server.client.post(
@@ -352,6 +353,7 @@ def run(
                 )
             )
             seconds = time.perf_counter() - started
+            cpu = server.cpu_seconds() - cpu_before
             _, peak = server.memory_mb()
         if report["created"] != exported:
             raise RuntimeError(f"the import created {report['created']:,} elements, not {exported:,}")
@@ -361,6 +363,7 @@ def run(
                 rate(exported, seconds),
             )
         )
+        figures.append(Figure("  CPU time of the server, µs an element", f"{cpu * 1e6 / exported:.1f}"))
         figures.append(Figure("  peak RSS of the server during the import", f"{peak:,.0f} MB"))
         console.print(
             f"[bold]{dialect}[/]: {elements:,} {TYPE} elements with {len(ATTRIBUTES)} attribute values and "
