@@ -257,6 +257,7 @@ def run(
         figures.append(
             Figure(f"bulk import, POST /api/massdata/{TYPE} ({BATCH:,} a request)", rate(elements, seconds))
         )
+        figures.append(Figure("  CPU time of the server, µs an element", f"{cpu * 1e6 / elements:.1f}"))
         figures.append(Figure("  peak RSS of the server during the load", f"{peak:,.0f} MB"))
         if sqlite and floor_repeat:
             # In this run, right after the import: the machine's speed moves too much between runs.
