@@ -19,7 +19,11 @@ _EXPIRED = "Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT"
 
 def read_session_cookie(headers: Headers) -> str | None:
     """The request's session cookie value if it is well-formed, else None (treated as absent)."""
-    raw = headers.get("cookie")
+    return session_cookie_in(headers.get("cookie"))
+
+
+def session_cookie_in(raw: str | None) -> str | None:
+    """The session cookie value in a `Cookie` header's text if it is well-formed, else None."""
     if not raw:
         return None
     value = cookie_parser(raw).get(SESSION_COOKIE)

@@ -26,17 +26,19 @@ import math
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 import orjson
 import redis
-from sqlalchemy import Engine, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from blockrepo.access.models import User
+from blockrepo.access.repository import Revisions, acting_user
 from blockrepo.auth.basic import Principal
 from blockrepo.auth.models import AuthSession, ServerSecret
+from blockrepo.revisions.models import RepositoryState
 from blockrepo.settings import Settings
 from blockrepo.storage.engine import DriverStatement
 
@@ -185,6 +187,11 @@ class SessionStore(Protocol):
 
     def get(self, key: str) -> StoredSession | None: ...
 
+    def with_revisions(self, connection: Connection, key: str) -> tuple[StoredSession, Revisions] | None:
+        """The session with its user's state (`user` set) and the repository's revisions, read through
+        `connection` where the store is the database; never writes."""
+        ...
+
     def touch(self, session: StoredSession, last_seen_at: float, expires_at: float) -> None: ...
 
     def delete(self, key: str) -> None: ...
@@ -206,6 +213,25 @@ _SESSION_WITH_USER = DriverStatement(
         User.credentials_version.label("current_version"),
     )
     .join(User, User.id == AuthSession.user_id)
+    .where(AuthSession.id == bindparam("key"))
+)
+# The GET lane's one statement: the session, its user's state and the revisions the caches are keyed by.
+_SESSION_USER_AND_REVISIONS = DriverStatement(
+    select(
+        AuthSession.user_id,
+        AuthSession.credentials_version,
+        AuthSession.csrf_token,
+        AuthSession.created_at,
+        AuthSession.last_seen_at,
+        User.login,
+        User.enabled,
+        User.credentials_version.label("current_version"),
+        RepositoryState.revision,
+        RepositoryState.metamodel_revision,
+        RepositoryState.access_revision,
+    )
+    .join(User, User.id == AuthSession.user_id)
+    .join(RepositoryState, RepositoryState.id == 1)
     .where(AuthSession.id == bindparam("key"))
 )
 _USER_STATUS = DriverStatement(
@@ -281,18 +307,13 @@ class DatabaseSessionStore:
         # At the driver level: every request with a cookie runs this (see storage.engine.DriverStatement).
         with self._read.connect() as connection:
             row = _SESSION_WITH_USER.first(connection, {"key": key})
+        return None if row is None else _stored_with_user(key, row)
+
+    def with_revisions(self, connection: Connection, key: str) -> tuple[StoredSession, Revisions] | None:
+        row = _SESSION_USER_AND_REVISIONS.first(connection, {"key": key})
         if row is None:
             return None
-        user_id, version, csrf_token, created_at, last_seen_at, login, enabled, current_version = row
-        return StoredSession(
-            key=key,
-            user_id=user_id,
-            credentials_version=version,
-            csrf_token=csrf_token,
-            created_at=_driver_timestamp(created_at),
-            last_seen_at=_driver_timestamp(last_seen_at),
-            user=UserStatus(login=login, enabled=bool(enabled), credentials_version=current_version),
-        )
+        return _stored_with_user(key, row), Revisions(row[8], row[9], row[10])
 
     def touch(self, session: StoredSession, last_seen_at: float, expires_at: float) -> None:
         parameters = {
@@ -310,6 +331,21 @@ class DatabaseSessionStore:
     def purge_expired(self, now: float) -> None:
         with self._write.begin() as connection:
             connection.execute(delete(AuthSession).where(AuthSession.expires_at < _as_datetime(now)))
+
+
+def _stored_with_user(key: str, row: Any) -> StoredSession:
+    """A session row that starts with (user id, credentials version, CSRF token, created, last seen, login,
+    enabled, the user's current credentials version)."""
+    user_id, version, csrf_token, created_at, last_seen_at, login, enabled, current_version = row[:8]
+    return StoredSession(
+        key=key,
+        user_id=user_id,
+        credentials_version=version,
+        csrf_token=csrf_token,
+        created_at=_driver_timestamp(created_at),
+        last_seen_at=_driver_timestamp(last_seen_at),
+        user=UserStatus(login=login, enabled=bool(enabled), credentials_version=current_version),
+    )
 
 
 class RedisSessionStore:
@@ -365,6 +401,18 @@ class RedisSessionStore:
             created_at=float(data["created"]),
             last_seen_at=float(data["seen"]),
         )
+
+    def with_revisions(self, connection: Connection, key: str) -> tuple[StoredSession, Revisions] | None:
+        stored = self.get(key)
+        if stored is None:
+            return None
+        # Redis holds the session, the database its user and the revisions: one primary-key read.
+        row = acting_user(connection, stored.user_id)
+        if row is None:
+            return None
+        login, enabled, current_version, revision, metamodel_revision, access_revision = row
+        user = UserStatus(login=login, enabled=bool(enabled), credentials_version=current_version)
+        return replace(stored, user=user), Revisions(revision, metamodel_revision, access_revision)
 
     def touch(self, session: StoredSession, last_seen_at: float, expires_at: float) -> None:
         touched = StoredSession(
@@ -495,6 +543,36 @@ class SessionManager:
             csrf_token=stored.csrf_token,
             revivable_until=self._revivable_until_of(cookie_value, stored),
         )
+
+    def peek(self, cookie_value: str, connection: Connection) -> tuple[Principal, Revisions] | None:
+        """Who this cookie's session acts as and the repository's revisions, read in one statement (with
+        Redis: its lookup and one statement) through `connection`, when the session is valid and nothing
+        needs writing now. None whenever `resume` must decide: no record (unknown, or a signed cookie's
+        first return), ended, expired, a changed or disabled account, or the idle time stamp due for its
+        write; `resume` then answers exactly as before."""
+        key = session_key(cookie_value)
+        found = self.store.with_revisions(connection, key)
+        if found is None:
+            return None
+        stored, revisions = found
+        user = stored.user
+        now = self._now()
+        if (
+            user is None
+            or stored.credentials_version == ENDED
+            or not user.enabled
+            or user.credentials_version != stored.credentials_version
+            or now >= self._expires_at(stored, stored.last_seen_at)
+            or now - stored.last_seen_at >= self._touch_after
+        ):
+            return None
+        principal = Principal(
+            user_id=stored.user_id,
+            login=user.login,
+            credentials_version=stored.credentials_version,
+            via="session",
+        )
+        return principal, revisions
 
     def _revive(self, cookie_value: str, key: str, may_write: bool) -> LiveSession | None:
         """The first return of a signed cookie: its record is made now, if the session is still valid."""

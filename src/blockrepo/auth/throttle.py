@@ -194,6 +194,14 @@ class LoginThrottle:
             self._verified.put(verified_here, principal)
         return principal
 
+    def verified_here(self, login: str, password: str, address: str) -> Principal | None:
+        """The principal of credentials this process verified from this address before, as it was then,
+        without reading any store: the caller must check that the account is still enabled and its
+        credentials version unchanged (else `attempt` decides, and verifies again)."""
+        if self._verified.get(self._verified.digest(_digest(address, login), password)) is None:
+            return None
+        return self.authenticator.remembered(login, password)
+
     def _limits(self, login: str, address: str) -> dict[str, int]:
         return {
             pair_key(login, address): self._max_failures,

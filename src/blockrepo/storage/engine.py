@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -89,6 +90,42 @@ def with_own_pool(engine: Engine, *, pool_size: int) -> Engine:
 
     event.listen(other, "before_cursor_execute", forward)
     return other
+
+
+class HeldConnections:
+    """One connection per thread, kept open between uses: for short reads made on the event loop, where a
+    pool's checkout and return (with their events and the reset) cost as much as the reads themselves.
+    Only the thread that holds a connection uses it; `drop` closes a connection that failed, so the next
+    use opens a fresh one."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._every: list[Connection] = []
+
+    def get(self) -> Connection:
+        connection: Connection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._local.connection = self._engine.connect()
+            with self._lock:
+                self._every.append(connection)
+        return connection
+
+    def drop(self) -> None:
+        connection: Connection | None = getattr(self._local, "connection", None)
+        self._local.connection = None
+        if connection is not None:
+            with self._lock:
+                self._every.remove(connection)
+            connection.invalidate()
+            connection.close()
+
+    def close_all(self) -> None:
+        with self._lock:
+            every, self._every = self._every, []
+        for connection in every:
+            connection.close()
 
 
 def build_session_factory(engine: Engine) -> sessionmaker[Session]:
