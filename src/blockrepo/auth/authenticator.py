@@ -45,11 +45,6 @@ class Authenticator:
         cached = self.cache.get(digest)
         return None if cached is None else self._still_valid(digest, cached)
 
-    def remembered(self, login: str, password: str) -> Principal | None:
-        """The principal these credentials had when this process last verified them, read from the cache
-        alone: not checked against the account's current state."""
-        return self.cache.get(self.cache.digest(login, password))
-
     def _still_valid(self, digest: bytes, cached: Principal) -> Principal | None:
         # At the driver level, without an ORM session: every cached Basic request runs it.
         with self._engine.connect() as connection:

@@ -86,7 +86,7 @@ class CookieSigner:
         self._secret = secret
 
     def _mac(self, label: bytes, payload: bytes) -> bytes:
-        return hmac.new(self._secret, label + payload, hashlib.sha256).digest()
+        return hmac.digest(self._secret, label + payload, "sha256")  # one-shot: cheaper than hmac.new
 
     def sign(self, user_id: int, credentials_version: int, created_at: float) -> str:
         payload = (

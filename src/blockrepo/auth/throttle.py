@@ -196,11 +196,10 @@ class LoginThrottle:
 
     def verified_here(self, login: str, password: str, address: str) -> Principal | None:
         """The principal of credentials this process verified from this address before, as it was then,
-        without reading any store: the caller must check that the account is still enabled and its
-        credentials version unchanged (else `attempt` decides, and verifies again)."""
-        if self._verified.get(self._verified.digest(_digest(address, login), password)) is None:
-            return None
-        return self.authenticator.remembered(login, password)
+        without reading any store: the caller must check that the account still exists, is enabled and
+        has the same credentials version (a new password, login or disabling changes it), else `attempt`
+        decides and verifies again. An entry lasts no longer than the authenticator's (the same TTL)."""
+        return self._verified.get(self._verified.digest(_digest(address, login), password))
 
     def _limits(self, login: str, address: str) -> dict[str, int]:
         return {
