@@ -3,6 +3,7 @@ keep the cookie cost no write, and nothing the GET caches outlives a change made
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 
 import pytest
@@ -15,7 +16,14 @@ from blockrepo.app import create_app
 from blockrepo.auth.models import AuthSession
 from blockrepo.revisions.models import RepositoryState
 from blockrepo.settings import Settings
-from tests.api.auth_support import PROTECTED, bare_client, cookie_value, logged_in, session_headers
+from tests.api.auth_support import (
+    PROTECTED,
+    bare_client,
+    cookie_value,
+    install_clock,
+    logged_in,
+    session_headers,
+)
 from tests.conftest import ADMIN_PASSWORD, make_settings
 from tests.helpers import (
     count_queries,
@@ -233,3 +241,145 @@ def test_permission_and_metamodel_changes_are_seen_by_the_next_get(app: FastAPI,
             db.execute(update(User).where(User.login == "rita").values(enabled=False))
         # Nothing else changes with it: the GET reads the account's state every time.
         assert rita.get(url, headers=headers).status_code == 401
+
+
+# --- changes made by another worker ------------------------------------------------------------------------
+# Two application instances on one database are two workers (or hosts): each has its own caches of
+# sessions' users, metamodels, rights and rendered bodies. The reader's worker has answered the GET on its
+# lane (asserted by its statements) before the other worker changes something; the next GET must show it.
+
+
+@pytest.fixture
+def workers(database_url: str, auth_store: dict[str, str]) -> Iterator[tuple[FastAPI, FastAPI]]:
+    reader, admin = (create_app(make_settings(database_url, **auth_store)) for _ in range(2))
+    yield reader, admin
+    reader.state.services.dispose()
+    admin.state.services.dispose()
+
+
+def assert_on_the_lane(
+    app: FastAPI, client: TestClient, url: str, headers: dict[str, str], auth_store: dict[str, str]
+) -> dict[str, object]:
+    """GET `url` and assert that the lane answered it from the cached body: only the statement of who acts
+    and the revisions (see the statement-count test above; Basic credentials and Redis sessions read the
+    account with the revisions, a database session reads its row with them)."""
+    with count_queries(engine_of(app)) as counter:
+        response = client.get(url, headers=headers)
+    assert response.status_code == 200, response.text
+    sqlite = engine_of(app).dialect.name == "sqlite"
+    who = "app_user" if auth_store or "Authorization" in headers else "auth_session"
+    assert [tables_read(s) for s in counter.statements] == [*(["BEGIN"] if sqlite else []), who]
+    return response.json()  # type: ignore[no-any-return]
+
+
+def test_changes_by_another_worker_are_seen_by_the_next_get(
+    workers: tuple[FastAPI, FastAPI], auth_store: dict[str, str]
+) -> None:
+    reader, admin = workers
+    with bare_client(reader) as one, TestClient(admin, base_url="http://127.0.0.1") as other:
+        other.auth = ("system", ADMIN_PASSWORD)
+        group = other.post(
+            "/api/administration/attributegroups",
+            json={"name": "Finance", "description": "", "permissions": []},
+        )
+        assert group.status_code == 201, group.text
+        attribute = other.post(
+            "/api/administration/attributes",
+            json={"name": "Costs", "valueType": "number", "group": "Finance", "types": ["BusinessProcess"]},
+        )
+        assert attribute.status_code == 201, attribute.text
+        role = other.post(
+            "/api/administration/roles",
+            json={"name": "Readers", "typePermissions": {"BusinessProcess": ["read"]}},
+        )
+        assert role.status_code == 201, role.text
+        user = other.post(
+            "/api/administration/users",
+            json={
+                "login": "rita",
+                "firstName": "Rita",
+                "lastName": "Reader",
+                "email": "rita@example.org",
+                "roles": ["Readers"],
+                "password": "rita-password",
+            },
+        )
+        assert user.status_code == 201, user.text
+        element = other.post("/api/element/BusinessProcess", json={"name": ["Seen"], "Costs": [7]})
+        url = f"/api/element/BusinessProcess/{element.json()['id'][0]}"
+
+        session = session_headers(logged_in(one, "rita", "rita-password")[0])
+        basic = {"Authorization": "Basic " + base64.b64encode(b"rita:rita-password").decode()}
+        for headers in (session, basic):  # fills the reader's caches: metamodel, rights, verified credentials
+            assert one.get(url, headers=headers).json()["Costs"] == [7]
+        for headers in (session, basic):
+            assert assert_on_the_lane(reader, one, url, headers, auth_store)["Costs"] == [7]
+
+        # A value written elsewhere.
+        assert other.put(url, json={"Costs": [8]}).status_code == 200
+        for headers in (session, basic):
+            assert one.get(url, headers=headers).json()["Costs"] == [8]
+            assert assert_on_the_lane(reader, one, url, headers, auth_store)["Costs"] == [8]
+
+        # A metamodel change: the attribute is no longer active for the type.
+        changed = other.put(f"/api/administration/attributes/{attribute.json()['id']}", json={"types": []})
+        assert changed.status_code == 200, changed.text
+        for headers in (session, basic):
+            # The first GET loads the new metamodel (the documented way), the second renders with it.
+            for _ in range(2):
+                assert "Costs" not in one.get(url, headers=headers).json()
+            assert "Costs" not in assert_on_the_lane(reader, one, url, headers, auth_store)
+
+        # A permission change: the role loses read on the type.
+        revoked = other.put(f"/api/administration/roles/{role.json()['id']}", json={"typePermissions": {}})
+        assert revoked.status_code == 200, revoked.text
+        for headers in (session, basic):
+            assert one.get(url, headers=headers).status_code == 403
+            assert one.get(url, headers=headers).status_code == 403
+        granted = other.put(
+            f"/api/administration/roles/{role.json()['id']}",
+            json={"typePermissions": {"BusinessProcess": ["read"]}},
+        )
+        assert granted.status_code == 200, granted.text
+        for headers in (session, basic):
+            for _ in range(2):
+                assert one.get(url, headers=headers).status_code == 200
+            assert_on_the_lane(reader, one, url, headers, auth_store)
+
+        # A password change: the old password no longer passes, and the sessions it made are ended.
+        assert other.put(
+            f"/api/administration/users/{user.json()['id']}", json={"password": "new-pass"}
+        ).is_success
+        renewed = {"Authorization": "Basic " + base64.b64encode(b"rita:new-pass").decode()}
+        for _ in range(2):  # the new password works, and the reader's worker caches rita's rights again
+            assert one.get(url, headers=renewed).status_code == 200
+        for headers in (session, basic):
+            assert one.get(url, headers=headers).status_code == 401
+            assert one.get(url, headers=headers).status_code == 401
+
+
+@pytest.mark.parametrize("ended_by", ["logout", "idle timeout"])
+def test_an_ended_session_is_refused_by_the_next_get(
+    workers: tuple[FastAPI, FastAPI], auth_store: dict[str, str], ended_by: str
+) -> None:
+    reader, admin = workers
+    clocks = [install_clock(app) for app in workers]
+    with bare_client(reader) as one, bare_client(admin) as other:
+        element = one.post(
+            "/api/element/BusinessProcess", json={"name": ["Ended"]}, auth=("system", ADMIN_PASSWORD)
+        )
+        url = f"/api/element/BusinessProcess/{element.json()['id'][0]}"
+        session_id, token = logged_in(one)
+        headers = session_headers(session_id)
+        assert one.get(url, headers=headers).status_code == 200
+        assert_on_the_lane(reader, one, url, headers, auth_store)
+        if ended_by == "logout":
+            assert (
+                other.post("/j_service_logout", headers=session_headers(session_id, token)).status_code == 204
+            )
+        else:
+            idle = reader.state.settings.session_idle_timeout
+            for clock in clocks:
+                clock.advance(idle + 1)
+        assert one.get(url, headers=headers).status_code == 401
+        assert one.get(url, headers=headers).status_code == 401
