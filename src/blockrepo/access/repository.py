@@ -46,6 +46,18 @@ class Revisions(NamedTuple):
     access: int
 
 
+_REVISIONS = DriverStatement(
+    select(
+        RepositoryState.revision, RepositoryState.metamodel_revision, RepositoryState.access_revision
+    ).where(RepositoryState.id == 1)
+)
+
+
+def current_revisions(connection: Connection) -> Revisions:
+    revision, metamodel_revision, access_revision = _REVISIONS.rows(connection, {})[0]
+    return Revisions(revision, metamodel_revision, access_revision)
+
+
 def acting_user(connection: Connection, user_id: int) -> Any | None:
     """The driver's row (login, enabled, credentials version, revision, metamodel revision, access
     revision) of this user and the repository state; None if the user does not exist."""

@@ -97,6 +97,13 @@ class RenderedElements:
         self._entries: dict[tuple[Any, ...], tuple[Revisions, RenderedElement]] = {}
         self._max_entries = max_entries
 
+    def cached(
+        self, actor: Actor, type_def: BlockTypeDef, element_id: int, revisions: Revisions
+    ) -> RenderedElement | None:
+        """The body read at exactly `revisions` for the rights of `actor`, if it is held."""
+        entry = self._entries.get((type_def.id, element_id, actor.supervisor, actor.role_ids))
+        return entry[1] if entry is not None and entry[0] == revisions else None
+
     def read(
         self,
         db: Connection,
@@ -107,12 +114,9 @@ class RenderedElements:
         element_id: int,
         revisions: Revisions,
     ) -> RenderedElement | None:
-        """The body of the element as `actor` sees it, rendered at `revisions` (which `db` must be reading
-        at, with `metamodel` and `actor` of those revisions); None if there is no such element."""
-        key = (type_def.id, element_id, actor.supervisor, actor.role_ids)
-        entry = self._entries.get(key)
-        if entry is not None and entry[0] == revisions:
-            return entry[1]
+        """Read and keep the body of the element as `actor` sees it; `db` must read one snapshot at
+        `revisions`, and `metamodel` and `actor` be those of the same revisions. None if there is no
+        such element."""
         found = readers.get(metamodel, actor, type_def).read(db, [element_id])
         if not found:
             return None
@@ -123,5 +127,5 @@ class RenderedElements:
         with self._lock:
             if len(self._entries) >= self._max_entries:
                 self._entries.clear()
-            self._entries[key] = (revisions, rendered)
+            self._entries[(type_def.id, element_id, actor.supervisor, actor.role_ids)] = (revisions, rendered)
         return rendered
