@@ -15,7 +15,7 @@ from blockrepo.access.repository import current_revisions
 from blockrepo.api.context import AppServices
 from blockrepo.api.etag import element_etag, if_match_check
 from blockrepo.api.middleware import REQUEST_ID_PATTERN
-from blockrepo.auth.cookies import login_cookies, session_cookie_in
+from blockrepo.auth.cookies import login_cookie_headers, session_cookie_in
 from blockrepo.auth.middleware import client_address
 from blockrepo.auth.quick import QuickAuth
 from blockrepo.storage.engine import held_snapshot
@@ -140,15 +140,12 @@ class ElementReadLane:
         )
         common: list[tuple[bytes, bytes]] = []
         if found.issued is not None:
-            common = [
-                (b"set-cookie", value.encode("latin-1"))
-                for value in login_cookies(
-                    found.issued.cookie_value,
-                    found.issued.session.csrf_token,
-                    secure=self.cookie_secure,
-                    csrf_enabled=self.csrf_enabled,
-                )
-            ]
+            common = login_cookie_headers(
+                found.issued.cookie_value,
+                found.issued.session.csrf_token,
+                secure=self.cookie_secure,
+                csrf_enabled=self.csrf_enabled,
+            )
         common += [(b"x-request-id", request_id), (b"api-version", _API_VERSION)]
         if_none_match = headers.get(b"if-none-match")
         if if_none_match is not None:

@@ -52,6 +52,16 @@ def login_cookies(session_value: str, csrf_token: str, *, secure: bool, csrf_ena
     return cookies
 
 
+def login_cookie_headers(
+    session_value: str, csrf_token: str, *, secure: bool, csrf_enabled: bool
+) -> list[tuple[bytes, bytes]]:
+    """`login_cookies` as ASGI response headers."""
+    return [
+        (b"set-cookie", value.encode("latin-1"))
+        for value in login_cookies(session_value, csrf_token, secure=secure, csrf_enabled=csrf_enabled)
+    ]
+
+
 def expired_cookies(*, secure: bool) -> list[str]:
     """Set-Cookie values that make the client drop both cookies (logout)."""
     return [

@@ -201,7 +201,7 @@ class SessionStore(Protocol):
 
 # Built once: a statement object reused with parameters skips SQLAlchemy's per-call construction and
 # cache-key work, which costs several times the query itself on this hot path.
-_SESSION_WITH_USER = DriverStatement(
+_SESSION_WITH_USER_SELECT = (
     select(
         AuthSession.user_id,
         AuthSession.credentials_version,
@@ -215,24 +215,12 @@ _SESSION_WITH_USER = DriverStatement(
     .join(User, User.id == AuthSession.user_id)
     .where(AuthSession.id == bindparam("key"))
 )
+_SESSION_WITH_USER = DriverStatement(_SESSION_WITH_USER_SELECT)
 # The GET lane's one statement: the session, its user's state and the revisions the caches are keyed by.
 _SESSION_USER_AND_REVISIONS = DriverStatement(
-    select(
-        AuthSession.user_id,
-        AuthSession.credentials_version,
-        AuthSession.csrf_token,
-        AuthSession.created_at,
-        AuthSession.last_seen_at,
-        User.login,
-        User.enabled,
-        User.credentials_version.label("current_version"),
-        RepositoryState.revision,
-        RepositoryState.metamodel_revision,
-        RepositoryState.access_revision,
-    )
-    .join(User, User.id == AuthSession.user_id)
-    .join(RepositoryState, RepositoryState.id == 1)
-    .where(AuthSession.id == bindparam("key"))
+    _SESSION_WITH_USER_SELECT.add_columns(
+        RepositoryState.revision, RepositoryState.metamodel_revision, RepositoryState.access_revision
+    ).join(RepositoryState, RepositoryState.id == 1)
 )
 _USER_STATUS = DriverStatement(
     select(User.login, User.enabled, User.credentials_version).where(User.id == bindparam("user_id"))

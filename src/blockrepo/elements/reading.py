@@ -90,12 +90,15 @@ class RenderedElements:
     """Bodies per (type, element, rights), each valid for exactly the repository revisions it was read at.
 
     Rights are the actor's roles and supervisor flag: under one access revision they fix what an actor may
-    read, so users with the same roles share entries. Bounded (emptied when full); thread-safe."""
+    read, so users with the same roles share entries. Bounded in entries and in bytes (emptied when
+    full: a write anywhere makes every entry stale anyway); thread-safe."""
 
-    def __init__(self, max_entries: int = 4096) -> None:
+    def __init__(self, max_entries: int = 4096, max_bytes: int = 64 * 2**20) -> None:
         self._lock = threading.Lock()
         self._entries: dict[tuple[Any, ...], tuple[Revisions, RenderedElement]] = {}
         self._max_entries = max_entries
+        self._max_bytes = max_bytes
+        self._bytes = 0
 
     def cached(
         self, actor: Actor, type_def: BlockTypeDef, element_id: int, revisions: Revisions
@@ -125,7 +128,11 @@ class RenderedElements:
             orjson.dumps(element, option=orjson.OPT_NON_STR_KEYS), element["revision"][0]
         )
         with self._lock:
-            if len(self._entries) >= self._max_entries:
+            if len(self._entries) >= self._max_entries or self._bytes + len(rendered.body) > self._max_bytes:
                 self._entries.clear()
-            self._entries[(type_def.id, element_id, actor.supervisor, actor.role_ids)] = (revisions, rendered)
+                self._bytes = 0
+            key = (type_def.id, element_id, actor.supervisor, actor.role_ids)
+            replaced = self._entries.get(key)
+            self._bytes += len(rendered.body) - (0 if replaced is None else len(replaced[1].body))
+            self._entries[key] = (revisions, rendered)
         return rendered
