@@ -381,3 +381,28 @@ def test_an_ended_session_is_refused_by_the_next_get(
                 clock.advance(idle + 1)
         assert one.get(url, headers=headers).status_code == 401
         assert one.get(url, headers=headers).status_code == 401
+
+
+def test_a_due_idle_time_stamp_is_written_once_in_the_background(
+    app: FastAPI, client: TestClient, web: TestClient, auth_store: dict[str, str]
+) -> None:
+    """When a session's idle time stamp is due, the GET is still answered on the lane and one background
+    write extends the session (database store; with Redis the documented way writes it, as before)."""
+    clock = install_clock(app)
+    element = client.post("/api/element/BusinessProcess", json={"name": ["Touched"]}).json()["id"][0]
+    url = f"/api/element/BusinessProcess/{element}"
+    headers = session_headers(logged_in(web)[0])
+    assert web.get(url, headers=headers).status_code == 200
+    assert_on_the_lane(app, web, url, headers, auth_store)
+    settings = app.state.settings
+    clock.advance(settings.session_touch_interval + 1)
+    with count_queries(engine_of(app)) as counter:
+        assert web.get(url, headers=headers).status_code == 200
+        app.state.services.auth.sessions.close()  # waits for the write in flight
+    if not auth_store:  # answered on the lane from the session's row; one UPDATE of it in the background
+        writes = [s for s in counter.statements if s.split()[0] in WRITES]
+        assert len(writes) == 1 and "auth_session" in writes[0], counter.statements
+        assert [tables_read(s) for s in counter.statements if s.split()[0] == "SELECT"] == ["auth_session"]
+    # Extended: valid past the idle timeout counted from the login, and no longer due for a touch.
+    clock.advance(settings.session_idle_timeout - settings.session_touch_interval // 2)
+    assert web.get(url, headers=headers).status_code == 200

@@ -26,7 +26,17 @@ log = logging.getLogger("blockrepo.api")
 # leading zero); anything else goes the documented way.
 _ELEMENT_PATH = re.compile(r"/api/element/([^/\x00]+)/([1-9][0-9]{0,9})")
 _MAX_ID = 2**31 - 1
-_WANTED = frozenset({b"authorization", b"cookie", b"if-none-match", b"x-request-id", b"api-version"})
+_WANTED = frozenset(
+    {
+        b"authorization",
+        b"cookie",
+        b"if-none-match",
+        b"x-request-id",
+        b"api-version",
+        b"content-length",
+        b"transfer-encoding",
+    }
+)
 _API_VERSION = API_VERSION.encode()
 
 Answer = tuple[Message, Message]
@@ -73,6 +83,8 @@ class ElementReadLane:
         for name, value in scope["headers"]:
             if name in _WANTED and name not in headers:  # the first of repeated headers, as Headers.get
                 headers[name] = value
+        if b"transfer-encoding" in headers or headers.get(b"content-length", b"0") != b"0":
+            return None  # a GET with a body: the body limit of RequestContextMiddleware applies
         version = headers.get(b"api-version")
         if version is not None and version.decode("latin-1").strip() not in SUPPORTED_API_VERSIONS:
             return None

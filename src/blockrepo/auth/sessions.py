@@ -22,10 +22,13 @@ import base64
 import datetime as dt
 import hashlib
 import hmac
+import logging
 import math
 import secrets
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -41,6 +44,8 @@ from blockrepo.auth.models import AuthSession, ServerSecret
 from blockrepo.revisions.models import RepositoryState
 from blockrepo.settings import Settings
 from blockrepo.storage.engine import DriverStatement
+
+log = logging.getLogger("blockrepo.auth")
 
 TOKEN_BYTES = 32
 PURGE_INTERVAL_SECONDS = 60.0
@@ -175,6 +180,10 @@ class IssuedSession:
 class SessionStore(Protocol):
     """Where sessions live. Methods block (run them in a worker thread)."""
 
+    # Whether `touch` leaves an ended session's tombstone ended, so that it may run after the session was
+    # read without looking again (the GET lane's touch in the background).
+    touch_keeps_ended: bool
+
     def add(self, session: StoredSession, expires_at: float) -> None: ...
 
     def add_new(self, session: StoredSession, expires_at: float) -> bool:
@@ -250,6 +259,8 @@ def _as_timestamp(value: dt.datetime) -> float:
 class DatabaseSessionStore:
     """Sessions in the `auth_session` table. `expires_at` holds the earlier of the idle deadline and the
     absolute one, so purging expired rows is one indexed delete."""
+
+    touch_keeps_ended = True  # an UPDATE of the time stamps: a tombstone keeps its credentials version
 
     def __init__(self, read_engine: Engine, write_engine: Engine) -> None:
         self._read = read_engine
@@ -339,6 +350,10 @@ def _stored_with_user(key: str, row: Any) -> StoredSession:
 class RedisSessionStore:
     """Sessions as Redis strings that expire by themselves (`PXAT`); a touch rewrites the value only if
     the key still exists (`XX`), so it can never resurrect a session that a logout just deleted."""
+
+    touch_keeps_ended = (
+        False  # a touch rewrites the whole value: it would turn a tombstone back into a session
+    )
 
     def __init__(self, client: redis.Redis, prefix: str) -> None:
         self._client = client
@@ -441,6 +456,10 @@ class SessionManager:
         self._touch_after = min(float(settings.session_touch_interval), self._idle / 10)
         self._last_purge = 0.0
         self._signer: CookieSigner | None = None
+        # Sessions whose idle time stamp a background thread is writing (`peek`), and that thread.
+        self._touching: set[str] = set()
+        self._touch_lock = threading.Lock()
+        self._toucher: ThreadPoolExecutor | None = None
 
     @property
     def signer(self) -> CookieSigner:
@@ -535,9 +554,10 @@ class SessionManager:
     def peek(self, cookie_value: str, connection: Connection) -> tuple[Principal, Revisions] | None:
         """Who this cookie's session acts as and the repository's revisions, read in one statement (with
         Redis: its lookup and one statement) through `connection`, when the session is valid and nothing
-        needs writing now. None whenever `resume` must decide: no record (unknown, or a signed cookie's
-        first return), ended, expired, a changed or disabled account, or the idle time stamp due for its
-        write; `resume` then answers exactly as before."""
+        needs no write first. None whenever `resume` must decide: no record (unknown, or a signed cookie's
+        first return), ended, expired, or a changed or disabled account; `resume` then answers exactly as
+        before. An idle time stamp due for its write is written in the background (database store) or
+        left to `resume` (Redis, whose touch could undo a logout made meanwhile)."""
         key = session_key(cookie_value)
         found = self.store.with_revisions(connection, key)
         if found is None:
@@ -551,9 +571,12 @@ class SessionManager:
             or not user.enabled
             or user.credentials_version != stored.credentials_version
             or now >= self._expires_at(stored, stored.last_seen_at)
-            or now - stored.last_seen_at >= self._touch_after
         ):
             return None
+        if now - stored.last_seen_at >= self._touch_after:
+            if not self.store.touch_keeps_ended:
+                return None
+            self._touch_in_background(stored, now)
         principal = Principal(
             user_id=stored.user_id,
             login=user.login,
@@ -561,6 +584,39 @@ class SessionManager:
             via="session",
         )
         return principal, revisions
+
+    def _touch_in_background(self, stored: StoredSession, now: float) -> None:
+        """Write the idle time stamp of a valid session in a thread of this manager, once at a time per
+        session: the requests that arrive meanwhile are answered as before instead of each writing it (under
+        load, every request of a client would, and on PostgreSQL they queue for the row's lock). The session
+        is valid until its idle deadline, a touch interval or more away, whenever the write lands."""
+        with self._touch_lock:
+            if stored.key in self._touching:
+                return
+            self._touching.add(stored.key)
+            if self._toucher is None:
+                self._toucher = ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix="blockrepo-session-touch"
+                )
+            toucher = self._toucher
+        toucher.submit(self._touch_now, stored, now)
+
+    def _touch_now(self, stored: StoredSession, now: float) -> None:
+        try:
+            self.store.touch(stored, now, self._expires_at(stored, now))
+        except Exception:
+            # The session expires up to a touch interval early (never late); the next GET tries again.
+            log.warning("the idle time stamp of a session could not be written", exc_info=True)
+        finally:
+            with self._touch_lock:
+                self._touching.discard(stored.key)
+
+    def close(self) -> None:
+        """Wait for a background touch in flight (before the engines are disposed)."""
+        with self._touch_lock:
+            toucher, self._toucher = self._toucher, None
+        if toucher is not None:
+            toucher.shutdown(wait=True)
 
     def _revive(self, cookie_value: str, key: str, may_write: bool) -> LiveSession | None:
         """The first return of a signed cookie: its record is made now, if the session is still valid."""
