@@ -14,6 +14,7 @@ from starlette.testclient import TestClient
 from blockrepo.access.models import User, UserRole
 from blockrepo.app import create_app
 from blockrepo.auth.models import AuthSession
+from blockrepo.auth.sessions import session_key
 from blockrepo.revisions.models import RepositoryState
 from blockrepo.settings import Settings
 from tests.api.auth_support import (
@@ -387,7 +388,7 @@ def test_a_due_idle_time_stamp_is_written_once_in_the_background(
     app: FastAPI, client: TestClient, web: TestClient, auth_store: dict[str, str]
 ) -> None:
     """When a session's idle time stamp is due, the GET is still answered on the lane and one background
-    write extends the session (database store; with Redis the documented way writes it, as before)."""
+    write extends the session (an UPDATE of its row, or with Redis a script that rewrites it)."""
     clock = install_clock(app)
     element = client.post("/api/element/BusinessProcess", json={"name": ["Touched"]}).json()["id"][0]
     url = f"/api/element/BusinessProcess/{element}"
@@ -399,10 +400,29 @@ def test_a_due_idle_time_stamp_is_written_once_in_the_background(
     with count_queries(engine_of(app)) as counter:
         assert web.get(url, headers=headers).status_code == 200
         app.state.services.auth.sessions.close()  # waits for the write in flight
-    if not auth_store:  # answered on the lane from the session's row; one UPDATE of it in the background
-        writes = [s for s in counter.statements if s.split()[0] in WRITES]
-        assert len(writes) == 1 and "auth_session" in writes[0], counter.statements
-        assert [tables_read(s) for s in counter.statements if s.split()[0] == "SELECT"] == ["auth_session"]
+    # Answered on the lane from the session (with Redis: the account with the revisions) alone.
+    reads = [tables_read(s) for s in counter.statements if s.split()[0] == "SELECT"]
+    assert reads == ["app_user" if auth_store else "auth_session"], counter.statements
+    writes = [s for s in counter.statements if s.split()[0] in WRITES]
+    assert len(writes) == (0 if auth_store else 1) and all("auth_session" in s for s in writes)
     # Extended: valid past the idle timeout counted from the login, and no longer due for a touch.
     clock.advance(settings.session_idle_timeout - settings.session_touch_interval // 2)
     assert web.get(url, headers=headers).status_code == 200
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_a_late_touch_never_brings_back_an_ended_session(app: FastAPI, web: TestClient, signed: bool) -> None:
+    """The background touch writes a while after the session was read: a logout in between (a deleted
+    record, or a signed session's tombstone) stays in force."""
+    sessions = app.state.services.auth.sessions
+    if signed:
+        response = web.get(PROTECTED, auth=("system", ADMIN_PASSWORD))
+        session_id, token = cookie_value(response, "JSESSIONID"), cookie_value(response, "XSRF-TOKEN")
+        assert web.get(PROTECTED, headers=session_headers(session_id)).status_code == 200  # its record
+    else:
+        session_id, token = logged_in(web)
+    read = sessions.store.get(session_key(session_id))
+    assert read is not None
+    assert web.post("/j_service_logout", headers=session_headers(session_id, token)).status_code == 204
+    sessions.store.touch(read, read.last_seen_at + 1, read.last_seen_at + 60)
+    assert web.get(PROTECTED, headers=session_headers(session_id)).status_code == 401

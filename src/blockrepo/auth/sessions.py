@@ -180,10 +180,6 @@ class IssuedSession:
 class SessionStore(Protocol):
     """Where sessions live. Methods block (run them in a worker thread)."""
 
-    # Whether `touch` leaves an ended session's tombstone ended, so that it may run after the session was
-    # read without looking again (the GET lane's touch in the background).
-    touch_keeps_ended: bool
-
     def add(self, session: StoredSession, expires_at: float) -> None: ...
 
     def add_new(self, session: StoredSession, expires_at: float) -> bool:
@@ -201,7 +197,10 @@ class SessionStore(Protocol):
         `connection` where the store is the database; never writes."""
         ...
 
-    def touch(self, session: StoredSession, last_seen_at: float, expires_at: float) -> None: ...
+    def touch(self, session: StoredSession, last_seen_at: float, expires_at: float) -> None:
+        """Move the idle time stamp of a session read before; never bring back one deleted or ended since
+        (the GET lane touches in the background, a while after it read the session)."""
+        ...
 
     def delete(self, key: str) -> None: ...
 
@@ -259,8 +258,6 @@ def _as_timestamp(value: dt.datetime) -> float:
 class DatabaseSessionStore:
     """Sessions in the `auth_session` table. `expires_at` holds the earlier of the idle deadline and the
     absolute one, so purging expired rows is one indexed delete."""
-
-    touch_keeps_ended = True  # an UPDATE of the time stamps: a tombstone keeps its credentials version
 
     def __init__(self, read_engine: Engine, write_engine: Engine) -> None:
         self._read = read_engine
@@ -347,17 +344,27 @@ def _stored_with_user(key: str, row: Any) -> StoredSession:
     )
 
 
+# A touch, atomic in Redis: rewrite the session only if it still exists and is not an ended session's
+# tombstone, so that neither a delete nor a logout made since it was read is undone.
+_TOUCH_SCRIPT = """
+local stored = redis.call('GET', KEYS[1])
+if not stored or cjson.decode(stored)['version'] == tonumber(ARGV[3]) then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[2])
+return 1
+"""
+
+
 class RedisSessionStore:
     """Sessions as Redis strings that expire by themselves (`PXAT`); a touch rewrites the value only if
-    the key still exists (`XX`), so it can never resurrect a session that a logout just deleted."""
-
-    touch_keeps_ended = (
-        False  # a touch rewrites the whole value: it would turn a tombstone back into a session
-    )
+    the session still exists and has not ended (a script), so it can never resurrect a session that a
+    logout just deleted or ended."""
 
     def __init__(self, client: redis.Redis, prefix: str) -> None:
         self._client = client
         self._prefix = f"{prefix}session:"
+        self._touch = client.register_script(_TOUCH_SCRIPT)
 
     @staticmethod
     def _encode(session: StoredSession) -> bytes:
@@ -426,8 +433,9 @@ class RedisSessionStore:
             created_at=session.created_at,
             last_seen_at=last_seen_at,
         )
-        self._client.set(
-            self._prefix + session.key, self._encode(touched), pxat=math.ceil(expires_at * 1000), xx=True
+        self._touch(
+            keys=[self._prefix + session.key],
+            args=[self._encode(touched), math.ceil(expires_at * 1000), ENDED],
         )
 
     def delete(self, key: str) -> None:
@@ -556,8 +564,7 @@ class SessionManager:
         Redis: its lookup and one statement) through `connection`, when the session is valid and nothing
         needs no write first. None whenever `resume` must decide: no record (unknown, or a signed cookie's
         first return), ended, expired, or a changed or disabled account; `resume` then answers exactly as
-        before. An idle time stamp due for its write is written in the background (database store) or
-        left to `resume` (Redis, whose touch could undo a logout made meanwhile)."""
+        before. An idle time stamp due for its write is written in the background, once at a time."""
         key = session_key(cookie_value)
         found = self.store.with_revisions(connection, key)
         if found is None:
@@ -574,8 +581,6 @@ class SessionManager:
         ):
             return None
         if now - stored.last_seen_at >= self._touch_after:
-            if not self.store.touch_keeps_ended:
-                return None
             self._touch_in_background(stored, now)
         principal = Principal(
             user_id=stored.user_id,
