@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import (
     ARRAY,
+    Connection,
     Select,
     String,
     Table,
@@ -33,6 +34,7 @@ from blockrepo.elements.models import Element, ElementValue, Relation, RelationV
 from blockrepo.elements.values import TypedValue
 from blockrepo.metamodel.snapshot import RelationEnd
 from blockrepo.storage import bulk_insert
+from blockrepo.storage.engine import DriverStatement
 
 # Ids per IN list: far below the bind-parameter limits of SQLite (32766) and PostgreSQL (65535).
 CHUNK_SIZE = 500
@@ -314,6 +316,171 @@ def _load_relations(
 
 def _has_selected(end: RelationEnd, attribute_ids: frozenset[int]) -> bool:
     return any(a.id in attribute_ids for a in end.relation_type.attributes)
+
+
+# --- one element, read to be updated --------------------------------------------------------------------
+
+
+class _TypedRows:
+    """A select compiled once per dialect and run at the driver level (`DriverStatement`), its rows given
+    the Python types SQLAlchemy would give them (on SQLite dates and time stamps come as text, booleans
+    as integers): the statements of a single update, where `Session.execute` cost more than SQLite needs
+    to answer them (bench/hot_path.py)."""
+
+    def __init__(self, statement: Select[*tuple[Any, ...]]) -> None:
+        self._driver = DriverStatement(statement)
+        self._types = [column.type for column in statement.selected_columns]
+        self._processors: dict[str, list[tuple[int, Callable[[Any], Any]]]] = {}
+
+    def rows(self, connection: Connection, parameters: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+        dialect = connection.dialect
+        processors = self._processors.get(dialect.name)
+        if processors is None:
+            # sqlite3 gives dates and time stamps as text and booleans as integers; psycopg gives them in
+            # their Python types itself (and PostgreSQL's numeric processor needs the column's type code).
+            sqlite = dialect.name == "sqlite"
+            found = (
+                column_type.dialect_impl(dialect).result_processor(dialect, None) if sqlite else None
+                for column_type in self._types
+            )
+            processors = self._processors[dialect.name] = [
+                (index, process) for index, process in enumerate(found) if process is not None
+            ]
+        rows = self._driver.rows(connection, parameters)
+        if not processors:
+            return rows
+        typed: list[Sequence[Any]] = []
+        for row in rows:
+            values = list(row)
+            for index, process in processors:
+                values[index] = process(values[index])
+            typed.append(values)
+        return typed
+
+
+_ID: BindParameter[int] = bindparam("element_id")
+# Locked on PostgreSQL (the row only: the parent's name comes from the nullable side of an outer join);
+# on SQLite the writer holds the database lock already.
+_ONE_ELEMENT = _TypedRows(
+    select(
+        Element.name,
+        Element.description,
+        Element.parent_id,
+        _PARENT.name,
+        Element.position,
+        Element.revision,
+        Element.last_modified_at,
+        Element.last_modified_by,
+    )
+    .outerjoin(_PARENT, _PARENT.id == Element.parent_id)
+    .where(Element.id == _ID, Element.type_id == bindparam("type_id"))
+    .with_for_update(of=Element)
+)
+_ONE_CHILDREN = _TypedRows(
+    select(Element.id, Element.name).where(Element.parent_id == _ID).order_by(Element.position, Element.id)
+)
+_ONE_VALUES = _TypedRows(
+    select(ElementValue.attribute_id, *_VALUE_COLUMNS)
+    .where(ElementValue.element_id == _ID)
+    .order_by(ElementValue.attribute_id, ElementValue.position, ElementValue.id)
+)
+_ONE_AS_SOURCE = _TypedRows(
+    select(Relation.id, Relation.relation_type_id, Relation.target_id, _OTHER.name, Relation.position)
+    .join(_OTHER, _OTHER.id == Relation.target_id)
+    .where(Relation.source_id == _ID)
+    .order_by(Relation.relation_type_id, Relation.position, Relation.id)
+)
+_ONE_AS_TARGET = _TypedRows(
+    select(Relation.id, Relation.relation_type_id, Relation.source_id, _OTHER.name, Relation.position)
+    .join(_OTHER, _OTHER.id == Relation.source_id)
+    .where(Relation.target_id == _ID)
+    .order_by(Relation.relation_type_id, Relation.id)
+)
+_ONE_RELATION_VALUES = _TypedRows(
+    select(
+        RelationValue.relation_id,
+        RelationValue.attribute_id,
+        RelationValue.text_value,
+        RelationValue.number_value,
+        RelationValue.date_value,
+        RelationValue.date_end,
+        RelationValue.bool_value,
+        RelationValue.literal_id,
+    )
+    .where(
+        RelationValue.relation_id.in_(
+            select(Relation.id).where(or_(Relation.source_id == _ID, Relation.target_id == _ID))
+        )
+    )
+    .order_by(RelationValue.relation_id, RelationValue.attribute_id, RelationValue.position, RelationValue.id)
+)
+
+
+def _typed_columns(row: Sequence[Any]) -> TypedValue:
+    """A value from (..., text, number, date, date end, boolean, literal) at the end of a typed row."""
+    return TypedValue(row[-6], row[-5], row[-4], row[-3], row[-2], row[-1])
+
+
+def load_element_for_update(
+    db: Session, type_id: int, element_id: int, selection: Selection
+) -> LoadedElement | None:
+    """The element of the type with what `selection` asks for (None: there is none), its row locked until
+    the transaction ends: the state a single update checks its precondition and plans against, read
+    once. One statement each for the row, children, values, relations as source, as target and relation
+    values, whatever the element holds; what the selection leaves out is skipped as the rows come."""
+    connection = db.connection()
+    key = {"element_id": element_id}
+    row = next(iter(_ONE_ELEMENT.rows(connection, {**key, "type_id": type_id})), None)
+    if row is None:
+        return None
+    name, description, parent_id, parent_name, position, revision, modified_at, modified_by = row
+    element = LoadedElement(
+        element_id,
+        type_id,
+        name,
+        description,
+        parent_id,
+        parent_name,
+        position,
+        revision,
+        modified_at,
+        modified_by,
+    )
+    if selection.children:
+        element.children = [(child[0], child[1]) for child in _ONE_CHILDREN.rows(connection, key)]
+    if selection.attribute_ids:
+        wanted = selection.attribute_ids
+        for value in _ONE_VALUES.rows(connection, key):
+            if value[0] in wanted:
+                element.values.setdefault(value[0], []).append(_typed_columns(value))
+    if not selection.ends:
+        return element
+    by_relation: dict[int, LoadedRelation] = {}
+    element.ends = {end.name: [] for end in selection.ends}
+    for holds_source, statement in ((True, _ONE_AS_SOURCE), (False, _ONE_AS_TARGET)):
+        ends = {e.relation_type.id: e for e in selection.ends if e.holder_is_source is holds_source}
+        if not ends:
+            continue
+        for relation_id, relation_type_id, other_id, other_name, relation_position in statement.rows(
+            connection, key
+        ):
+            holding = ends.get(relation_type_id)
+            if holding is None:
+                continue
+            item = LoadedRelation(relation_id, other_id, other_name, relation_position)
+            element.ends[holding.name].append(item)
+            # A relation of the element with itself is on both ends; its values belong to both.
+            known = by_relation.setdefault(relation_id, item)
+            if known is not item:
+                item.values = known.values
+    attribute_ids = selection.relation_attribute_ids
+    if not any(_has_selected(end, attribute_ids) for end in selection.ends):
+        return element
+    for value in _ONE_RELATION_VALUES.rows(connection, key):
+        target = by_relation.get(value[0])
+        if target is not None and value[1] in attribute_ids:
+            target.values.setdefault(value[1], []).append(_typed_columns(value))
+    return element
 
 
 # --- lookups used by validation -------------------------------------------------------------------
