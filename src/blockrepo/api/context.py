@@ -139,12 +139,24 @@ def read_context(request: Request) -> Iterator[RequestContext]:
 
 def _open_context(request: Request, *, writing: bool) -> Iterator[RequestContext]:
     services: AppServices = request.app.state.services
-    principal = principal_of(request)
+    with session_context(
+        services, principal_of(request), request.scope["state"]["request_id"], writing=writing
+    ) as ctx:
+        yield ctx
+
+
+@contextmanager
+def session_context(
+    services: AppServices, principal: Principal, request_id: str, *, writing: bool
+) -> Iterator[RequestContext]:
+    """The request's session and who acts under which metamodel, outside FastAPI's dependencies too (the
+    element write lane); a writing one takes the write lock first. Rolled back and closed at the end:
+    the caller commits what it means to keep."""
     db = (services.write_sessions if writing else services.read_sessions)()
     try:
         if writing:
             begin_write(db)
-        yield _context_in(services, principal, db, request.scope["state"]["request_id"])
+        yield _context_in(services, principal, db, request_id)
     finally:
         db.rollback()
         db.close()

@@ -101,11 +101,15 @@ async def _database_error(request: Request, exc: Exception) -> Response:
     if not is_retryable(exc):
         raise exc  # a fault: on to the outermost handler, which logs it and answers 500
     log.warning("%s %s: %s", request.method, request.url.path, exc.orig)
-    refusal = ConcurrentWrite(
+    return error_response(concurrent_write_refusal(), request_id_of(request))
+
+
+def concurrent_write_refusal() -> ConcurrentWrite:
+    """What a client gets when a retryable database error (`is_retryable`) ended its write."""
+    return ConcurrentWrite(
         "a concurrent change was in the way and nothing was written; send the request again",
         headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
     )
-    return error_response(refusal, request_id_of(request))
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> Response:
