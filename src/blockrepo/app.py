@@ -14,7 +14,7 @@ from blockrepo.api.docs import publish_description
 from blockrepo.api.errors import install_error_handlers
 from blockrepo.api.methods import MethodsMiddleware
 from blockrepo.api.middleware import RequestContextMiddleware
-from blockrepo.api.v7_4.elements import ElementReadLane
+from blockrepo.api.v7_4.elements import ElementReadLane, ElementWriteLane
 from blockrepo.api.versions import API_VERSIONS
 from blockrepo.auth.csrf import CsrfMiddleware
 from blockrepo.auth.middleware import AuthMiddleware
@@ -53,7 +53,9 @@ def create_app(settings: Settings) -> FastAPI:
 
     # Added innermost first, so a request passes them in the reverse order: request context, the web
     # interface's challenge, authentication (sessions), CSRF, OPTIONS and methods a path does not serve,
-    # the element GET lane (the hot path, answered without FastAPI's routing), then the routes.
+    # the element GET and PUT/PATCH lanes (the hot paths, answered without FastAPI's routing), then the
+    # routes.
+    app.add_middleware(ElementWriteLane, services=services)
     app.add_middleware(ElementReadLane, services=services)
     app.add_middleware(MethodsMiddleware)
     app.add_middleware(CsrfMiddleware, enabled=settings.csrf_enabled)
