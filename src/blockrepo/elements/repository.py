@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import (
     ARRAY,
-    Connection,
     Select,
     String,
     Table,
@@ -34,7 +33,7 @@ from blockrepo.elements.models import Element, ElementValue, Relation, RelationV
 from blockrepo.elements.values import TypedValue
 from blockrepo.metamodel.snapshot import RelationEnd
 from blockrepo.storage import bulk_insert
-from blockrepo.storage.engine import DriverStatement
+from blockrepo.storage.engine import TypedStatement
 
 # Ids per IN list: far below the bind-parameter limits of SQLite (32766) and PostgreSQL (65535).
 CHUNK_SIZE = 500
@@ -321,47 +320,10 @@ def _has_selected(end: RelationEnd, attribute_ids: frozenset[int]) -> bool:
 # --- one element, read to be updated --------------------------------------------------------------------
 
 
-class _TypedRows:
-    """A select compiled once per dialect and run at the driver level (`DriverStatement`), its rows given
-    the Python types SQLAlchemy would give them (on SQLite dates and time stamps come as text, booleans
-    as integers): the statements of a single update, where `Session.execute` cost more than SQLite needs
-    to answer them (bench/hot_path.py)."""
-
-    def __init__(self, statement: Select[*tuple[Any, ...]]) -> None:
-        self._driver = DriverStatement(statement)
-        self._types = [column.type for column in statement.selected_columns]
-        self._processors: dict[str, list[tuple[int, Callable[[Any], Any]]]] = {}
-
-    def rows(self, connection: Connection, parameters: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
-        dialect = connection.dialect
-        processors = self._processors.get(dialect.name)
-        if processors is None:
-            # sqlite3 gives dates and time stamps as text and booleans as integers; psycopg gives them in
-            # their Python types itself (and PostgreSQL's numeric processor needs the column's type code).
-            sqlite = dialect.name == "sqlite"
-            found = (
-                column_type.dialect_impl(dialect).result_processor(dialect, None) if sqlite else None
-                for column_type in self._types
-            )
-            processors = self._processors[dialect.name] = [
-                (index, process) for index, process in enumerate(found) if process is not None
-            ]
-        rows = self._driver.rows(connection, parameters)
-        if not processors:
-            return rows
-        typed: list[Sequence[Any]] = []
-        for row in rows:
-            values = list(row)
-            for index, process in processors:
-                values[index] = process(values[index])
-            typed.append(values)
-        return typed
-
-
 _ID: BindParameter[int] = bindparam("element_id")
 # Locked on PostgreSQL (the row only: the parent's name comes from the nullable side of an outer join);
 # on SQLite the writer holds the database lock already.
-_ONE_ELEMENT = _TypedRows(
+_ONE_ELEMENT = TypedStatement(
     select(
         Element.name,
         Element.description,
@@ -376,27 +338,27 @@ _ONE_ELEMENT = _TypedRows(
     .where(Element.id == _ID, Element.type_id == bindparam("type_id"))
     .with_for_update(of=Element)
 )
-_ONE_CHILDREN = _TypedRows(
+_ONE_CHILDREN = TypedStatement(
     select(Element.id, Element.name).where(Element.parent_id == _ID).order_by(Element.position, Element.id)
 )
-_ONE_VALUES = _TypedRows(
+_ONE_VALUES = TypedStatement(
     select(ElementValue.attribute_id, *_VALUE_COLUMNS)
     .where(ElementValue.element_id == _ID)
     .order_by(ElementValue.attribute_id, ElementValue.position, ElementValue.id)
 )
-_ONE_AS_SOURCE = _TypedRows(
+_ONE_AS_SOURCE = TypedStatement(
     select(Relation.id, Relation.relation_type_id, Relation.target_id, _OTHER.name, Relation.position)
     .join(_OTHER, _OTHER.id == Relation.target_id)
     .where(Relation.source_id == _ID)
     .order_by(Relation.relation_type_id, Relation.position, Relation.id)
 )
-_ONE_AS_TARGET = _TypedRows(
+_ONE_AS_TARGET = TypedStatement(
     select(Relation.id, Relation.relation_type_id, Relation.source_id, _OTHER.name, Relation.position)
     .join(_OTHER, _OTHER.id == Relation.source_id)
     .where(Relation.target_id == _ID)
     .order_by(Relation.relation_type_id, Relation.id)
 )
-_ONE_RELATION_VALUES = _TypedRows(
+_ONE_RELATION_VALUES = TypedStatement(
     select(
         RelationValue.relation_id,
         RelationValue.attribute_id,
@@ -834,9 +796,33 @@ def set_parents(db: Session, parents: Mapping[int, int]) -> None:
     db.execute(statement, [{"element_id": e, "new_parent": p} for e, p in parents.items()])
 
 
+_UPDATE_ONE_ELEMENT = TypedStatement(
+    update(ELEMENT)
+    .where(ELEMENT.c.id == bindparam("element_id"))
+    .values(
+        name=bindparam("new_name"),
+        description=bindparam("new_description"),
+        parent_id=bindparam("new_parent_id"),
+        position=bindparam("new_position"),
+        revision=bindparam("new_revision"),
+        last_modified_at=bindparam("modified_at"),
+        last_modified_by=bindparam("modified_by"),
+    )
+)
+_DELETE_ONE_VALUE = TypedStatement(
+    delete(ELEMENT_VALUE).where(
+        ELEMENT_VALUE.c.element_id == bindparam("element"),
+        ELEMENT_VALUE.c.attribute_id == bindparam("attribute"),
+    )
+)
+
+
 def update_elements(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
     """Each row: element_id, name, description, parent_id, position, revision, last_modified_at/by."""
     if not rows:
+        return
+    if len(rows) == 1:  # a single update: at the driver level, as its read
+        _UPDATE_ONE_ELEMENT.rows(db.connection(), rows[0])
         return
     statement = (
         update(ELEMENT)
@@ -863,6 +849,9 @@ def delete_values(db: Session, pairs: Iterable[tuple[int, int]]) -> None:
     """Every value of each (element id, attribute id) pair."""
     rows = [{"element": e, "attribute": a} for e, a in pairs]
     if not rows:
+        return
+    if len(rows) == 1:  # a single update of one attribute: at the driver level, as its read
+        _DELETE_ONE_VALUE.rows(db.connection(), rows[0])
         return
     statement = delete(ELEMENT_VALUE).where(
         and_(
