@@ -36,7 +36,6 @@ from blockrepo.elements import reading, service
 from blockrepo.errors import BlockrepoError, Conflict
 from blockrepo.history import asof
 from blockrepo.history.schemas import AS_OF_DESCRIPTION
-from blockrepo.storage.transactions import is_retryable
 
 router = APIRouter(tags=["Elements"])
 
@@ -484,6 +483,7 @@ class ElementWriteLane:
             # As the routes' `races_as_conflicts`: a race the service's checks could not see.
             raise Conflict("the change conflicts with a concurrent change; retry") from exc
         except DBAPIError as exc:
-            if is_retryable(exc):
-                raise concurrent_write_refusal() from exc
-            raise
+            refusal = concurrent_write_refusal(exc)
+            if refusal is None:
+                raise
+            raise refusal from exc
