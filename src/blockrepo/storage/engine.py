@@ -107,7 +107,8 @@ def driver_rows(connection: Connection, sql: str, arguments: Any) -> list[Any]:
         for listener in connection.dispatch.before_cursor_execute:
             listener(connection, cursor, sql, arguments, None, False)
         cursor.execute(sql, arguments)
-        return list(cursor.fetchall())
+        # A statement without rows (an UPDATE, an INSERT) has no description; psycopg refuses to fetch it.
+        return list(cursor.fetchall()) if cursor.description is not None else []
     except connection.dialect.loaded_dbapi.Error as exc:
         raise DBAPIError.instance(sql, arguments, exc, connection.dialect.loaded_dbapi.Error) from exc
     finally:
