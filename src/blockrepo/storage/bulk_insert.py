@@ -3,16 +3,46 @@ bookkeeping costs more than the insert itself): sqlite3 executemany, PostgreSQL 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Table
+from sqlalchemy import Dialect, Table
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 # Rows per executemany call: bounds the memory of one batch of parameter tuples.
 ROWS_PER_CALL = 5000
 _NOTHING = object()  # an input no processor has seen yet
+
+
+Converters = list[tuple[int, Callable[[Any], Any]]]
+# (dialect, table, columns, verbatim columns) -> the INSERT and the bind processors of its columns: made
+# once, since a single write's few one-row inserts spent more on making them than on the inserts.
+_PREPARED: dict[tuple[str, str, tuple[str, ...], frozenset[str]], tuple[str, Converters]] = {}
+
+
+def _prepared(
+    dialect: Dialect, table: Table, names: tuple[str, ...], verbatim: frozenset[str]
+) -> tuple[str, Converters]:
+    key = (dialect.name, table.name, names, verbatim)
+    prepared = _PREPARED.get(key)
+    if prepared is not None:
+        return prepared
+    # The dialect's own implementation of each type: the generic DateTime has no bind processor, and the
+    # sqlite3 driver's default adapter would store another text format than every other write path.
+    processors = [
+        None if name in verbatim else table.c[name].type.dialect_impl(dialect).bind_processor(dialect)
+        for name in names
+    ]
+    quote = dialect.identifier_preparer.quote
+    placeholder = "?" if dialect.paramstyle == "qmark" else "%s"
+    sql = (
+        f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) "
+        f"VALUES ({', '.join([placeholder] * len(names))})"
+    )
+    converting: Converters = [(index, p) for index, p in enumerate(processors) if p is not None]
+    _PREPARED[key] = (sql, converting)
+    return sql, converting
 
 
 def insert_rows(
@@ -30,19 +60,8 @@ def insert_rows(
     connection = db.connection()
     dialect = connection.dialect
     names = list(rows[0])
-    # The dialect's own implementation of each type: the generic DateTime has no bind processor, and the
-    # sqlite3 driver's default adapter would store another text format than every other write path.
-    processors = [
-        None if name in verbatim else table.c[name].type.dialect_impl(dialect).bind_processor(dialect)
-        for name in names
-    ]
+    sql, converting = _prepared(dialect, table, tuple(names), frozenset(verbatim))
     quote = dialect.identifier_preparer.quote
-    placeholder = "?" if dialect.paramstyle == "qmark" else "%s"
-    sql = (
-        f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) "
-        f"VALUES ({', '.join([placeholder] * len(names))})"
-    )
-    converting = [(index, p) for index, p in enumerate(processors) if p is not None]
     # The last input and output of each processor: a bulk write's rows share their time stamps (three per
     # element row), and the same object converts to the same value.
     last: list[list[Any]] = [[_NOTHING, None] for _ in converting]
