@@ -19,7 +19,7 @@ from blockrepo.access.actor import Actor
 from blockrepo.elements import repository
 from blockrepo.elements import writer as core
 from blockrepo.elements.repository import LoadedElement
-from blockrepo.elements.view import ElementView, read_elements
+from blockrepo.elements.view import ElementView, read_elements, view_of
 from blockrepo.elements.writer import WriteItem, Writer
 from blockrepo.errors import (
     Conflict,
@@ -98,7 +98,7 @@ def _write_one(
         written = core.persist(writer, type_def, items, items, loaded=True, before=loaded)
     written_id = item.written_id
     assert written_id is not None
-    return ElementView.build(writer.metamodel, writer.actor, type_def).render(written[written_id])
+    return view_of(writer.metamodel, writer.actor, type_def).render(written[written_id])
 
 
 @contextmanager
@@ -153,7 +153,7 @@ def update_element(
     nothing and keeps the revision."""
     type_def = resolve_type(writer.metamodel, writer.actor, type_name, "update")
     # Read once, locked: the precondition is checked on it and the write core plans against it.
-    full = ElementView.build(writer.metamodel, None, type_def)
+    full = view_of(writer.metamodel, None, type_def)
     before = repository.load_element_for_update(writer.db, type_def.id, element_id, full.selection)
     _check_precondition(type_def, element_id, None if before is None else before.revision, if_match)
     return _write_one(writer, type_def, body, element_id, before)
