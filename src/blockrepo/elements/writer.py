@@ -38,7 +38,7 @@ from blockrepo.elements.validation import (
     resolve_references,
 )
 from blockrepo.elements.values import TypedValue
-from blockrepo.elements.view import ElementView
+from blockrepo.elements.view import ElementView, view_of
 from blockrepo.errors import ErrorItem
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
 from blockrepo.revisions.recorder import UNRECORDED_KEYS, ChangeLog, apply_related_change
@@ -424,7 +424,7 @@ def persist(
     updated elements as the caller has just read them (all properties, `full_selection`), so that they
     are not read twice."""
     db = writer.db
-    full = ElementView.build(writer.metamodel, None, type_def)
+    full = view_of(writer.metamodel, None, type_def)
     creates = [item for item in good if item.creating]
     updates = [item for item in good if not item.creating]
     # Before any write: the state the updates change (creates may add relations to these elements).
