@@ -379,6 +379,31 @@ def load(path: Path, repository: Repository, elements: int, batch_size: int, for
     return result
 
 
+def measure(
+    elements: int, batch_size: int, repeat: int, variants: Sequence[bool]
+) -> dict[bool, list[Result]]:
+    """Prepare a repository once and load it `repeat` times with each foreign-key setting of `variants`,
+    alternated, each time on a fresh copy: foreign_keys -> the results of its runs."""
+    results: dict[bool, list[Result]] = {foreign_keys: [] for foreign_keys in variants}
+    with scratch_database(None, "floor_template") as url:
+        template = Path(url.removeprefix("sqlite:///"))
+        repository = prepare(url, template, elements)
+        for _ in range(repeat):
+            for foreign_keys in variants:  # alternated: a busy spell of the machine hits both
+                copy = template.with_name("floor.db")
+                shutil.copyfile(template, copy)
+                results[foreign_keys].append(load(copy, repository, elements, batch_size, foreign_keys))
+                for path in template.parent.glob("floor.db*"):
+                    path.unlink()
+    return results
+
+
+def floor_per_second(elements: int, batch_size: int = BATCH, repeat: int = 1) -> float:
+    """Elements per second of the floor (foreign keys on, as the server runs): the fastest of `repeat`."""
+    fastest = min(measure(elements, batch_size, repeat, (True,))[True], key=lambda result: result.total)
+    return elements / fastest.total
+
+
 def micro(seconds: float, elements: int) -> str:
     return f"{seconds * 1e6 / elements:.1f}"
 
@@ -394,17 +419,7 @@ def main() -> int:
     elements, batch_size = args.elements, args.batch
     console = Console(width=140)
     load_before = os.getloadavg()[0]
-    results: dict[bool, list[Result]] = {True: [], False: []}
-    with scratch_database(None, "floor_template") as url:
-        template = Path(url.removeprefix("sqlite:///"))
-        repository = prepare(url, template, elements)
-        for _ in range(args.repeat):
-            for foreign_keys in (True, False):  # alternated: a busy spell of the machine hits both
-                copy = template.with_name("floor.db")
-                shutil.copyfile(template, copy)
-                results[foreign_keys].append(load(copy, repository, elements, batch_size, foreign_keys))
-                for path in template.parent.glob("floor.db*"):
-                    path.unlink()
+    results = measure(elements, batch_size, args.repeat, (True, False))
     # The floor: the fastest run of each variant (its parts, so that they add up to its total).
     on, off = (min(results[fk], key=lambda result: result.total) for fk in (True, False))
     budget = 1e6 / TARGET_PER_SECOND
@@ -442,7 +457,7 @@ def main() -> int:
         "",
     )
     console.print(
-        f"SQLite {sqlite3.sqlite_version}, Python {sys.version.split()[0]}; {len(repository.targets):,} "
+        f"SQLite {sqlite3.sqlite_version}, Python {sys.version.split()[0]}; {max(10, elements // 50):,} "
         f"{TARGET_TYPE} targets; {os.cpu_count()} CPUs, load average {load_before:.1f} at the start, "
         f"{os.getloadavg()[0]:.1f} at the end"
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import orjson
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import func, select
@@ -483,3 +484,86 @@ def test_bulk_delete_body_problems(client: TestClient) -> None:
     assert client.request("DELETE", BULK, json={"ids": ["x"]}).status_code == 400
     assert client.request("DELETE", BULK, json={}).status_code == 400
     assert client.request("DELETE", BULK, json={"ids": list(range(1, 10_002))}).status_code == 413
+
+
+def test_bulk_created_elements_record_what_single_creates_record(app: FastAPI, client: TestClient) -> None:
+    """Every kind of property a created element can hold (each value type, several values, a parent, source
+    and target ends, relation attributes) is recorded by a bulk create as by a single one, and reads back
+    the same."""
+    create_attribute(app, "Costs", "number", types=["InformationSystem"])
+    create_attribute(app, "Criticality", "enum", types=["InformationSystem"], literals=["low", "high"])
+    create_attribute(app, "Go-live", "date", types=["InformationSystem"])
+    create_attribute(app, "Cloud", "boolean", types=["InformationSystem"])
+    create_attribute(app, "Tags", "text", types=["InformationSystem"], multiple=True)
+    create_attribute(app, "Notes", "richtext", types=["InformationSystem"])
+    create_attribute(app, "Owner", "responsibility", types=["InformationSystem"])
+    create_attribute(app, "Share", "number", relation_types=["BusinessProcess_InformationSystem"])
+    (parent,) = systems(client, "Parent")
+    component = client.post("/api/element/TechnicalComponent", json={"name": ["Server"]}).json()["id"][0]
+    processes = [
+        client.post("/api/element/BusinessProcess", json={"name": [name]}).json()["id"][0]
+        for name in ("Sell", "Buy")
+    ]
+    body = {
+        "description": ["runs *the* shop"],
+        "parent": [{"id": parent}],
+        "status": ["PLANNED"],
+        "runtimePeriod": [{"start": "2026-01-01", "end": None}],
+        "Costs": [1500.25],
+        "Criticality": ["high"],
+        "Go-live": ["2027-03-01"],
+        "Cloud": [False],
+        "Tags": ["b", "a", "c"],
+        "Notes": ["<p>x</p>"],
+        "Owner": ["system"],
+        "technicalComponents": [{"name": "Server"}],
+        "businessProcesses": [{"id": processes[1], "attributes": {"Share": [3]}}, {"id": processes[0]}],
+    }
+    single = client.post("/api/element/InformationSystem", json={"name": ["Single"], **body})
+    assert single.status_code == 201, single.text
+    written = post(
+        client,
+        {"elements": [{"name": ["Other"]}, {"name": ["Bulk"], **body}]},
+        "/api/massdata/InformationSystem",
+    )
+    assert written.status_code == 200, written.text
+    ids = {"Single": single.json()["id"][0], "Bulk": written.json()["results"][1]["id"]}
+
+    def created(element_id: int) -> list[dict[str, Any]]:
+        (changeset,) = [
+            item
+            for item in client.get(f"/api/history/InformationSystem/{element_id}").json()["items"]
+            if item["operation"] == "created"
+        ]
+        return [change for change in changeset["changes"] if change["property"] != "name"]
+
+    assert created(ids["Bulk"]) == created(ids["Single"])
+    assert [change["property"] for change in created(ids["Bulk"])] == [
+        "description", "parent", "status", "runtimePeriod", "Costs", "Criticality", "Go-live", "Cloud",
+        "Tags", "Notes", "Owner", "technicalComponents", "businessProcesses",
+    ]  # fmt: skip
+
+    # What the parent and the other ends record of each: the same, but for the element's id and name.
+    def mirrored(type_name: str, neighbour: int) -> list[Any]:
+        latest = client.get(f"/api/history/{type_name}/{neighbour}").json()["items"][:2]
+        text = orjson.dumps([item["changes"] for item in reversed(latest)]).decode()
+        return orjson.loads(text.replace(f'"id":{ids["Bulk"]},"name":"Bulk"', '"id":0,"name":"X"'))
+
+    for type_name, neighbour in (
+        ("InformationSystem", parent),
+        ("TechnicalComponent", component),
+        ("BusinessProcess", processes[1]),
+    ):
+        single_record, bulk_record = mirrored(type_name, neighbour)
+        assert bulk_record == orjson.loads(
+            orjson.dumps(single_record).replace(
+                f'"id":{ids["Single"]},"name":"Single"'.encode(), b'"id":0,"name":"X"'
+            )
+        )
+        assert b'"id":0,"name":"X"' in orjson.dumps(bulk_record)
+    stored = {name: element(client, element_id, "InformationSystem") for name, element_id in ids.items()}
+    for rendered in stored.values():
+        for key in ("id", "name", "lastModificationTime"):
+            rendered.pop(key)
+    assert stored["Bulk"] == stored["Single"]
+    assert component in [entry["id"] for entry in stored["Bulk"]["technicalComponents"]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from sqlalchemy import (
     ARRAY,
@@ -45,6 +45,22 @@ RELATION = cast(Table, Relation.__table__)
 RELATION_VALUE = cast(Table, RelationValue.__table__)
 T = TypeVar("T")
 ROWS_PER_CALL = bulk_insert.ROWS_PER_CALL
+# The columns of the tuples many-row inserts take, in order.
+ELEMENT_COLUMNS = (
+    "type_id",
+    "name",
+    "description",
+    "parent_id",
+    "position",
+    "revision",
+    "created_at",
+    "last_modified_at",
+    "last_modified_by",
+)
+_TYPED_COLUMNS = ("text_value", "number_value", "date_value", "date_end", "bool_value", "literal_id")
+VALUE_COLUMNS = ("element_id", "attribute_id", "position", *_TYPED_COLUMNS)
+RELATION_COLUMNS = ("relation_type_id", "source_id", "target_id", "position")
+RELATION_VALUE_COLUMNS = ("relation_id", "attribute_id", "position", *_TYPED_COLUMNS)
 
 
 @dataclass(slots=True)
@@ -541,8 +557,10 @@ def bump_elements(db: Session, ids: Iterable[int], *, now: dt.datetime, user: st
         )
 
 
-@dataclass(frozen=True, slots=True)
-class NewRelation:
+class NewRelation(NamedTuple):
+    """A relation to insert (a tuple: a bulk write makes two an element, and a frozen dataclass was slow
+    to build)."""
+
     relation_type_id: int
     source_id: int
     target_id: int
@@ -564,15 +582,8 @@ def insert_relations(db: Session, relations: Sequence[NewRelation]) -> None:
             key = (r.relation_type_id, r.source_id)
             position = next_position.get(key, 0)
             next_position[key] = position + 1
-        rows.append(
-            {
-                "relation_type_id": r.relation_type_id,
-                "source_id": r.source_id,
-                "target_id": r.target_id,
-                "position": position,
-            }
-        )
-    bulk_insert.insert_rows(db, RELATION, rows)
+        rows.append((r.relation_type_id, r.source_id, r.target_id, position))
+    bulk_insert.insert_tuples(db, RELATION, RELATION_COLUMNS, rows)
     with_values = [r for r in relations if any(r.values.values())]
     if not with_values:
         return
@@ -589,18 +600,17 @@ def insert_relations(db: Session, relations: Sequence[NewRelation]) -> None:
         ):
             relation_ids[(row.relation_type_id, row.source_id, row.target_id)] = row.id
     value_rows = [
-        {
-            "relation_id": relation_ids[(relation.relation_type_id, relation.source_id, relation.target_id)],
-            "attribute_id": attribute_id,
-            "position": position,
-            **value.columns(),
-        }
+        value_row(
+            relation_ids[(relation.relation_type_id, relation.source_id, relation.target_id)],
+            attribute_id,
+            position,
+            value,
+        )
         for relation in with_values
         for attribute_id, values in relation.values.items()
         for position, value in enumerate(values)
     ]
-    if value_rows:
-        bulk_insert.insert_rows(db, RELATION_VALUE, value_rows)
+    bulk_insert.insert_tuples(db, RELATION_VALUE, RELATION_VALUE_COLUMNS, value_rows, any_order=True)
 
 
 def next_source_positions(db: Session, keys: set[tuple[int, int]]) -> dict[tuple[int, int], int]:
@@ -754,6 +764,19 @@ def insert_elements(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
     bulk_insert.insert_rows(db, ELEMENT, rows)
 
 
+def insert_named_elements(db: Session, type_id: int, rows: Sequence[Sequence[Any]]) -> dict[str, int]:
+    """Insert elements of one type, each row a tuple of ELEMENT_COLUMNS; returns name -> new id. SQLite
+    writes and reads back in one multi-row INSERT … RETURNING per 3,000 rows; PostgreSQL copies the rows
+    and looks their ids up by name."""
+    if not rows:
+        return {}
+    if db.get_bind().dialect.name == "sqlite":
+        returned = bulk_insert.insert_returning(db, ELEMENT, ELEMENT_COLUMNS, rows, ("name", "id"))
+        return {name: element_id for name, element_id in returned}
+    bulk_insert.insert_tuples(db, ELEMENT, ELEMENT_COLUMNS, rows)
+    return ids_by_name(db, type_id, [row[1] for row in rows])
+
+
 def ids_by_name(db: Session, type_id: int, names: Iterable[str]) -> dict[str, int]:
     """name -> id of the type's elements among `names` (names are unique per type)."""
     found: dict[str, int] = {}
@@ -843,6 +866,16 @@ def update_elements(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
 
 def insert_values(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
     bulk_insert.insert_rows(db, ELEMENT_VALUE, rows)
+
+
+def insert_value_rows(db: Session, rows: Sequence[Sequence[Any]]) -> None:
+    """Element values, each row a tuple of VALUE_COLUMNS (`value_row` makes one)."""
+    bulk_insert.insert_tuples(db, ELEMENT_VALUE, VALUE_COLUMNS, rows, any_order=True)
+
+
+def value_row(holder_id: int, attribute_id: int, position: int, value: TypedValue) -> tuple[Any, ...]:
+    """The row of VALUE_COLUMNS (or RELATION_VALUE_COLUMNS) that stores `value` for its holder."""
+    return (holder_id, attribute_id, position, *value)
 
 
 def delete_values(db: Session, pairs: Iterable[tuple[int, int]]) -> None:

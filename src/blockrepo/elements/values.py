@@ -6,8 +6,7 @@ import datetime as dt
 import math
 import re
 import sys
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from blockrepo.metamodel.snapshot import AttributeDef
 
@@ -33,9 +32,10 @@ class ValueProblem(Exception):
         self.message = message
 
 
-@dataclass(frozen=True, slots=True)
-class TypedValue:
-    """One value in its storage form: exactly the columns its value type uses are set."""
+class TypedValue(NamedTuple):
+    """One value in its storage form: exactly the columns its value type uses are set. A tuple, in the
+    order of the typed columns: a bulk write makes hundreds of thousands, and a frozen dataclass took a
+    microsecond each to build."""
 
     text: str | None = None
     number: float | None = None
@@ -140,47 +140,68 @@ def _decode_interval(raw: Any) -> TypedValue:
     return TypedValue(date=start, date_end=end)
 
 
+def _decode_text(attribute: AttributeDef, raw: Any) -> TypedValue:
+    text = check_text(raw, TEXT_MAX_LENGTH)
+    if not text:
+        raise ValueProblem("empty_value", "an empty string is not a value; send [] to clear")
+    return TypedValue(text=text)
+
+
+def _decode_richtext(attribute: AttributeDef, raw: Any) -> TypedValue:
+    text = check_text(raw, RICHTEXT_MAX_LENGTH)
+    if not text:
+        raise ValueProblem("empty_value", "an empty string is not a value; send [] to clear")
+    return TypedValue(text=text)
+
+
+def _decode_date(attribute: AttributeDef, raw: Any) -> TypedValue:
+    return TypedValue(date=parse_date(raw))
+
+
+def _decode_boolean(attribute: AttributeDef, raw: Any) -> TypedValue:
+    if not isinstance(raw, bool):
+        raise ValueProblem("wrong_type", f"expected true or false, got {json_type(raw)}")
+    return TypedValue(boolean=raw)
+
+
+def _decode_enum(attribute: AttributeDef, raw: Any) -> TypedValue:
+    name = check_text(raw, NAME_MAX_LENGTH, "a literal name")
+    literal = attribute.literal_named(name)
+    if literal is None:
+        allowed = ", ".join(lit.name for lit in attribute.literals) or "none"
+        raise ValueProblem("unknown_literal", f"{name!r} is not a literal of {attribute.name} ({allowed})")
+    return TypedValue(literal_id=literal.id)
+
+
+def _decode_responsibility(attribute: AttributeDef, raw: Any) -> TypedValue:
+    login = check_text(raw, LOGIN_MAX_LENGTH, "a user login")
+    if not login:
+        raise ValueProblem("unknown_user", "an empty login names no user")
+    return TypedValue(text=login)
+
+
+# value type -> decoder: one lookup per value (a bulk write decodes hundreds of thousands).
+_DECODERS = {
+    "text": _decode_text,
+    "richtext": _decode_richtext,
+    "number": _decode_number,
+    "date": _decode_date,
+    "dateInterval": lambda attribute, raw: _decode_interval(raw),
+    "boolean": _decode_boolean,
+    "enum": _decode_enum,
+    "responsibility": _decode_responsibility,
+}
+
+
 def decode_value(attribute: AttributeDef, raw: Any) -> TypedValue:
     """One API JSON value of `attribute` in storage form, or ValueProblem.
 
     A responsibility is returned as its login; whether that user exists is checked by the caller in one
     batched query for the whole request."""
-    value_type = attribute.value_type
-    if value_type == "text":
-        text = check_text(raw, TEXT_MAX_LENGTH)
-        if not text:
-            raise ValueProblem("empty_value", "an empty string is not a value; send [] to clear")
-        return TypedValue(text=text)
-    if value_type == "richtext":
-        text = check_text(raw, RICHTEXT_MAX_LENGTH)
-        if not text:
-            raise ValueProblem("empty_value", "an empty string is not a value; send [] to clear")
-        return TypedValue(text=text)
-    if value_type == "number":
-        return _decode_number(attribute, raw)
-    if value_type == "date":
-        return TypedValue(date=parse_date(raw))
-    if value_type == "dateInterval":
-        return _decode_interval(raw)
-    if value_type == "boolean":
-        if not isinstance(raw, bool):
-            raise ValueProblem("wrong_type", f"expected true or false, got {json_type(raw)}")
-        return TypedValue(boolean=raw)
-    if value_type == "enum":
-        name = check_text(raw, NAME_MAX_LENGTH, "a literal name")
-        literal = attribute.literal_named(name)
-        if literal is None:
-            allowed = ", ".join(lit.name for lit in attribute.literals) or "none"
-            raise ValueProblem(
-                "unknown_literal", f"{name!r} is not a literal of {attribute.name} ({allowed})"
-            )
-        return TypedValue(literal_id=literal.id)
-    if value_type == "responsibility":
-        login = check_text(raw, LOGIN_MAX_LENGTH, "a user login")
-        if not login:
-            raise ValueProblem("unknown_user", "an empty login names no user")
-        return TypedValue(text=login)
-    raise ValueProblem("wrong_type", f"the value type {value_type!r} is not supported")
+    decoder = _DECODERS.get(attribute.value_type)
+    if decoder is None:
+        raise ValueProblem("wrong_type", f"the value type {attribute.value_type!r} is not supported")
+    return decoder(attribute, raw)
 
 
 def encode_number(number: float) -> int | float:

@@ -7,9 +7,11 @@ fixed number of statements per chunk of items rather than per item:
    are set aside, every other reference is resolved at once (`resolve_references`, `check_partners`);
    then the rules across items: hierarchy cycles, single-valued partners claimed twice, names (against
    the database and the other items), items depending on a failed item;
-2. `persist`: creates as one executemany, their ids looked up by name, values and relations in
-   executemany batches; updates: each item's `plan_update` applied in batches;
-3. history: written elements are re-read and recorded (created, or the diff of before and after); the
+2. `persist`: creates as rows of tuples, inserted and their ids read back in one multi-row INSERT …
+   RETURNING per 3,000 (SQLite; PostgreSQL: COPY and a lookup by name), values and relations in
+   executemany batches (COPY); updates: each item's `plan_update` applied in batches;
+3. history: created elements that nothing else in the request touches are rendered from their drafts,
+   the other written elements are re-read; each is recorded (created, or the diff of before and after); the
    elements at the other end of changed relations and parents get one mirrored changeset each and a new
    revision (`NeighbourMirror`).
 `delete` loads, records and deletes a list of elements, and mirrors what their neighbours lost.
@@ -37,7 +39,7 @@ from blockrepo.elements.validation import (
     parse_body,
     resolve_references,
 )
-from blockrepo.elements.values import TypedValue
+from blockrepo.elements.values import TypedValue, encode_value
 from blockrepo.elements.view import ElementView, view_of
 from blockrepo.errors import ErrorItem
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
@@ -438,10 +440,14 @@ def persist(
     changed = [item for item, _ in plans]
     written = [item.new_id for item in creates if item.new_id is not None]
     written += [item.element_id for item in changed if item.element_id is not None]
-    # What was written, rendered for history: the column-oriented reader gives the same JSON as
-    # `full.render` of a loaded element at a fraction of the cost for the thousands of a bulk write; one
-    # element is loaded, since the caller renders its answer from it, unless its plan says all it is now.
+    # What was written, rendered for history. One element is loaded, since the caller renders its answer
+    # from it, unless its plan says all it is now. Of many, a created element that nothing else in the
+    # request touches is rendered from its draft (what was inserted is exactly what it says); the rest are
+    # read back with the column-oriented reader, which gives the same JSON as `full.render` of a loaded
+    # element.
     loaded_after: dict[int, LoadedElement] = {}
+    after: dict[int, dict[str, Any]]
+    drafted: set[int] = set()  # created items recorded straight from their drafts, by index
     if loaded:
         for item, plan in plans:
             assert item.element_id is not None
@@ -451,14 +457,18 @@ def persist(
         rest = [element_id for element_id in written if element_id not in loaded_after]
         if rest:
             loaded_after.update(repository.load_elements(db, type_def.id, rest, full.selection))
-    after = (
-        {element_id: full.render(element) for element_id, element in loaded_after.items()}
-        if loaded
-        else {element["id"][0]: element for element in ElementReader(full).read(db, written)}
-    )
+        after = {element_id: full.render(element) for element_id, element in loaded_after.items()}
+    else:
+        drafted = {item.index for item in _self_contained(creates, good, changed)}
+        unread = [item.written_id or 0 for item in (*creates, *changed) if item.index not in drafted]
+        after = {element["id"][0]: element for element in ElementReader(full).read(db, unread)}
     mirror = NeighbourMirror(set(written))
+    from_draft = _CreatedRecorder(full, writer.changes, mirror)
     for item in creates:
         assert item.new_id is not None
+        if item.index in drafted:
+            from_draft.record(item)
+            continue
         rendered = after[item.new_id]
         writer.changes.element_created(type_def.name, item.new_id, rendered)
         mirror.add(type_def, item.new_id, None, rendered)
@@ -475,6 +485,91 @@ def persist(
         mirror.add(type_def, item.element_id, old, new)
     mirror.record(db, writer.changes, writer.actor.login)
     return {**before, **loaded_after} if loaded else {}
+
+
+def _self_contained(
+    creates: Sequence[WriteItem], good: Sequence[WriteItem], changed: Sequence[WriteItem]
+) -> list[WriteItem]:
+    """The created items whose element is, once written, exactly what their draft says: no other item
+    refers to them (as parent or relation end) or is referred to by them, and none of the elements they
+    refer to is changed by an update of the request (a renamed parent would show its new name)."""
+    entangled = {creator for item in good for _, creator in item.pending}
+    updated = {item.element_id for item in changed}
+    return [
+        item
+        for item in creates
+        if not item.pending
+        and item.index not in entangled
+        and item.draft is not None
+        and not any(reference.resolved_id in updated for reference in item.draft.references())
+    ]
+
+
+class _CreatedRecorder:
+    """Records created elements straight from their drafts: the changeset `ChangeLog.element_created`
+    makes of the element's JSON (every property that holds something, in the view's order, encoded by
+    `encode_value`), and what `NeighbourMirror.add` mirrors to its parent and the other ends of its
+    relations, without the JSON itself. A source end's entries keep their order (their positions are
+    their indexes), a target end's too (its relations are made in that order)."""
+
+    def __init__(self, view: ElementView, changes: ChangeLog, mirror: NeighbourMirror) -> None:
+        self.type_name = view.type_def.name
+        self.changes = changes
+        self.mirror = mirror
+        self.show_parent = "parent" in view.head
+        self.properties = {p.id: (index, p) for index, p in enumerate(view.properties)}
+        self.ends = {
+            end.name: (index, end, view.relation_attributes.get(end.relation_type.id))
+            for index, end in enumerate(view.ends)
+        }
+
+    def record(self, item: WriteItem) -> None:
+        draft, element_id = item.draft, item.new_id
+        assert draft is not None and draft.name is not None and element_id is not None
+        recorded: list[dict[str, Any]] = [{"property": "name", "old": [], "new": [draft.name]}]
+        if draft.description:
+            recorded.append({"property": "description", "old": [], "new": [draft.description]})
+        parent = _entry(draft.parent) if draft.parent is not None and self.show_parent else None
+        if parent is not None:
+            recorded.append({"property": "parent", "old": [], "new": [parent]})
+        properties = self.properties
+        for attribute_id in sorted(draft.values, key=lambda attribute_id: properties[attribute_id][0]):
+            values = draft.values[attribute_id]
+            if values:
+                prop = properties[attribute_id][1]
+                encoded = [encode_value(prop, value) for value in values]
+                recorded.append({"property": prop.name, "old": [], "new": encoded})
+        ends = self.ends
+        for end_name in sorted(draft.ends, key=lambda end_name: ends[end_name][0]):
+            entries = draft.ends[end_name]
+            if not entries:
+                continue
+            _, end, attributes = ends[end_name]
+            rendered = []
+            for entry in entries:
+                other = _entry(entry.reference)
+                me: dict[str, Any] = {"id": element_id, "name": draft.name}
+                if attributes is not None:
+                    given = entry.attributes or {}
+                    other["attributes"] = me["attributes"] = {
+                        a.name: [encode_value(a, value) for value in given.get(a.id, ())] for a in attributes
+                    }
+                rendered.append(other)
+                self.mirror.added(end.other_type, other, end.opposite_name, me)
+            recorded.append({"property": end_name, "old": [], "new": rendered})
+        if parent is not None:  # after the ends, as `NeighbourMirror.add` mirrors them
+            self.mirror.added(self.type_name, parent, "children", {"id": element_id, "name": draft.name})
+        self.changes.element(
+            "created",
+            type_name=self.type_name,
+            element_id=element_id,
+            element_name=draft.name,
+            changes=recorded,
+        )
+
+
+def _entry(reference: Reference) -> dict[str, Any]:
+    return {"id": reference.resolved_id, "name": reference.resolved_name}
 
 
 def _insert_creates(
@@ -500,6 +595,7 @@ def _insert_creates(
     ).items():
         positions[stored_parent] = last
     rows = []
+    type_id = type_def.id
     for item in creates:
         draft = item.draft
         assert draft is not None and draft.name is not None
@@ -511,25 +607,13 @@ def _insert_creates(
         # A new child goes last among its siblings.
         position = positions.get(parent, -1) + 1
         positions[parent] = position
+        stored_parent = parent if isinstance(parent, int) else None
         rows.append(
-            {
-                "type_id": type_def.id,
-                "name": draft.name,
-                "description": draft.description or "",
-                "parent_id": parent if isinstance(parent, int) else None,
-                "position": position,
-                "revision": 1,
-                "created_at": now,
-                "last_modified_at": now,
-                "last_modified_by": login,
-            }
+            (type_id, draft.name, draft.description or "", stored_parent, position, 1, now, now, login)
         )
-        if isinstance(parent, int):
-            touched.add(parent)
-    repository.insert_elements(db, rows)
-    ids = repository.ids_by_name(
-        db, type_def.id, [item.draft.name for item in creates if item.draft and item.draft.name]
-    )
+        if stored_parent is not None:
+            touched.add(stored_parent)
+    ids = repository.insert_named_elements(db, type_id, rows)
     for item in creates:
         assert item.draft is not None and item.draft.name is not None
         item.new_id = ids[item.draft.name]
@@ -544,12 +628,13 @@ def _insert_creates(
             and item.aside_parent.resolved_id is not None
         },
     )
-    repository.insert_values(
+    value_row = repository.value_row
+    repository.insert_value_rows(
         db,
         [
-            {"element_id": item.new_id, "attribute_id": attribute_id, "position": position, **value.columns()}
+            value_row(item.new_id, attribute_id, position, value)
             for item in creates
-            if item.draft is not None
+            if item.draft is not None and item.new_id is not None
             for attribute_id, values in item.draft.values.items()
             for position, value in enumerate(values)
         ],
@@ -739,6 +824,10 @@ class NeighbourMirror:
         )
         change = record["changes"].setdefault(prop, {"property": prop, "added": [], "removed": []})
         change[side].append(entry)
+
+    def added(self, other_type: str, other: dict[str, Any], prop: str, entry: dict[str, Any]) -> None:
+        """`entry` (a written element) was added to `prop` of `other` (an element of `other_type`)."""
+        self._mirror(other_type, other, prop, entry, "added")
 
     def add(
         self,

@@ -111,8 +111,8 @@ def bulk_write(writer: Writer, type_name: str, request: BulkRequest) -> BulkOutc
     _assign_targets(writer, type_def, items, request.match)
     core.validate(writer, type_def, items)
     failed = [item for item in items if item.failed]
-    results = [_result(item, request.dry_run) for item in items]
     if request.mode == "atomic" and failed:
+        results = [_result(item, request.dry_run) for item in items]
         errors = [
             ErrorItem(f"/elements/{item.index}{e.pointer}", e.code, e.message)
             for item in failed
@@ -126,7 +126,7 @@ def bulk_write(writer: Writer, type_name: str, request: BulkRequest) -> BulkOutc
     good = [item for item in items if not item.failed]
     if not request.dry_run:
         core.persist(writer, type_def, items, good)
-        results = [_result(item, False) for item in items]
+    results = [_result(item, request.dry_run) for item in items]
     return BulkOutcome(
         created=sum(1 for item in good if item.creating),
         updated=sum(1 for item in good if not item.creating),
