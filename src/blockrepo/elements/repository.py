@@ -216,17 +216,18 @@ _LOAD_TARGET_RELATIONS = (
     )
     .order_by(Relation.target_id, Relation.relation_type_id, Relation.id)
 )
+_RELATION_VALUE_COLUMNS = (
+    RelationValue.relation_id,
+    RelationValue.attribute_id,
+    RelationValue.text_value,
+    RelationValue.number_value,
+    RelationValue.date_value,
+    RelationValue.date_end,
+    RelationValue.bool_value,
+    RelationValue.literal_id,
+)
 _LOAD_RELATION_VALUES = (
-    select(
-        RelationValue.relation_id,
-        RelationValue.attribute_id,
-        RelationValue.text_value,
-        RelationValue.number_value,
-        RelationValue.date_value,
-        RelationValue.date_end,
-        RelationValue.bool_value,
-        RelationValue.literal_id,
-    )
+    select(*_RELATION_VALUE_COLUMNS)
     .where(
         RelationValue.relation_id.in_(
             select(Relation.id).where(
@@ -375,16 +376,7 @@ _ONE_AS_TARGET = TypedStatement(
     .order_by(Relation.relation_type_id, Relation.id)
 )
 _ONE_RELATION_VALUES = TypedStatement(
-    select(
-        RelationValue.relation_id,
-        RelationValue.attribute_id,
-        RelationValue.text_value,
-        RelationValue.number_value,
-        RelationValue.date_value,
-        RelationValue.date_end,
-        RelationValue.bool_value,
-        RelationValue.literal_id,
-    )
+    select(*_RELATION_VALUE_COLUMNS)
     .where(
         RelationValue.relation_id.in_(
             select(Relation.id).where(or_(Relation.source_id == _ID, Relation.target_id == _ID))
@@ -819,7 +811,7 @@ def set_parents(db: Session, parents: Mapping[int, int]) -> None:
     db.execute(statement, [{"element_id": e, "new_parent": p} for e, p in parents.items()])
 
 
-_UPDATE_ONE_ELEMENT = TypedStatement(
+_UPDATE_ELEMENT = (
     update(ELEMENT)
     .where(ELEMENT.c.id == bindparam("element_id"))
     .values(
@@ -832,12 +824,15 @@ _UPDATE_ONE_ELEMENT = TypedStatement(
         last_modified_by=bindparam("modified_by"),
     )
 )
-_DELETE_ONE_VALUE = TypedStatement(
-    delete(ELEMENT_VALUE).where(
+_DELETE_VALUES = delete(ELEMENT_VALUE).where(
+    and_(
         ELEMENT_VALUE.c.element_id == bindparam("element"),
         ELEMENT_VALUE.c.attribute_id == bindparam("attribute"),
     )
 )
+# The same two statements for a single update, at the driver level as its read.
+_UPDATE_ONE_ELEMENT = TypedStatement(_UPDATE_ELEMENT)
+_DELETE_ONE_VALUE = TypedStatement(_DELETE_VALUES)
 
 
 def update_elements(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -847,21 +842,8 @@ def update_elements(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
     if len(rows) == 1:  # a single update: at the driver level, as its read
         _UPDATE_ONE_ELEMENT.rows(db.connection(), rows[0])
         return
-    statement = (
-        update(ELEMENT)
-        .where(ELEMENT.c.id == bindparam("element_id"))
-        .values(
-            name=bindparam("new_name"),
-            description=bindparam("new_description"),
-            parent_id=bindparam("new_parent_id"),
-            position=bindparam("new_position"),
-            revision=bindparam("new_revision"),
-            last_modified_at=bindparam("modified_at"),
-            last_modified_by=bindparam("modified_by"),
-        )
-    )
     for start in range(0, len(rows), ROWS_PER_CALL):
-        db.execute(statement, list(rows[start : start + ROWS_PER_CALL]))
+        db.execute(_UPDATE_ELEMENT, list(rows[start : start + ROWS_PER_CALL]))
 
 
 def insert_values(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -886,14 +868,8 @@ def delete_values(db: Session, pairs: Iterable[tuple[int, int]]) -> None:
     if len(rows) == 1:  # a single update of one attribute: at the driver level, as its read
         _DELETE_ONE_VALUE.rows(db.connection(), rows[0])
         return
-    statement = delete(ELEMENT_VALUE).where(
-        and_(
-            ELEMENT_VALUE.c.element_id == bindparam("element"),
-            ELEMENT_VALUE.c.attribute_id == bindparam("attribute"),
-        )
-    )
     for start in range(0, len(rows), ROWS_PER_CALL):
-        db.execute(statement, rows[start : start + ROWS_PER_CALL])
+        db.execute(_DELETE_VALUES, rows[start : start + ROWS_PER_CALL])
 
 
 def restore_stamps(db: Session, stamps: Sequence[tuple[int, int, Any, str]]) -> None:
