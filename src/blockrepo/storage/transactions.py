@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -79,11 +80,13 @@ class WriteQueue:
         database = engine.url.database
         file_based = engine.dialect.name == "sqlite" and database not in (None, "", ":memory:")
         self.path = f"{database}-write-queue" if file_based else None
+        self._holding = threading.local()  # whether this thread has its turn
 
     @contextmanager
     def turn(self) -> Iterator[None]:
-        """Wait for this writer's turn; the next one's comes when the block is left."""
-        if self.path is None:
+        """Wait for this writer's turn; the next one's comes when the block is left. A thread that has its
+        turn already keeps it (a write nested in another would otherwise wait for itself)."""
+        if self.path is None or getattr(self._holding, "turn", False):
             yield
             return
         try:
@@ -93,6 +96,10 @@ class WriteQueue:
             return
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX)
-            yield
+            self._holding.turn = True
+            try:
+                yield
+            finally:
+                self._holding.turn = False
         finally:
             os.close(descriptor)  # gives the lock back
