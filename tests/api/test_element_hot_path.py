@@ -3,6 +3,7 @@ keep the cookie cost no write, and nothing the GET caches outlives a change made
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 
 import pytest
@@ -13,9 +14,17 @@ from starlette.testclient import TestClient
 from blockrepo.access.models import User, UserRole
 from blockrepo.app import create_app
 from blockrepo.auth.models import AuthSession
+from blockrepo.auth.sessions import session_key
 from blockrepo.revisions.models import RepositoryState
 from blockrepo.settings import Settings
-from tests.api.auth_support import PROTECTED, bare_client, cookie_value, logged_in, session_headers
+from tests.api.auth_support import (
+    PROTECTED,
+    bare_client,
+    cookie_value,
+    install_clock,
+    logged_in,
+    session_headers,
+)
 from tests.conftest import ADMIN_PASSWORD, make_settings
 from tests.helpers import (
     count_queries,
@@ -81,15 +90,20 @@ def test_a_session_get_runs_a_fixed_small_number_of_statements(
 ) -> None:
     """A GET by id with a session cookie runs, whatever the element holds:
 
-    - the session with its user's state, one join (with Redis: the user's state alone), because the
-      session and the account may have ended in another process;
-    - on SQLite a BEGIN: the element's statements read one snapshot;
-    - the acting user with the repository's revisions, one join: the cached metamodel, rights and reader
-      are keyed by those revisions, so a change made anywhere is seen by the next request;
-    - the element with its parent's name, its children, its values, the relations it is the source of,
-      those it is the target of, and the relations' values: one statement each, for any number of rows.
+    - the session with its user's state and the repository's revisions, one join (with Redis, which holds
+      the session: the user's state with the revisions), because the session, the account, the metamodel
+      and the rights may have changed in another process; the cached metamodel, rights and rendered
+      bodies are keyed by those revisions, so a change made anywhere is seen by the next request;
+    - only the first time since the last write anywhere (no body rendered at these revisions yet): a BEGIN
+      (one snapshot for the rest), the revisions again (still the same ones, or the GET goes the
+      documented way), then the element with its parent's name, its children, its values, the relations
+      it is the source of, those it is the target of, and the relations' values: one statement each, for
+      any number of rows.
 
-    Nothing is written (the session's idle time stamp is written at most every touch interval)."""
+    Nothing is written (the session's idle time stamp is written at most every touch interval). Changed in
+    issue 16's second round: the session, the user and the revisions became one statement (two before,
+    after a BEGIN), and a repeated GET serves the body rendered at the same revisions instead of reading
+    the element again."""
     rich, bare = rich_and_bare(app, client)
     session_id, _ = logged_in(web)
     headers = session_headers(session_id)
@@ -100,14 +114,14 @@ def test_a_session_get_runs_a_fixed_small_number_of_statements(
     assert response.status_code == 200
     assert len(response.json()["Tags"]) == 30 and len(response.json()["informationSystems"]) == 12
     assert len(response.json()["children"]) == 5 and response.json()["successors"] != []
+    with count_queries(engine) as again_count:
+        again = web.get(f"/api/element/BusinessProcess/{rich}", headers=headers)
+    assert again.status_code == 200 and again.content == response.content
     with count_queries(engine) as bare_count:
         assert web.get(f"/api/element/BusinessProcess/{bare}", headers=headers).status_code == 200
-    sqlite = engine.dialect.name == "sqlite"
-    expected = [
-        # Redis holds the session but not the account: its state is one primary-key read.
-        "app_user" if auth_store else "auth_session",
-        *(["BEGIN"] if sqlite else []),
-        "app_user",
+    # Redis holds the session but not the account: its state and the revisions are one read.
+    who = ["app_user" if auth_store else "auth_session"]
+    element = [
         "element",  # the element and its parent's name
         "element",  # its children
         "element_value",
@@ -115,10 +129,12 @@ def test_a_session_get_runs_a_fixed_small_number_of_statements(
         "relation",  # as the target
         "relation_value",
     ]
-    assert [tables_read(s) for s in rich_count.statements] == expected, [
+    first_read = [*who, "BEGIN", "repository_state", *element]
+    assert [tables_read(s) for s in rich_count.statements] == first_read, [
         s[:60] for s in rich_count.statements
     ]
-    assert [tables_read(s) for s in bare_count.statements] == expected
+    assert [tables_read(s) for s in again_count.statements] == who
+    assert [tables_read(s) for s in bare_count.statements] == who
 
 
 def test_repeated_basic_gets_without_the_cookie_write_nothing(
@@ -225,3 +241,188 @@ def test_permission_and_metamodel_changes_are_seen_by_the_next_get(app: FastAPI,
             db.execute(update(User).where(User.login == "rita").values(enabled=False))
         # Nothing else changes with it: the GET reads the account's state every time.
         assert rita.get(url, headers=headers).status_code == 401
+
+
+# --- changes made by another worker ------------------------------------------------------------------------
+# Two application instances on one database are two workers (or hosts): each has its own caches of
+# sessions' users, metamodels, rights and rendered bodies. The reader's worker has answered the GET on its
+# lane (asserted by its statements) before the other worker changes something; the next GET must show it.
+
+
+@pytest.fixture
+def workers(database_url: str, auth_store: dict[str, str]) -> Iterator[tuple[FastAPI, FastAPI]]:
+    reader, admin = (create_app(make_settings(database_url, **auth_store)) for _ in range(2))
+    yield reader, admin
+    reader.state.services.dispose()
+    admin.state.services.dispose()
+
+
+def assert_on_the_lane(
+    app: FastAPI, client: TestClient, url: str, headers: dict[str, str], auth_store: dict[str, str]
+) -> dict[str, object]:
+    """GET `url` and assert that the lane answered it from the cached body: only the statement of who acts
+    and the revisions (see the statement-count test above; Basic credentials and Redis sessions read the
+    account with the revisions, a database session reads its row with them)."""
+    with count_queries(engine_of(app)) as counter:
+        response = client.get(url, headers=headers)
+    assert response.status_code == 200, response.text
+    who = "app_user" if auth_store or "Authorization" in headers else "auth_session"
+    assert [tables_read(s) for s in counter.statements] == [who]
+    return response.json()  # type: ignore[no-any-return]
+
+
+def test_changes_by_another_worker_are_seen_by_the_next_get(
+    workers: tuple[FastAPI, FastAPI], auth_store: dict[str, str]
+) -> None:
+    reader, admin = workers
+    with bare_client(reader) as one, TestClient(admin, base_url="http://127.0.0.1") as other:
+        other.auth = ("system", ADMIN_PASSWORD)
+        group = other.post(
+            "/api/administration/attributegroups",
+            json={"name": "Finance", "description": "", "permissions": []},
+        )
+        assert group.status_code == 201, group.text
+        attribute = other.post(
+            "/api/administration/attributes",
+            json={"name": "Costs", "valueType": "number", "group": "Finance", "types": ["BusinessProcess"]},
+        )
+        assert attribute.status_code == 201, attribute.text
+        role = other.post(
+            "/api/administration/roles",
+            json={"name": "Readers", "typePermissions": {"BusinessProcess": ["read"]}},
+        )
+        assert role.status_code == 201, role.text
+        user = other.post(
+            "/api/administration/users",
+            json={
+                "login": "rita",
+                "firstName": "Rita",
+                "lastName": "Reader",
+                "email": "rita@example.org",
+                "roles": ["Readers"],
+                "password": "rita-password",
+            },
+        )
+        assert user.status_code == 201, user.text
+        element = other.post("/api/element/BusinessProcess", json={"name": ["Seen"], "Costs": [7]})
+        url = f"/api/element/BusinessProcess/{element.json()['id'][0]}"
+
+        session = session_headers(logged_in(one, "rita", "rita-password")[0])
+        basic = {"Authorization": "Basic " + base64.b64encode(b"rita:rita-password").decode()}
+        for headers in (session, basic):  # fills the reader's caches: metamodel, rights, verified credentials
+            assert one.get(url, headers=headers).json()["Costs"] == [7]
+        for headers in (session, basic):
+            assert assert_on_the_lane(reader, one, url, headers, auth_store)["Costs"] == [7]
+
+        # A value written elsewhere.
+        assert other.put(url, json={"Costs": [8]}).status_code == 200
+        for headers in (session, basic):
+            assert one.get(url, headers=headers).json()["Costs"] == [8]
+            assert assert_on_the_lane(reader, one, url, headers, auth_store)["Costs"] == [8]
+
+        # A metamodel change: the attribute is no longer active for the type.
+        changed = other.put(f"/api/administration/attributes/{attribute.json()['id']}", json={"types": []})
+        assert changed.status_code == 200, changed.text
+        for headers in (session, basic):
+            # The first GET loads the new metamodel (the documented way), the second renders with it.
+            for _ in range(2):
+                assert "Costs" not in one.get(url, headers=headers).json()
+            assert "Costs" not in assert_on_the_lane(reader, one, url, headers, auth_store)
+
+        # A permission change: the role loses read on the type.
+        revoked = other.put(f"/api/administration/roles/{role.json()['id']}", json={"typePermissions": {}})
+        assert revoked.status_code == 200, revoked.text
+        for headers in (session, basic):
+            assert one.get(url, headers=headers).status_code == 403
+            assert one.get(url, headers=headers).status_code == 403
+        granted = other.put(
+            f"/api/administration/roles/{role.json()['id']}",
+            json={"typePermissions": {"BusinessProcess": ["read"]}},
+        )
+        assert granted.status_code == 200, granted.text
+        for headers in (session, basic):
+            for _ in range(2):
+                assert one.get(url, headers=headers).status_code == 200
+            assert_on_the_lane(reader, one, url, headers, auth_store)
+
+        # A password change: the old password no longer passes, and the sessions it made are ended.
+        assert other.put(
+            f"/api/administration/users/{user.json()['id']}", json={"password": "new-pass"}
+        ).is_success
+        renewed = {"Authorization": "Basic " + base64.b64encode(b"rita:new-pass").decode()}
+        for _ in range(2):  # the new password works, and the reader's worker caches rita's rights again
+            assert one.get(url, headers=renewed).status_code == 200
+        for headers in (session, basic):
+            assert one.get(url, headers=headers).status_code == 401
+            assert one.get(url, headers=headers).status_code == 401
+
+
+@pytest.mark.parametrize("ended_by", ["logout", "idle timeout"])
+def test_an_ended_session_is_refused_by_the_next_get(
+    workers: tuple[FastAPI, FastAPI], auth_store: dict[str, str], ended_by: str
+) -> None:
+    reader, admin = workers
+    clocks = [install_clock(app) for app in workers]
+    with bare_client(reader) as one, bare_client(admin) as other:
+        element = one.post(
+            "/api/element/BusinessProcess", json={"name": ["Ended"]}, auth=("system", ADMIN_PASSWORD)
+        )
+        url = f"/api/element/BusinessProcess/{element.json()['id'][0]}"
+        session_id, token = logged_in(one)
+        headers = session_headers(session_id)
+        assert one.get(url, headers=headers).status_code == 200
+        assert_on_the_lane(reader, one, url, headers, auth_store)
+        if ended_by == "logout":
+            assert (
+                other.post("/j_service_logout", headers=session_headers(session_id, token)).status_code == 204
+            )
+        else:
+            idle = reader.state.settings.session_idle_timeout
+            for clock in clocks:
+                clock.advance(idle + 1)
+        assert one.get(url, headers=headers).status_code == 401
+        assert one.get(url, headers=headers).status_code == 401
+
+
+def test_a_due_idle_time_stamp_is_written_once_in_the_background(
+    app: FastAPI, client: TestClient, web: TestClient, auth_store: dict[str, str]
+) -> None:
+    """When a session's idle time stamp is due, the GET is still answered on the lane and one background
+    write extends the session (an UPDATE of its row, or with Redis a script that rewrites it)."""
+    clock = install_clock(app)
+    element = client.post("/api/element/BusinessProcess", json={"name": ["Touched"]}).json()["id"][0]
+    url = f"/api/element/BusinessProcess/{element}"
+    headers = session_headers(logged_in(web)[0])
+    assert web.get(url, headers=headers).status_code == 200
+    assert_on_the_lane(app, web, url, headers, auth_store)
+    settings = app.state.settings
+    clock.advance(settings.session_touch_interval + 1)
+    with count_queries(engine_of(app)) as counter:
+        assert web.get(url, headers=headers).status_code == 200
+        app.state.services.auth.sessions.close()  # waits for the write in flight
+    # Answered on the lane from the session (with Redis: the account with the revisions) alone.
+    reads = [tables_read(s) for s in counter.statements if s.split()[0] == "SELECT"]
+    assert reads == ["app_user" if auth_store else "auth_session"], counter.statements
+    writes = [s for s in counter.statements if s.split()[0] in WRITES]
+    assert len(writes) == (0 if auth_store else 1) and all("auth_session" in s for s in writes)
+    # Extended: valid past the idle timeout counted from the login, and no longer due for a touch.
+    clock.advance(settings.session_idle_timeout - settings.session_touch_interval // 2)
+    assert web.get(url, headers=headers).status_code == 200
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_a_late_touch_never_brings_back_an_ended_session(app: FastAPI, web: TestClient, signed: bool) -> None:
+    """The background touch writes a while after the session was read: a logout in between (a deleted
+    record, or a signed session's tombstone) stays in force."""
+    sessions = app.state.services.auth.sessions
+    if signed:
+        response = web.get(PROTECTED, auth=("system", ADMIN_PASSWORD))
+        session_id, token = cookie_value(response, "JSESSIONID"), cookie_value(response, "XSRF-TOKEN")
+        assert web.get(PROTECTED, headers=session_headers(session_id)).status_code == 200  # its record
+    else:
+        session_id, token = logged_in(web)
+    read = sessions.store.get(session_key(session_id))
+    assert read is not None
+    assert web.post("/j_service_logout", headers=session_headers(session_id, token)).status_code == 204
+    sessions.store.touch(read, read.last_seen_at + 1, read.last_seen_at + 60)
+    assert web.get(PROTECTED, headers=session_headers(session_id)).status_code == 401

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.orm import Session
@@ -35,6 +35,27 @@ _ACTING = DriverStatement(
     .join(RepositoryState, RepositoryState.id == 1)
     .where(User.id == bindparam("user_id"))
 )
+
+
+class Revisions(NamedTuple):
+    """The counters of `repository_state` that what a process caches is keyed by: any write bumps
+    `revision`, a metamodel edit also `metamodel`, a change of users, roles or permissions also `access`."""
+
+    revision: int
+    metamodel: int
+    access: int
+
+
+_REVISIONS = DriverStatement(
+    select(
+        RepositoryState.revision, RepositoryState.metamodel_revision, RepositoryState.access_revision
+    ).where(RepositoryState.id == 1)
+)
+
+
+def current_revisions(connection: Connection) -> Revisions:
+    revision, metamodel_revision, access_revision = _REVISIONS.rows(connection, {})[0]
+    return Revisions(revision, metamodel_revision, access_revision)
 
 
 def acting_user(connection: Connection, user_id: int) -> Any | None:

@@ -22,13 +22,19 @@ from blockrepo.auth.authenticator import Authenticator
 from blockrepo.auth.backends import AuthBackends
 from blockrepo.auth.basic import CredentialCache, Principal
 from blockrepo.auth.passwords import Passwords
-from blockrepo.elements.reading import ElementReaders
+from blockrepo.elements.reading import ElementReaders, RenderedElements
 from blockrepo.errors import Conflict, Unauthenticated
 from blockrepo.metamodel.service import MetamodelCache
 from blockrepo.metamodel.snapshot import Metamodel
 from blockrepo.revisions.recorder import ChangeLog
 from blockrepo.settings import Settings
-from blockrepo.storage.engine import build_engine, build_session_factory, read_snapshot, with_own_pool
+from blockrepo.storage.engine import (
+    HeldConnections,
+    build_engine,
+    build_session_factory,
+    read_snapshot,
+    with_own_pool,
+)
 from blockrepo.storage.transactions import WriteQueue, begin_write
 
 
@@ -59,9 +65,13 @@ class AppServices:
         self.metamodels = MetamodelCache()
         self.actors = ActorCache()
         self.element_readers = ElementReaders()
+        self.rendered_elements = RenderedElements()
+        # The GET lane's connections on the event loop (api/element_lane.py).
+        self.loop_connections = HeldConnections(self.short_engine)
 
     def dispose(self) -> None:
         self.auth.close()
+        self.loop_connections.close_all()
         self.engine.dispose()
         self.short_engine.dispose()
 

@@ -59,5 +59,6 @@ class AuthBackends:
         )
 
     def close(self) -> None:
+        self.sessions.close()
         if self.redis_client is not None:
             self.redis_client.close()

@@ -19,7 +19,11 @@ _EXPIRED = "Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT"
 
 def read_session_cookie(headers: Headers) -> str | None:
     """The request's session cookie value if it is well-formed, else None (treated as absent)."""
-    raw = headers.get("cookie")
+    return session_cookie_in(headers.get("cookie"))
+
+
+def session_cookie_in(raw: str | None) -> str | None:
+    """The session cookie value in a `Cookie` header's text if it is well-formed, else None."""
     if not raw:
         return None
     value = cookie_parser(raw).get(SESSION_COOKIE)
@@ -46,6 +50,16 @@ def login_cookies(session_value: str, csrf_token: str, *, secure: bool, csrf_ena
     if csrf_enabled:
         cookies.append(csrf_cookie(csrf_token, secure=secure))
     return cookies
+
+
+def login_cookie_headers(
+    session_value: str, csrf_token: str, *, secure: bool, csrf_enabled: bool
+) -> list[tuple[bytes, bytes]]:
+    """`login_cookies` as ASGI response headers."""
+    return [
+        (b"set-cookie", value.encode("latin-1"))
+        for value in login_cookies(session_value, csrf_token, secure=secure, csrf_enabled=csrf_enabled)
+    ]
 
 
 def expired_cookies(*, secure: bool) -> list[str]:

@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from blockrepo.api.problem import problem_response
 from blockrepo.auth.backends import STORE_ERRORS, AuthBackends
 from blockrepo.auth.basic import Principal, parse_basic
-from blockrepo.auth.cookies import login_cookies, read_session_cookie
+from blockrepo.auth.cookies import login_cookie_headers, read_session_cookie
 from blockrepo.auth.sessions import IssuedSession, LiveSession, WriteNeeded
 from blockrepo.settings import Settings
 
@@ -131,15 +131,12 @@ class AuthMiddleware:
         if resolution.issued is None:
             await self.app(scope, receive, send)
             return
-        set_cookies = [
-            (b"set-cookie", value.encode("latin-1"))
-            for value in login_cookies(
-                resolution.issued.cookie_value,
-                resolution.issued.session.csrf_token,
-                secure=self.cookie_secure,
-                csrf_enabled=self.csrf_enabled,
-            )
-        ]
+        set_cookies = login_cookie_headers(
+            resolution.issued.cookie_value,
+            resolution.issued.session.csrf_token,
+            secure=self.cookie_secure,
+            csrf_enabled=self.csrf_enabled,
+        )
 
         async def send_with_cookies(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -59,7 +59,9 @@ class RedisRequestCounter:
         name = f"{self._prefix}{key}:{window_start}"
         pipeline = self._client.pipeline(transaction=False)
         pipeline.incr(name)
-        pipeline.expire(name, window_seconds + 1)
+        # Only for cleaning up: each window has a key of its own, so a longer life never adds counts. A minute
+        # more than the window, so that a slow request (or a paused clock in tests) never loses the count.
+        pipeline.expire(name, window_seconds + 60)
         hits, _ = pipeline.execute()
         return int(hits)
 

@@ -22,23 +22,30 @@ import base64
 import datetime as dt
 import hashlib
 import hmac
+import logging
 import math
 import secrets
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 import orjson
 import redis
-from sqlalchemy import Engine, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from blockrepo.access.models import User
+from blockrepo.access.repository import Revisions, acting_user
 from blockrepo.auth.basic import Principal
 from blockrepo.auth.models import AuthSession, ServerSecret
+from blockrepo.revisions.models import RepositoryState
 from blockrepo.settings import Settings
 from blockrepo.storage.engine import DriverStatement
+
+log = logging.getLogger("blockrepo.auth")
 
 TOKEN_BYTES = 32
 PURGE_INTERVAL_SECONDS = 60.0
@@ -84,7 +91,7 @@ class CookieSigner:
         self._secret = secret
 
     def _mac(self, label: bytes, payload: bytes) -> bytes:
-        return hmac.new(self._secret, label + payload, hashlib.sha256).digest()
+        return hmac.digest(self._secret, label + payload, "sha256")  # one-shot: cheaper than hmac.new
 
     def sign(self, user_id: int, credentials_version: int, created_at: float) -> str:
         payload = (
@@ -185,7 +192,15 @@ class SessionStore(Protocol):
 
     def get(self, key: str) -> StoredSession | None: ...
 
-    def touch(self, session: StoredSession, last_seen_at: float, expires_at: float) -> None: ...
+    def with_revisions(self, connection: Connection, key: str) -> tuple[StoredSession, Revisions] | None:
+        """The session with its user's state (`user` set) and the repository's revisions, read through
+        `connection` where the store is the database; never writes."""
+        ...
+
+    def touch(self, session: StoredSession, last_seen_at: float, expires_at: float) -> None:
+        """Move the idle time stamp of a session read before; never bring back one deleted or ended since
+        (the GET lane touches in the background, a while after it read the session)."""
+        ...
 
     def delete(self, key: str) -> None: ...
 
@@ -194,7 +209,7 @@ class SessionStore(Protocol):
 
 # Built once: a statement object reused with parameters skips SQLAlchemy's per-call construction and
 # cache-key work, which costs several times the query itself on this hot path.
-_SESSION_WITH_USER = DriverStatement(
+_SESSION_WITH_USER_SELECT = (
     select(
         AuthSession.user_id,
         AuthSession.credentials_version,
@@ -207,6 +222,13 @@ _SESSION_WITH_USER = DriverStatement(
     )
     .join(User, User.id == AuthSession.user_id)
     .where(AuthSession.id == bindparam("key"))
+)
+_SESSION_WITH_USER = DriverStatement(_SESSION_WITH_USER_SELECT)
+# The GET lane's one statement: the session, its user's state and the revisions the caches are keyed by.
+_SESSION_USER_AND_REVISIONS = DriverStatement(
+    _SESSION_WITH_USER_SELECT.add_columns(
+        RepositoryState.revision, RepositoryState.metamodel_revision, RepositoryState.access_revision
+    ).join(RepositoryState, RepositoryState.id == 1)
 )
 _USER_STATUS = DriverStatement(
     select(User.login, User.enabled, User.credentials_version).where(User.id == bindparam("user_id"))
@@ -281,18 +303,13 @@ class DatabaseSessionStore:
         # At the driver level: every request with a cookie runs this (see storage.engine.DriverStatement).
         with self._read.connect() as connection:
             row = _SESSION_WITH_USER.first(connection, {"key": key})
+        return None if row is None else _stored_with_user(key, row)
+
+    def with_revisions(self, connection: Connection, key: str) -> tuple[StoredSession, Revisions] | None:
+        row = _SESSION_USER_AND_REVISIONS.first(connection, {"key": key})
         if row is None:
             return None
-        user_id, version, csrf_token, created_at, last_seen_at, login, enabled, current_version = row
-        return StoredSession(
-            key=key,
-            user_id=user_id,
-            credentials_version=version,
-            csrf_token=csrf_token,
-            created_at=_driver_timestamp(created_at),
-            last_seen_at=_driver_timestamp(last_seen_at),
-            user=UserStatus(login=login, enabled=bool(enabled), credentials_version=current_version),
-        )
+        return _stored_with_user(key, row), Revisions(row[8], row[9], row[10])
 
     def touch(self, session: StoredSession, last_seen_at: float, expires_at: float) -> None:
         parameters = {
@@ -312,13 +329,42 @@ class DatabaseSessionStore:
             connection.execute(delete(AuthSession).where(AuthSession.expires_at < _as_datetime(now)))
 
 
+def _stored_with_user(key: str, row: Any) -> StoredSession:
+    """A session row that starts with (user id, credentials version, CSRF token, created, last seen, login,
+    enabled, the user's current credentials version)."""
+    user_id, version, csrf_token, created_at, last_seen_at, login, enabled, current_version = row[:8]
+    return StoredSession(
+        key=key,
+        user_id=user_id,
+        credentials_version=version,
+        csrf_token=csrf_token,
+        created_at=_driver_timestamp(created_at),
+        last_seen_at=_driver_timestamp(last_seen_at),
+        user=UserStatus(login=login, enabled=bool(enabled), credentials_version=current_version),
+    )
+
+
+# A touch, atomic in Redis: rewrite the session only if it still exists and is not an ended session's
+# tombstone, so that neither a delete nor a logout made since it was read is undone.
+_TOUCH_SCRIPT = """
+local stored = redis.call('GET', KEYS[1])
+if not stored or cjson.decode(stored)['version'] == tonumber(ARGV[3]) then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[2])
+return 1
+"""
+
+
 class RedisSessionStore:
     """Sessions as Redis strings that expire by themselves (`PXAT`); a touch rewrites the value only if
-    the key still exists (`XX`), so it can never resurrect a session that a logout just deleted."""
+    the session still exists and has not ended (a script), so it can never resurrect a session that a
+    logout just deleted or ended."""
 
     def __init__(self, client: redis.Redis, prefix: str) -> None:
         self._client = client
         self._prefix = f"{prefix}session:"
+        self._touch = client.register_script(_TOUCH_SCRIPT)
 
     @staticmethod
     def _encode(session: StoredSession) -> bytes:
@@ -366,6 +412,18 @@ class RedisSessionStore:
             last_seen_at=float(data["seen"]),
         )
 
+    def with_revisions(self, connection: Connection, key: str) -> tuple[StoredSession, Revisions] | None:
+        stored = self.get(key)
+        if stored is None:
+            return None
+        # Redis holds the session, the database its user and the revisions: one primary-key read.
+        row = acting_user(connection, stored.user_id)
+        if row is None:
+            return None
+        login, enabled, current_version, revision, metamodel_revision, access_revision = row
+        user = UserStatus(login=login, enabled=bool(enabled), credentials_version=current_version)
+        return replace(stored, user=user), Revisions(revision, metamodel_revision, access_revision)
+
     def touch(self, session: StoredSession, last_seen_at: float, expires_at: float) -> None:
         touched = StoredSession(
             key=session.key,
@@ -375,8 +433,9 @@ class RedisSessionStore:
             created_at=session.created_at,
             last_seen_at=last_seen_at,
         )
-        self._client.set(
-            self._prefix + session.key, self._encode(touched), pxat=math.ceil(expires_at * 1000), xx=True
+        self._touch(
+            keys=[self._prefix + session.key],
+            args=[self._encode(touched), math.ceil(expires_at * 1000), ENDED],
         )
 
     def delete(self, key: str) -> None:
@@ -405,6 +464,10 @@ class SessionManager:
         self._touch_after = min(float(settings.session_touch_interval), self._idle / 10)
         self._last_purge = 0.0
         self._signer: CookieSigner | None = None
+        # Sessions whose idle time stamp a background thread is writing (`peek`), and that thread.
+        self._touching: set[str] = set()
+        self._touch_lock = threading.Lock()
+        self._toucher: ThreadPoolExecutor | None = None
 
     @property
     def signer(self) -> CookieSigner:
@@ -495,6 +558,70 @@ class SessionManager:
             csrf_token=stored.csrf_token,
             revivable_until=self._revivable_until_of(cookie_value, stored),
         )
+
+    def peek(self, cookie_value: str, connection: Connection) -> tuple[Principal, Revisions] | None:
+        """Who this cookie's session acts as and the repository's revisions, read in one statement (with
+        Redis: its lookup and one statement) through `connection`, when the session is valid and nothing
+        needs no write first. None whenever `resume` must decide: no record (unknown, or a signed cookie's
+        first return), ended, expired, or a changed or disabled account; `resume` then answers exactly as
+        before. An idle time stamp due for its write is written in the background, once at a time."""
+        key = session_key(cookie_value)
+        found = self.store.with_revisions(connection, key)
+        if found is None:
+            return None
+        stored, revisions = found
+        user = stored.user
+        now = self._now()
+        if (
+            user is None
+            or stored.credentials_version == ENDED
+            or not user.enabled
+            or user.credentials_version != stored.credentials_version
+            or now >= self._expires_at(stored, stored.last_seen_at)
+        ):
+            return None
+        if now - stored.last_seen_at >= self._touch_after:
+            self._touch_in_background(stored, now)
+        principal = Principal(
+            user_id=stored.user_id,
+            login=user.login,
+            credentials_version=stored.credentials_version,
+            via="session",
+        )
+        return principal, revisions
+
+    def _touch_in_background(self, stored: StoredSession, now: float) -> None:
+        """Write the idle time stamp of a valid session in a thread of this manager, once at a time per
+        session: the requests that arrive meanwhile are answered as before instead of each writing it (under
+        load, every request of a client would, and on PostgreSQL they queue for the row's lock). The session
+        is valid until its idle deadline, a touch interval or more away, whenever the write lands."""
+        with self._touch_lock:
+            if stored.key in self._touching:
+                return
+            self._touching.add(stored.key)
+            if self._toucher is None:
+                self._toucher = ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix="blockrepo-session-touch"
+                )
+            toucher = self._toucher
+        toucher.submit(self._touch_now, stored, now)
+
+    def _touch_now(self, stored: StoredSession, now: float) -> None:
+        try:
+            self.store.touch(stored, now, self._expires_at(stored, now))
+        except Exception:
+            # The session expires up to a touch interval early (never late); the next GET tries again.
+            log.warning("the idle time stamp of a session could not be written", exc_info=True)
+        finally:
+            with self._touch_lock:
+                self._touching.discard(stored.key)
+
+    def close(self) -> None:
+        """Wait for a background touch in flight (before the engines are disposed)."""
+        with self._touch_lock:
+            toucher, self._toucher = self._toucher, None
+        if toucher is not None:
+            toucher.shutdown(wait=True)
 
     def _revive(self, cookie_value: str, key: str, may_write: bool) -> LiveSession | None:
         """The first return of a signed cookie: its record is made now, if the session is still valid."""

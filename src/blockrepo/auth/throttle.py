@@ -194,6 +194,13 @@ class LoginThrottle:
             self._verified.put(verified_here, principal)
         return principal
 
+    def verified_here(self, login: str, password: str, address: str) -> Principal | None:
+        """The principal of credentials this process verified from this address before, as it was then,
+        without reading any store: the caller must check that the account still exists, is enabled and
+        has the same credentials version (a new password, login or disabling changes it), else `attempt`
+        decides and verifies again. An entry lasts no longer than the authenticator's (the same TTL)."""
+        return self._verified.get(self._verified.digest(_digest(address, login), password))
+
     def _limits(self, login: str, address: str) -> dict[str, int]:
         return {
             pair_key(login, address): self._max_failures,

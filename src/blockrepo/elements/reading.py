@@ -1,21 +1,27 @@
-"""GET by id: one element as an actor sees it, through an `ElementReader` kept per actor and type.
+"""GET by id: one element as an actor sees it, through an `ElementReader` kept per actor and type, and
+the rendered bodies of recent reads.
 
 A reader holds the actor's view of the type and its statements compiled to SQL once; building both
 costs more than the database needs to answer the read. An entry belongs to the `Actor` and `Metamodel`
 objects it was built for, and the caches of those are keyed by revision (`repository_state`), so a
 metamodel or permission change made by any process gives new objects and a new reader on the next
-request: nothing is cached by time.
+request. A rendered body is kept with the revisions it was read at and served only while they are the
+current ones, which the request reads anyway: any write, by any process, makes every body a miss. Nothing
+is cached by time.
 """
 
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
+from blockrepo.access.repository import Revisions
 from blockrepo.elements.reader import ElementReader
 from blockrepo.elements.view import ElementView
 from blockrepo.errors import Forbidden, NotFound, UnknownType
@@ -70,3 +76,63 @@ def read_element(
     if not found:
         raise NotFound(f"there is no {type_name} with id {element_id}")
     return found[0]
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedElement:
+    """An element's JSON body as one set of rights renders it, and the element's revision (its ETag)."""
+
+    body: bytes
+    revision: int
+
+
+class RenderedElements:
+    """Bodies per (type, element, rights), each valid for exactly the repository revisions it was read at.
+
+    Rights are the actor's roles and supervisor flag: under one access revision they fix what an actor may
+    read, so users with the same roles share entries. Bounded in entries and in bytes (emptied when
+    full: a write anywhere makes every entry stale anyway); thread-safe."""
+
+    def __init__(self, max_entries: int = 4096, max_bytes: int = 64 * 2**20) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[Any, ...], tuple[Revisions, RenderedElement]] = {}
+        self._max_entries = max_entries
+        self._max_bytes = max_bytes
+        self._bytes = 0
+
+    def cached(
+        self, actor: Actor, type_def: BlockTypeDef, element_id: int, revisions: Revisions
+    ) -> RenderedElement | None:
+        """The body read at exactly `revisions` for the rights of `actor`, if it is held."""
+        entry = self._entries.get((type_def.id, element_id, actor.supervisor, actor.role_ids))
+        return entry[1] if entry is not None and entry[0] == revisions else None
+
+    def read(
+        self,
+        db: Connection,
+        metamodel: Metamodel,
+        actor: Actor,
+        readers: ElementReaders,
+        type_def: BlockTypeDef,
+        element_id: int,
+        revisions: Revisions,
+    ) -> RenderedElement | None:
+        """Read and keep the body of the element as `actor` sees it; `db` must read one snapshot at
+        `revisions`, and `metamodel` and `actor` be those of the same revisions. None if there is no
+        such element."""
+        found = readers.get(metamodel, actor, type_def).read(db, [element_id])
+        if not found:
+            return None
+        element = found[0]
+        rendered = RenderedElement(
+            orjson.dumps(element, option=orjson.OPT_NON_STR_KEYS), element["revision"][0]
+        )
+        with self._lock:
+            if len(self._entries) >= self._max_entries or self._bytes + len(rendered.body) > self._max_bytes:
+                self._entries.clear()
+                self._bytes = 0
+            key = (type_def.id, element_id, actor.supervisor, actor.role_ids)
+            replaced = self._entries.get(key)
+            self._bytes += len(rendered.body) - (0 if replaced is None else len(replaced[1].body))
+            self._entries[key] = (revisions, rendered)
+        return rendered

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -91,6 +92,46 @@ def with_own_pool(engine: Engine, *, pool_size: int) -> Engine:
     return other
 
 
+class HeldConnections:
+    """One connection per thread, kept open between uses: for short reads made on the event loop, where a
+    pool's checkout and return (with their events and the reset) cost as much as the reads themselves.
+    Only the thread that holds a connection uses it; `drop` closes a connection that failed, so the next
+    use opens a fresh one."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._every: list[Connection] = []
+
+    def get(self) -> Connection:
+        """This thread's connection, in autocommit: a lone statement needs no BEGIN and ROLLBACK (two more
+        round trips to PostgreSQL); statements that must share a snapshot go in `held_snapshot`."""
+        connection: Connection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            self._local.connection = connection
+            with self._lock:
+                self._every.append(connection)
+        return connection
+
+    def drop(self) -> None:
+        connection: Connection | None = getattr(self._local, "connection", None)
+        self._local.connection = None
+        if connection is not None:
+            with self._lock:
+                if connection in self._every:
+                    self._every.remove(connection)
+            connection.invalidate()
+            connection.close()
+
+    def close_all(self) -> None:
+        with self._lock:
+            every, self._every = self._every, []
+        for connection in every:
+            connection.close()
+
+
 def build_session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(bind=engine, expire_on_commit=False, autoflush=False)
 
@@ -102,13 +143,22 @@ def driver_rows(connection: Connection, sql: str, arguments: Any) -> list[Any]:
     context, a result and its metadata) where SQLite answers a primary-key read in 2 µs. Listeners of
     `before_cursor_execute` still see every statement (the statement-count tests rely on it), and driver
     errors are raised as SQLAlchemy's (`OperationalError`, ...), as everywhere else."""
+    return _on_driver(connection, sql, arguments, fetch=True)
+
+
+def driver_execute(connection: Connection, sql: str) -> None:
+    """`driver_rows` for a statement without rows (BEGIN), which psycopg refuses to fetch from."""
+    _on_driver(connection, sql, (), fetch=False)
+
+
+def _on_driver(connection: Connection, sql: str, arguments: Any, *, fetch: bool) -> list[Any]:
     cursor = connection.connection.cursor()
     try:
         for listener in connection.dispatch.before_cursor_execute:
             listener(connection, cursor, sql, arguments, None, False)
         cursor.execute(sql, arguments)
         # A statement without rows (an UPDATE, an INSERT) has no description; psycopg refuses to fetch it.
-        return list(cursor.fetchall()) if cursor.description is not None else []
+        return list(cursor.fetchall()) if fetch and cursor.description is not None else []
     except connection.dialect.loaded_dbapi.Error as exc:
         raise DBAPIError.instance(sql, arguments, exc, connection.dialect.loaded_dbapi.Error) from exc
     finally:
@@ -122,6 +172,18 @@ def read_snapshot(connection: Connection) -> Iterator[None]:
     the database; PostgreSQL's driver opens the transaction by itself at the first statement."""
     if connection.dialect.name == "sqlite":
         driver_rows(connection, "BEGIN", ())
+    try:
+        yield
+    finally:
+        connection.connection.rollback()
+
+
+@contextmanager
+def held_snapshot(connection: Connection) -> Iterator[None]:
+    """One read transaction, one snapshot for every statement inside it, on a connection in autocommit
+    (`HeldConnections`): on PostgreSQL REPEATABLE READ, since its default gives each statement its own."""
+    sqlite = connection.dialect.name == "sqlite"
+    driver_execute(connection, "BEGIN" if sqlite else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
     try:
         yield
     finally:

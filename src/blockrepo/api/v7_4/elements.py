@@ -8,7 +8,6 @@ import asyncio
 import re
 from typing import Annotated, Any
 
-import orjson
 from anyio import to_thread
 from fastapi import APIRouter, Depends, Header, Path, Query, Request
 from sqlalchemy.exc import DBAPIError, IntegrityError
@@ -185,8 +184,9 @@ def get_element(
         str | None, Query(alias="asOf", description=AS_OF_DESCRIPTION, json_schema_extra=REVISION_OR_TIME)
     ] = None,
 ) -> Response:
-    # Most GETs never get here: `ElementReadLane` answers them. This answers the rest (`asOf`, HEAD, an id
-    # out of range is a 400 from the parameter), in a worker thread: history replay may take long.
+    # Most GETs never get here: `ElementReadLane` (api/element_lane.py) answers them. This answers the rest
+    # (`asOf`, HEAD, an id out of range is a 400 from the parameter, errors, sessions that need a write),
+    # in a worker thread: history replay may take long.
     as_of = given(as_of)
     services: AppServices = request.app.state.services
     with open_read_context(services, principal_of(request)) as ctx:
@@ -318,72 +318,10 @@ def delete_element(
     return Response(status_code=204)
 
 
-# The one path of the hot GET the lane answers: a type name and an id within the path parameter's range
-# (1 .. 2^31-1, at most 10 digits without a leading zero); anything else goes to the routed operation.
+# The path the write lane answers: a type name and an id within the path parameter's range (1 .. 2^31-1,
+# at most 10 digits without a leading zero); anything else goes to the routed operations.
 _ELEMENT_PATH = re.compile(r"/api/element/([^/]+)/([1-9][0-9]{0,9})")
 _MAX_ID = 2**31 - 1
-
-
-class ElementReadLane:
-    """Pure ASGI: answers `GET /api/element/{type}/{id}` without a query string itself, the same as the
-    routed `get_element` above, which stays the documented operation and answers everything else (`asOf`,
-    HEAD, ids out of range ...).
-
-    The element GET is the service's hot path, and FastAPI's matching of the path against every route,
-    its parameter parsing and its dependency solving cost about as much as the read itself; here the
-    path is one regular expression and the response is written as two ASGI messages. It runs inside the
-    authentication layer (which sets the principal or answered 401 already)."""
-
-    def __init__(self, app: ASGIApp, *, services: AppServices) -> None:
-        self.app = app
-        self.services = services
-        # SQLite's reads are local work: on the event loop. PostgreSQL's wait for the server, and psycopg
-        # lets go of the GIL meanwhile: one worker thread per read, so that the waits of requests overlap.
-        self.read_on_loop = services.short_engine.dialect.name == "sqlite"
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "GET" and not scope["query_string"]:
-            match = _ELEMENT_PATH.fullmatch(scope["path"])
-            principal = scope.get("state", {}).get("principal")
-            if match is not None and principal is not None and int(match[2]) <= _MAX_ID:
-                await self._answer(scope, send, principal, match[1], int(match[2]))
-                return
-        await self.app(scope, receive, send)
-
-    async def _answer(
-        self, scope: Scope, send: Send, principal: Principal, type_name: str, element_id: int
-    ) -> None:
-        try:
-            if self.read_on_loop:
-                element = self._read(principal, type_name, element_id)
-            else:
-                element = await to_thread.run_sync(self._read, principal, type_name, element_id)
-        except BlockrepoError as exc:
-            await error_response(exc, scope["state"].get("request_id"))(scope, _no_body, send)
-            return
-        revision = element["revision"][0]
-        etag = element_etag(revision).encode()
-        if_none_match = next((value for name, value in scope["headers"] if name == b"if-none-match"), None)
-        if if_none_match is not None:
-            not_modified = if_match_check(if_none_match.decode("latin-1"))
-            if not_modified is not None and not_modified(revision):
-                await send({"type": "http.response.start", "status": 304, "headers": [(b"etag", etag)]})
-                await send({"type": "http.response.body", "body": b""})
-                return
-        body = orjson.dumps(element, option=orjson.OPT_NON_STR_KEYS)
-        headers = [
-            (b"content-length", str(len(body)).encode()),
-            (b"content-type", b"application/json"),
-            (b"etag", etag),
-        ]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
-
-    def _read(self, principal: Principal, type_name: str, element_id: int) -> dict[str, Any]:
-        with open_read_context(self.services, principal) as ctx:
-            return reading.read_element(
-                ctx.connection, ctx.metamodel, ctx.actor, ctx.services.element_readers, type_name, element_id
-            )
 
 
 async def _no_body() -> Message:
