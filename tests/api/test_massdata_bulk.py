@@ -567,3 +567,19 @@ def test_bulk_created_elements_record_what_single_creates_record(app: FastAPI, c
             rendered.pop(key)
     assert stored["Bulk"] == stored["Single"]
     assert component in [entry["id"] for entry in stored["Bulk"]["technicalComponents"]]
+
+
+def test_bulk_values_of_one_attribute_with_different_columns_are_stored_as_given(client: TestClient) -> None:
+    """Date intervals with a start, an end or both (one attribute, other typed columns left empty) in
+    one bulk write read back exactly as written."""
+    periods = [
+        {"start": "2026-01-01", "end": None},
+        {"start": None, "end": "2027-06-30"},
+        {"start": "2025-02-03", "end": "2025-04-05"},
+        {"start": "2026-01-01", "end": None},
+    ]
+    body = {"elements": [{"name": [f"Period {i}"], "runtimePeriod": [p]} for i, p in enumerate(periods)]}
+    written = post(client, body, "/api/massdata/InformationSystem")
+    assert written.status_code == 200, written.text
+    for result, period in zip(written.json()["results"], periods, strict=True):
+        assert element(client, result["id"], "InformationSystem")["runtimePeriod"] == [period]

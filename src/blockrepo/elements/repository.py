@@ -602,7 +602,9 @@ def insert_relations(db: Session, relations: Sequence[NewRelation]) -> None:
         for attribute_id, values in relation.values.items()
         for position, value in enumerate(values)
     ]
-    bulk_insert.insert_tuples(db, RELATION_VALUE, RELATION_VALUE_COLUMNS, value_rows, any_order=True)
+    bulk_insert.insert_tuples(
+        db, RELATION_VALUE, RELATION_VALUE_COLUMNS, value_rows, any_order=True, bucket_by=1
+    )  # by attribute
 
 
 def next_source_positions(db: Session, keys: set[tuple[int, int]]) -> dict[tuple[int, int], int]:
@@ -852,7 +854,8 @@ def insert_values(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
 
 def insert_value_rows(db: Session, rows: Sequence[Sequence[Any]]) -> None:
     """Element values, each row a tuple of VALUE_COLUMNS (`value_row` makes one)."""
-    bulk_insert.insert_tuples(db, ELEMENT_VALUE, VALUE_COLUMNS, rows, any_order=True)
+    # Bucketed by attribute: the values of one attribute leave the same typed columns NULL.
+    bulk_insert.insert_tuples(db, ELEMENT_VALUE, VALUE_COLUMNS, rows, any_order=True, bucket_by=1)
 
 
 def value_row(holder_id: int, attribute_id: int, position: int, value: TypedValue) -> tuple[Any, ...]:

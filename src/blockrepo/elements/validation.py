@@ -30,6 +30,8 @@ from blockrepo.errors import ErrorItem
 from blockrepo.metamodel.snapshot import READ_ONLY_KEYS, AttributeDef, BlockTypeDef, Metamodel, RelationEnd
 
 LARGEST_ID = 2**31 - 1
+_REFERENCE_KEYS = frozenset({"id", "name"})
+_END_ENTRY_KEYS = frozenset({"id", "name", "attributes"})
 
 
 def pointer(*parts: str | int) -> str:
@@ -188,8 +190,9 @@ def _decode_all(
     draft: ElementDraft, prop: AttributeDef, raw: list[Any], path: tuple[str | int, ...]
 ) -> list[TypedValue] | None:
     values: list[TypedValue] = []
-    seen: set[TypedValue] = set()  # a set, not `in values`: a 10 MiB body must not cost quadratic time
-    several = len(raw) > 1  # a single value cannot repeat: spare its hashing
+    # A set, not `in values`: a 10 MiB body must not cost quadratic time. A single value cannot repeat:
+    # spare its hashing.
+    seen: set[TypedValue] | None = set() if len(raw) > 1 else None
     ok = True
     for index, item in enumerate(raw):
         try:
@@ -198,7 +201,7 @@ def _decode_all(
             draft.error(pointer(*path, index), problem.code, problem.message)
             ok = False
             continue
-        if several:
+        if seen is not None:
             if value in seen:
                 draft.error(pointer(*path, index), "duplicate", f"{prop.name} lists this value twice")
                 ok = False
@@ -221,8 +224,9 @@ def _parse_end(
         return
     attributable = end.relation_type.attributable or bool(end.relation_type.attributes)
     entries: list[EndEntry] = []
+    end_pointer = pointer(end.name)  # escaped once: a bulk write parses thousands of entries
     for index, item in enumerate(raw):
-        item_pointer = pointer(end.name, index)
+        item_pointer = f"{end_pointer}/{index}"
         reference = _parse_reference(draft, item, item_pointer, end.other_type_id, allow_attributes=True)
         if reference is None:
             continue
@@ -278,9 +282,9 @@ def _parse_reference(
 ) -> Reference | None:
     """An id, `{"id": n}` or `{"name": "…"}`; with both id and name (as GET returns them) the id counts."""
     if isinstance(raw, dict):
-        allowed = {"id", "name", "attributes"} if allow_attributes else {"id", "name"}
-        unknown = sorted(set(raw) - allowed)
-        if unknown:
+        allowed = _END_ENTRY_KEYS if allow_attributes else _REFERENCE_KEYS
+        if not raw.keys() <= allowed:
+            unknown = sorted(set(raw) - allowed)
             draft.error(where, "wrong_type", f"unexpected key(s) {', '.join(unknown)} in a reference")
             return None
         if "id" in raw:
@@ -313,8 +317,8 @@ def _check_mandatory(draft: ElementDraft, actor: Actor, body: dict[str, Any]) ->
     actor may not write is not demanded of them (naming it would also reveal a group they may not read)."""
     if draft.creating and "name" not in body:
         draft.error("/name", "mandatory", "name is mandatory")
-    for prop in draft.type_def.properties:
-        if not prop.mandatory or (not prop.builtin and not actor.can_write_group(prop.group_id)):
+    for prop in draft.type_def.mandatory_properties:
+        if not prop.builtin and not actor.can_write_group(prop.group_id):
             continue
         values = draft.values.get(prop.id)
         if (draft.creating and prop.name not in body) or (values is not None and not values):
@@ -332,19 +336,19 @@ def resolve_references(db: Session, metamodel: Metamodel, drafts: Sequence[Eleme
             names.setdefault(ref.type_id, set()).add(ref.name)
     by_name = repository.find_by_names(db, names)
     for draft, ref in references:
-        expected = metamodel.type_by_id(ref.type_id).name
         if ref.id is not None:
             found = by_id.get(ref.id)
             if found is None:
                 draft.error(ref.pointer, "unknown_target", f"there is no element {ref.id}")
             elif found[0] != ref.type_id:
-                actual = metamodel.type_by_id(found[0]).name
+                actual, expected = metamodel.type_by_id(found[0]).name, metamodel.type_by_id(ref.type_id).name
                 draft.error(ref.pointer, "wrong_type", f"element {ref.id} is a {actual}, not a {expected}")
             else:
                 ref.resolved_id, ref.resolved_name = ref.id, found[1]
         else:
             element_id = by_name.get((ref.type_id, ref.name or ""))
             if element_id is None:
+                expected = metamodel.type_by_id(ref.type_id).name
                 draft.error(ref.pointer, "unknown_target", f"there is no {expected} named {ref.name!r}")
             else:
                 ref.resolved_id, ref.resolved_name = element_id, ref.name

@@ -6,6 +6,9 @@ import datetime as dt
 import math
 import re
 import sys
+from collections.abc import Callable
+from functools import partial
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from blockrepo.metamodel.snapshot import AttributeDef
@@ -54,6 +57,15 @@ class TypedValue(NamedTuple):
             "bool_value": self.boolean,
             "literal_id": self.literal_id,
         }
+
+
+def _typed(columns: tuple[Any, Any, Any, Any, Any, Any]) -> TypedValue:
+    """A TypedValue from its six columns in order, built by tuple.__new__ directly: the NamedTuple's own
+    constructor runs a Python function with keyword defaults for each of a bulk write's many values."""
+    return _NEW_TUPLE(TypedValue, columns)
+
+
+_NEW_TUPLE = tuple.__new__
 
 
 def check_text(raw: Any, max_length: int, what: str = "a string") -> str:
@@ -118,7 +130,7 @@ def _decode_number(attribute: AttributeDef, raw: Any) -> TypedValue:
         raise ValueProblem("out_of_range", f"{raw} is below the minimum {encode_number(attribute.min_value)}")
     if attribute.max_value is not None and number > attribute.max_value:
         raise ValueProblem("out_of_range", f"{raw} is above the maximum {encode_number(attribute.max_value)}")
-    return TypedValue(number=number)
+    return _typed((None, number, None, None, None, None))
 
 
 def _decode_interval(raw: Any) -> TypedValue:
@@ -137,31 +149,31 @@ def _decode_interval(raw: Any) -> TypedValue:
         raise ValueProblem(
             "bad_interval", f"the start {start.isoformat()} is after the end {end.isoformat()}"
         )
-    return TypedValue(date=start, date_end=end)
+    return _typed((None, None, start, end, None, None))
 
 
 def _decode_text(attribute: AttributeDef, raw: Any) -> TypedValue:
     text = check_text(raw, TEXT_MAX_LENGTH)
     if not text:
         raise ValueProblem("empty_value", "an empty string is not a value; send [] to clear")
-    return TypedValue(text=text)
+    return _typed((text, None, None, None, None, None))
 
 
 def _decode_richtext(attribute: AttributeDef, raw: Any) -> TypedValue:
     text = check_text(raw, RICHTEXT_MAX_LENGTH)
     if not text:
         raise ValueProblem("empty_value", "an empty string is not a value; send [] to clear")
-    return TypedValue(text=text)
+    return _typed((text, None, None, None, None, None))
 
 
 def _decode_date(attribute: AttributeDef, raw: Any) -> TypedValue:
-    return TypedValue(date=parse_date(raw))
+    return _typed((None, None, parse_date(raw), None, None, None))
 
 
 def _decode_boolean(attribute: AttributeDef, raw: Any) -> TypedValue:
     if not isinstance(raw, bool):
         raise ValueProblem("wrong_type", f"expected true or false, got {json_type(raw)}")
-    return TypedValue(boolean=raw)
+    return _typed((None, None, None, None, raw, None))
 
 
 def _decode_enum(attribute: AttributeDef, raw: Any) -> TypedValue:
@@ -170,14 +182,14 @@ def _decode_enum(attribute: AttributeDef, raw: Any) -> TypedValue:
     if literal is None:
         allowed = ", ".join(lit.name for lit in attribute.literals) or "none"
         raise ValueProblem("unknown_literal", f"{name!r} is not a literal of {attribute.name} ({allowed})")
-    return TypedValue(literal_id=literal.id)
+    return _typed((None, None, None, None, None, literal.id))
 
 
 def _decode_responsibility(attribute: AttributeDef, raw: Any) -> TypedValue:
     login = check_text(raw, LOGIN_MAX_LENGTH, "a user login")
     if not login:
         raise ValueProblem("unknown_user", "an empty login names no user")
-    return TypedValue(text=login)
+    return _typed((login, None, None, None, None, None))
 
 
 # value type -> decoder: one lookup per value (a bulk write decodes hundreds of thousands).
@@ -212,23 +224,35 @@ def encode_number(number: float) -> int | float:
     return int(number) if number.is_integer() and abs(number) <= LARGEST_EXACT_INTEGER else number
 
 
+def _iso(day: dt.date | None) -> str | None:
+    return None if day is None else day.isoformat()
+
+
+def _encode_enum(attribute: AttributeDef, value: TypedValue) -> Any:
+    literal = None if value.literal_id is None else attribute.literal_by_id(value.literal_id)
+    return None if literal is None else literal.name
+
+
+# value type -> encoder: one lookup per value (a bulk write records hundreds of thousands).
+_ENCODERS: dict[str, Callable[[AttributeDef, TypedValue], Any]] = {
+    "number": lambda attribute, value: None if value.number is None else encode_number(value.number),
+    "date": lambda attribute, value: _iso(value.date),
+    "dateInterval": lambda attribute, value: {"start": _iso(value.date), "end": _iso(value.date_end)},
+    "boolean": lambda attribute, value: value.boolean,
+    "enum": _encode_enum,
+}
+
+
 def encode_value(attribute: AttributeDef, value: TypedValue) -> Any:
-    """One stored value in its API JSON form."""
-    value_type = attribute.value_type
-    if value_type in ("text", "richtext", "responsibility"):
-        return value.text
-    if value_type == "number":
-        return None if value.number is None else encode_number(value.number)
-    if value_type == "date":
-        return None if value.date is None else value.date.isoformat()
-    if value_type == "dateInterval":
-        return {
-            "start": None if value.date is None else value.date.isoformat(),
-            "end": None if value.date_end is None else value.date_end.isoformat(),
-        }
-    if value_type == "boolean":
-        return value.boolean
-    if value_type == "enum":
-        literal = None if value.literal_id is None else attribute.literal_by_id(value.literal_id)
-        return None if literal is None else literal.name
-    return value.text
+    """One stored value in its API JSON form (text, richtext and responsibility: its text)."""
+    encoder = _ENCODERS.get(attribute.value_type)
+    return value.text if encoder is None else encoder(attribute, value)
+
+
+def value_encoder(attribute: AttributeDef) -> Callable[[TypedValue], Any]:
+    """`encode_value` for one attribute, chosen once: for encoding many values of it."""
+    encoder = _ENCODERS.get(attribute.value_type)
+    return _TEXT if encoder is None else partial(encoder, attribute)
+
+
+_TEXT = attrgetter("text")

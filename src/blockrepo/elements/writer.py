@@ -39,7 +39,7 @@ from blockrepo.elements.validation import (
     parse_body,
     resolve_references,
 )
-from blockrepo.elements.values import TypedValue, encode_value
+from blockrepo.elements.values import TypedValue, value_encoder
 from blockrepo.elements.view import ElementView, view_of
 from blockrepo.errors import ErrorItem
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
@@ -114,6 +114,12 @@ def _parse(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -
     """Parse every body; set aside references to elements that earlier items create (they resolve once
     those exist), so that the rest resolve against the database in one go."""
     creators: dict[str, int] = {}
+
+    def earlier(reference: Reference) -> int | None:
+        if reference.id is not None or reference.type_id != type_def.id or reference.name is None:
+            return None
+        return creators.get(reference.name)
+
     for item in items:
         if item.failed or item.body is None:
             continue
@@ -122,12 +128,6 @@ def _parse(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -
             item.fail(403, draft.forbidden)
             continue
         item.draft = draft
-
-        def earlier(reference: Reference) -> int | None:
-            if reference.id is not None or reference.type_id != type_def.id or reference.name is None:
-                return None
-            return creators.get(reference.name)
-
         for end_name, entries in draft.ends.items():
             kept = []
             for entry in entries:
@@ -507,8 +507,8 @@ def _self_contained(
 
 class _CreatedRecorder:
     """Records created elements straight from their drafts: the changeset `ChangeLog.element_created`
-    makes of the element's JSON (every property that holds something, in the view's order, encoded by
-    `encode_value`), and what `NeighbourMirror.add` mirrors to its parent and the other ends of its
+    makes of the element's JSON (every property that holds something, in the view's order, encoded as
+    `encode_value` does), and what `NeighbourMirror.add` mirrors to its parent and the other ends of its
     relations, without the JSON itself. A source end's entries keep their order (their positions are
     their indexes), a target end's too (its relations are made in that order)."""
 
@@ -517,54 +517,60 @@ class _CreatedRecorder:
         self.changes = changes
         self.mirror = mirror
         self.show_parent = "parent" in view.head
-        self.properties = {p.id: (index, p) for index, p in enumerate(view.properties)}
+        # Positions in the view's order, looked up by the sort's key function at C level.
+        self.property_position = {p.id: index for index, p in enumerate(view.properties)}
+        self.properties = {p.id: (p.name, value_encoder(p)) for p in view.properties}
+        self.end_position = {end.name: index for index, end in enumerate(view.ends)}
         self.ends = {
-            end.name: (index, end, view.relation_attributes.get(end.relation_type.id))
-            for index, end in enumerate(view.ends)
+            end.name: (
+                end,
+                None
+                if (attributes := view.relation_attributes.get(end.relation_type.id)) is None
+                else [(a.id, a.name, value_encoder(a)) for a in attributes],
+            )
+            for end in view.ends
         }
 
     def record(self, item: WriteItem) -> None:
         draft, element_id = item.draft, item.new_id
         assert draft is not None and draft.name is not None and element_id is not None
-        recorded: list[dict[str, Any]] = [{"property": "name", "old": [], "new": [draft.name]}]
+        name = draft.name
+        recorded: list[dict[str, Any]] = [{"property": "name", "old": [], "new": [name]}]
         if draft.description:
             recorded.append({"property": "description", "old": [], "new": [draft.description]})
         parent = _entry(draft.parent) if draft.parent is not None and self.show_parent else None
         if parent is not None:
             recorded.append({"property": "parent", "old": [], "new": [parent]})
+        values = draft.values
         properties = self.properties
-        for attribute_id in sorted(draft.values, key=lambda attribute_id: properties[attribute_id][0]):
-            values = draft.values[attribute_id]
-            if values:
-                prop = properties[attribute_id][1]
-                encoded = [encode_value(prop, value) for value in values]
-                recorded.append({"property": prop.name, "old": [], "new": encoded})
+        for attribute_id in sorted(values, key=self.property_position.__getitem__):
+            given = values[attribute_id]
+            if given:
+                key, encode = properties[attribute_id]
+                recorded.append({"property": key, "old": [], "new": list(map(encode, given))})
         ends = self.ends
-        for end_name in sorted(draft.ends, key=lambda end_name: ends[end_name][0]):
+        for end_name in sorted(draft.ends, key=self.end_position.__getitem__):
             entries = draft.ends[end_name]
             if not entries:
                 continue
-            _, end, attributes = ends[end_name]
+            end, attributes = ends[end_name]
             rendered = []
             for entry in entries:
                 other = _entry(entry.reference)
-                me: dict[str, Any] = {"id": element_id, "name": draft.name}
+                me: dict[str, Any] = {"id": element_id, "name": name}
                 if attributes is not None:
-                    given = entry.attributes or {}
+                    relation_values = entry.attributes or {}
                     other["attributes"] = me["attributes"] = {
-                        a.name: [encode_value(a, value) for value in given.get(a.id, ())] for a in attributes
+                        key: list(map(encode, relation_values.get(attribute_id, ())))
+                        for attribute_id, key, encode in attributes
                     }
                 rendered.append(other)
                 self.mirror.added(end.other_type, other, end.opposite_name, me)
             recorded.append({"property": end_name, "old": [], "new": rendered})
         if parent is not None:  # after the ends, as `NeighbourMirror.add` mirrors them
-            self.mirror.added(self.type_name, parent, "children", {"id": element_id, "name": draft.name})
+            self.mirror.added(self.type_name, parent, "children", {"id": element_id, "name": name})
         self.changes.element(
-            "created",
-            type_name=self.type_name,
-            element_id=element_id,
-            element_name=draft.name,
-            changes=recorded,
+            "created", type_name=self.type_name, element_id=element_id, element_name=name, changes=recorded
         )
 
 
@@ -628,11 +634,10 @@ def _insert_creates(
             and item.aside_parent.resolved_id is not None
         },
     )
-    value_row = repository.value_row
     repository.insert_value_rows(
         db,
         [
-            value_row(item.new_id, attribute_id, position, value)
+            (item.new_id, attribute_id, position, *value)  # repository.value_row, inlined: 5 an element
             for item in creates
             if item.draft is not None and item.new_id is not None
             for attribute_id, values in item.draft.values.items()
@@ -817,12 +822,17 @@ class NeighbourMirror:
     def _mirror(
         self, other_type: str, other: dict[str, Any], prop: str, entry: dict[str, Any], side: str
     ) -> None:
-        if other["id"] in self.skip:
+        other_id = other["id"]
+        if other_id in self.skip:
             return
-        record = self.mirrored.setdefault(
-            other["id"], {"type": other_type, "name": other["name"], "changes": {}}
-        )
-        change = record["changes"].setdefault(prop, {"property": prop, "added": [], "removed": []})
+        # get before setdefault: a bulk write mirrors thousands of entries onto a few hundred elements,
+        # and a default built per call was mostly thrown away.
+        record = self.mirrored.get(other_id)
+        if record is None:
+            record = self.mirrored[other_id] = {"type": other_type, "name": other["name"], "changes": {}}
+        change = record["changes"].get(prop)
+        if change is None:
+            change = record["changes"][prop] = {"property": prop, "added": [], "removed": []}
         change[side].append(entry)
 
     def added(self, other_type: str, other: dict[str, Any], prop: str, entry: dict[str, Any]) -> None:

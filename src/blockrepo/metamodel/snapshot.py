@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 
 from blockrepo.metamodel.models import (
@@ -59,16 +60,22 @@ class AttributeDef:
         return self.builtin_type_id is not None
 
     def literal_named(self, name: str) -> LiteralDef | None:
-        for literal in self.literals:
-            if literal.name == name:
-                return literal
-        return None
+        return self._literals_by_name.get(name)
 
     def literal_by_id(self, literal_id: int) -> LiteralDef | None:
+        return self._literals_by_id.get(literal_id)
+
+    # Dicts made once per compiled metamodel: a bulk write looks a literal up for every enum value.
+    @cached_property
+    def _literals_by_name(self) -> dict[str, LiteralDef]:
+        by_name: dict[str, LiteralDef] = {}
         for literal in self.literals:
-            if literal.id == literal_id:
-                return literal
-        return None
+            by_name.setdefault(literal.name, literal)  # the first, as the scan this replaced found it
+        return by_name
+
+    @cached_property
+    def _literals_by_id(self) -> dict[int, LiteralDef]:
+        return {literal.id: literal for literal in reversed(self.literals)}
 
 
 @dataclass(frozen=True)
@@ -122,19 +129,27 @@ class BlockTypeDef:
     attributes: tuple[AttributeDef, ...] = ()
     ends: Mapping[str, RelationEnd] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def properties(self) -> tuple[AttributeDef, ...]:
         """Built-ins then user attributes, in display order."""
         return self.builtins + self.attributes
 
+    @cached_property
+    def mandatory_properties(self) -> tuple[AttributeDef, ...]:
+        """The mandatory ones among `properties` (checked for every element a bulk write parses)."""
+        return tuple(prop for prop in self.properties if prop.mandatory)
+
     def property_named(self, name: str) -> AttributeDef | None:
-        for prop in self.builtins:
-            if prop.name == name:
-                return prop
-        for prop in self.attributes:
-            if prop.name == name:
-                return prop
-        return None
+        return self._properties_by_name.get(name)
+
+    @cached_property
+    def _properties_by_name(self) -> dict[str, AttributeDef]:
+        # Looked up for every key of every element body a bulk write parses; a built-in wins over an
+        # attribute of the same name, as the scan this replaced found it first.
+        by_name: dict[str, AttributeDef] = {}
+        for prop in (*self.builtins, *self.attributes):
+            by_name.setdefault(prop.name, prop)
+        return by_name
 
 
 @dataclass(frozen=True)

@@ -242,19 +242,19 @@ class ChangeLog:
         )
         # In slices, so that only one slice of row dictionaries exists at a time.
         for start in range(0, len(entries), FLUSH_SLICE):
-            repository.insert_changes(
+            repository.insert_change_rows(
                 db,
                 [
-                    {
-                        "revision": revision,
-                        "entity": e.entity,
-                        "operation": e.operation,
-                        "type_name": e.type_name,
-                        "element_id": e.element_id,
-                        "element_name": e.element_name,
-                        "subject": e.subject,
-                        "changes": e.changes_json,
-                    }
+                    (
+                        revision,
+                        e.entity,
+                        e.operation,
+                        e.type_name,
+                        e.element_id,
+                        e.element_name,
+                        e.subject,
+                        e.changes_json,
+                    )
                     for e in entries[start : start + FLUSH_SLICE]
                 ],
             )

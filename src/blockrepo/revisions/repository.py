@@ -10,7 +10,7 @@ from sqlalchemy import Table, UpdateBase, bindparam, insert, update
 from sqlalchemy.orm import Session
 
 from blockrepo.revisions.models import Change, RepositoryState, Revision
-from blockrepo.storage.bulk_insert import insert_rows
+from blockrepo.storage.bulk_insert import insert_tuples
 from blockrepo.storage.engine import TypedStatement
 
 CHANGE = cast(Table, Change.__table__)
@@ -68,6 +68,19 @@ _INSERT_REVISION = TypedStatement(
 )
 
 
-def insert_changes(db: Session, rows: Sequence[dict[str, Any]]) -> None:
-    """Change rows whose `changes` are JSON text already (set-based, below the ORM)."""
-    insert_rows(db, CHANGE, rows, verbatim={"changes"})
+CHANGE_COLUMNS = (
+    "revision",
+    "entity",
+    "operation",
+    "type_name",
+    "element_id",
+    "element_name",
+    "subject",
+    "changes",
+)
+
+
+def insert_change_rows(db: Session, rows: Sequence[Sequence[Any]]) -> None:
+    """Change rows, each a tuple of CHANGE_COLUMNS whose `changes` is JSON text already (set-based, below
+    the ORM)."""
+    insert_tuples(db, CHANGE, CHANGE_COLUMNS, rows, verbatim={"changes"})

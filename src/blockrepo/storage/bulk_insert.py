@@ -3,8 +3,8 @@ bookkeeping costs more than the insert itself): sqlite3 executemany, PostgreSQL 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
-from operator import itemgetter
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from operator import is_, itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, Table
@@ -44,6 +44,7 @@ def insert_tuples(
     *,
     verbatim: Collection[str] = (),
     any_order: bool = False,
+    bucket_by: int | None = None,
 ) -> None:
     """INSERT many rows, each a tuple of the values of the columns `names`, with one driver-level
     executemany per ROWS_PER_CALL rows (PostgreSQL: one COPY).
@@ -53,14 +54,15 @@ def insert_tuples(
     bookkeeping of a Core executemany, which costs more than the insert itself on large batches. The
     columns named in `verbatim` already hold what that processor would make (JSON text, say) and skip
     it. With `any_order` (rows whose ids order nothing) SQLite gets rows grouped by the columns they
-    leave NULL, each group inserted without those columns: see `_without_nulls`."""
+    leave NULL, each group inserted without those columns: see `_without_nulls` (and `bucket_by`, the
+    index of a column whose equal values mostly leave the same columns NULL)."""
     if not rows:
         return
     connection = db.connection()
     dialect = connection.dialect
-    convert = _converter(connection, table, names, verbatim)
     quote = dialect.identifier_preparer.quote
     if dialect.name == "postgresql":
+        convert = _converter(connection, table, names, verbatim)
         # COPY: PostgreSQL executes row-by-row INSERTs one by one even when pipelined; COPY takes the rows
         # as one stream, about three times faster for element values (bench/massdata_scale.py).
         columns = ", ".join(quote(n) for n in names)
@@ -69,26 +71,30 @@ def insert_tuples(
         try:
             with driver.cursor() as cursor, cursor.copy(statement) as copy:  # type: ignore[union-attr]
                 for row in rows:
-                    copy.write_row(convert(row))
+                    copy.write_row(row if convert is None else convert(row))
         except dialect.loaded_dbapi.Error as exc:
             # The driver's own error, wrapped as SQLAlchemy wraps every other statement's: a constraint a
             # concurrent request broke is an IntegrityError that callers turn into a 409.
             raise DBAPIError.instance(statement, None, exc, dialect.loaded_dbapi.Error) from exc
         return
     placeholder = "?" if dialect.paramstyle == "qmark" else "%s"
-    converted = [convert(row) for row in rows]
-    groups = _without_nulls(table, names, converted) if any_order else [(names, converted)]
+    # Grouped first: a group's columns are all filled, so only their own processors run, on values that
+    # are never None (a number value, say, needs none at all).
+    groups = _without_nulls(table, names, rows, bucket_by) if any_order else [(names, rows)]
     for filled, group in groups:
+        convert = _converter(connection, table, filled, verbatim)
+        if convert is not None:
+            group = [convert(row) for row in group]
         sql = (
             f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in filled)}) "
             f"VALUES ({', '.join([placeholder] * len(filled))})"
         )
         for start in range(0, len(group), ROWS_PER_CALL):
-            connection.exec_driver_sql(sql, group[start : start + ROWS_PER_CALL])
+            connection.exec_driver_sql(sql, list(group[start : start + ROWS_PER_CALL]))
 
 
 def _without_nulls(
-    table: Table, names: Sequence[str], rows: Sequence[Sequence[Any]]
+    table: Table, names: Sequence[str], rows: Sequence[Sequence[Any]], bucket_by: int | None
 ) -> list[tuple[Sequence[str], Sequence[Sequence[Any]]]]:
     """The rows grouped by which nullable columns they leave NULL, each group with only the columns it
     fills (a NULL column is left out of its INSERT, which stores NULL all the same).
@@ -99,9 +105,33 @@ def _without_nulls(
     columns with 5 NULLs 5.2 µs a row, the 4 filled ones 1.5 µs, bare sqlite3). The groups are as many
     as the kinds of values, not rows, so the statements stay few whatever the size of the request."""
     nullable = [index for index, name in enumerate(names) if table.c[name].nullable]
+    if not nullable:
+        return [(names, rows)]
     groups: dict[tuple[bool, ...], list[Sequence[Any]]] = {}
-    for row in rows:
-        groups.setdefault(tuple([row[index] is None for index in nullable]), []).append(row)
+    # First by the column `bucket_by` (rows alike in it are mostly alike in their NULLs: the values of
+    # one attribute), each bucket then checked column by column with C-level scans; only a bucket that
+    # mixes NULLs and values in a column is sorted row by row.
+    buckets: Iterable[list[Sequence[Any]]] = [list(rows)]
+    if bucket_by is not None:
+        by_key: dict[Any, list[Sequence[Any]]] = {}
+        key = itemgetter(bucket_by)
+        for row in rows:
+            bucket = by_key.get(key(row))
+            if bucket is None:
+                by_key[key(row)] = [row]
+            else:
+                bucket.append(row)
+        buckets = by_key.values()
+    columns = [itemgetter(index) for index in nullable]
+    pick_nullable = itemgetter(*nullable) if len(nullable) > 1 else (lambda row: (row[nullable[0]],))
+    nones = (None,) * len(nullable)
+    for bucket in buckets:
+        counts = [list(map(column, bucket)).count(None) for column in columns]
+        if all(count in (0, len(bucket)) for count in counts):
+            groups.setdefault(tuple(count > 0 for count in counts), []).extend(bucket)
+            continue
+        for row in bucket:
+            groups.setdefault(tuple(map(is_, pick_nullable(row), nones)), []).append(row)
     result: list[tuple[Sequence[str], Sequence[Sequence[Any]]]] = []
     for nulls, group in groups.items():
         left_out = {index for index, null in zip(nullable, nulls, strict=True) if null}
@@ -128,7 +158,7 @@ def insert_returning(
     dialect = connection.dialect
     if dialect.name != "sqlite":
         raise NotImplementedError("insert_returning is SQLite's; PostgreSQL writes with COPY")
-    convert = _converter(connection, table, names, ())
+    convert = _converter(connection, table, names, ()) or tuple
     quote = dialect.identifier_preparer.quote
     head = f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) VALUES "
     tail = f" RETURNING {', '.join(quote(n) for n in returning)}"
@@ -145,9 +175,9 @@ def insert_returning(
 
 def _converter(
     connection: Connection, table: Table, names: Sequence[str], verbatim: Collection[str]
-) -> Callable[[Sequence[Any]], Sequence[Any]]:
+) -> Callable[[Sequence[Any]], Sequence[Any]] | None:
     """row -> the row with each value passed through its column's bind processor (the same row when
-    nothing needed converting)."""
+    nothing needed converting); None when no column of `names` has a processor."""
     dialect = connection.dialect
     # The dialect's own implementation of each type: the generic DateTime has no bind processor, and the
     # sqlite3 driver's default adapter would store another text format than every other write path.
@@ -163,6 +193,8 @@ def _converter(
         for index, process in enumerate(processors)
         if process is not None
     ]
+    if not converting:
+        return None
 
     def convert(row: Sequence[Any]) -> Sequence[Any]:
         values: list[Any] | None = None
