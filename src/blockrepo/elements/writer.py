@@ -19,6 +19,8 @@ fixed number of statements per chunk of items rather than per item:
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -38,7 +40,7 @@ from blockrepo.elements.validation import (
     resolve_references,
 )
 from blockrepo.elements.values import TypedValue, value_encoder
-from blockrepo.elements.view import ElementView
+from blockrepo.elements.view import ElementView, view_of
 from blockrepo.errors import ErrorItem
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
 from blockrepo.revisions.recorder import UNRECORDED_KEYS, ChangeLog, apply_related_change
@@ -388,6 +390,24 @@ def plan_update(draft: ElementDraft, before: LoadedElement) -> UpdatePlan:
     return plan
 
 
+def applied(before: LoadedElement, plan: UpdatePlan, now: dt.datetime, login: str) -> LoadedElement | None:
+    """The element as `plan` leaves it, when the plan changes only the element's own row and values: the
+    state a single update answers with, without reading it again. None when the plan moves the element
+    or changes relations (new rows whose ids, positions and names only the database holds)."""
+    if plan.move or plan.remove_relations or plan.add_relations or plan.positions or plan.relation_values:
+        return None
+    fields = plan.element_fields
+    return dataclasses.replace(
+        before,
+        name=fields.get("name", before.name),
+        description=fields.get("description", before.description),
+        revision=before.revision + 1,
+        last_modified_at=now,
+        last_modified_by=login,
+        values={**before.values, **plan.values},
+    )
+
+
 # --- persistence ---------------------------------------------------------------------------------------
 
 
@@ -398,30 +418,45 @@ def persist(
     good: Sequence[WriteItem],
     *,
     loaded: bool = False,
+    before: dict[int, LoadedElement] | None = None,
 ) -> dict[int, LoadedElement]:
     """Write the items that passed (`good`, a part of `items`, which pending references index) and record
     their history. With `loaded`, returns every good item's element as it is now (all properties, the form
-    the element API renders for its caller); else nothing (an empty dict)."""
+    the element API renders for its caller); else nothing (an empty dict). `before` may hand in the
+    updated elements as the caller has just read them (all properties, `full_selection`), so that they
+    are not read twice."""
     db = writer.db
-    full = ElementView.build(writer.metamodel, None, type_def)
+    full = view_of(writer.metamodel, None, type_def)
     creates = [item for item in good if item.creating]
     updates = [item for item in good if not item.creating]
     # Before any write: the state the updates change (creates may add relations to these elements).
-    before = repository.load_elements(db, type_def.id, [u.element_id or 0 for u in updates], full.selection)
+    if before is None:
+        ids = [u.element_id or 0 for u in updates]
+        before = repository.load_elements(db, type_def.id, ids, full.selection)
     touched: set[int] = set()
     inserted: set[tuple[int, int, int]] = set()
     _insert_creates(writer, type_def, creates, items, touched, inserted)
-    changed = _apply_updates(writer, type_def, updates, before, touched, inserted)
+    plans = _apply_updates(writer, type_def, updates, before, touched, inserted)
+    changed = [item for item, _ in plans]
     written = [item.new_id for item in creates if item.new_id is not None]
     written += [item.element_id for item in changed if item.element_id is not None]
     # What was written, rendered for history. One element is loaded, since the caller renders its answer
-    # from it. Of many, a created element that nothing else in the request touches is rendered from its
-    # draft (what was inserted is exactly what it says); the rest are read back with the column-oriented
-    # reader, which gives the same JSON as `full.render` of a loaded element.
-    loaded_after = repository.load_elements(db, type_def.id, written, full.selection) if loaded else {}
+    # from it, unless its plan says all it is now. Of many, a created element that nothing else in the
+    # request touches is rendered from its draft (what was inserted is exactly what it says); the rest are
+    # read back with the column-oriented reader, which gives the same JSON as `full.render` of a loaded
+    # element.
+    loaded_after: dict[int, LoadedElement] = {}
     after: dict[int, dict[str, Any]]
     drafted: set[int] = set()  # created items recorded straight from their drafts, by index
     if loaded:
+        for item, plan in plans:
+            assert item.element_id is not None
+            now_state = applied(before[item.element_id], plan, writer.changes.now, writer.actor.login)
+            if now_state is not None:
+                loaded_after[item.element_id] = now_state
+        rest = [element_id for element_id in written if element_id not in loaded_after]
+        if rest:
+            loaded_after.update(repository.load_elements(db, type_def.id, rest, full.selection))
         after = {element_id: full.render(element) for element_id, element in loaded_after.items()}
     else:
         drafted = {item.index for item in _self_contained(creates, good, changed)}
@@ -645,8 +680,8 @@ def _apply_updates(
     before: dict[int, LoadedElement],
     touched: set[int],
     inserted: set[tuple[int, int, int]],
-) -> list[WriteItem]:
-    """Apply each update's plan in batches; returns the items that changed something."""
+) -> list[tuple[WriteItem, UpdatePlan]]:
+    """Apply each update's plan in batches; returns the items that changed something with their plans."""
     db, now, login = writer.db, writer.changes.now, writer.actor.login
     plans = []
     for item in updates:
@@ -709,7 +744,7 @@ def _apply_updates(
     repository.set_relation_positions(db, reordered)
     repository.replace_relation_values(db, relation_values)
     repository.insert_relations(db, relations)
-    return [item for item, _ in plans]
+    return plans
 
 
 # --- deletion ------------------------------------------------------------------------------------------
