@@ -10,6 +10,10 @@ baseline measured in the same run, and the CPU time the server's processes spent
 
     .venv/bin/python bench/hot_path.py [--database postgresql://postgres@127.0.0.1:5432/postgres]
                                        [--redis-url redis://127.0.0.1:6379/0] [--duration 10]
+                                       [--scenarios get-session get-basic put]
+
+The PUT scenario also counts the answers by status and wrk's socket errors by kind, so that an error
+column that is not zero says what it was (a 409 `concurrent_write`, a timeout ...).
 
 Needs `wrk`. The database is a scratch one (a fresh SQLite file, or a new database on the given
 PostgreSQL server), dropped afterwards.
@@ -36,6 +40,7 @@ from harness import WrkResult, free_port, parse_wrk, scratch_database, stop_proc
 PASSWORD = "bench-password"
 BENCH_DIR = Path(__file__).resolve().parent
 CONNECTIONS = (1, 32)
+SCENARIOS = ("get-session", "get-basic", "put")
 
 # wrk's request() hook: headers from the command line, and for PUT a body that moves the attribute to
 # another literal on every request (a body that changes nothing would write nothing).
@@ -50,6 +55,24 @@ request = function()
   local body = '{"Criticality": ["' .. literals[counter % 3 + 1] .. '"]}'
   return wrk.format(nil, nil, nil, body)
 end
+statuses = {}
+response = function(status, headers, body)
+  statuses[status] = (statuses[status] or 0) + 1
+end
+local threads = {}
+function setup(thread) table.insert(threads, thread) end
+function done(summary, latency, requests)
+  local total = {}
+  for _, thread in ipairs(threads) do
+    for status, count in pairs(thread:get("statuses")) do total[status] = (total[status] or 0) + count end
+  end
+  local parts = {}
+  for status, count in pairs(total) do table.insert(parts, status .. "=" .. count) end
+  table.sort(parts)
+  local e = summary.errors
+  io.write(string.format("statuses: %s; socket errors: connect=%d read=%d write=%d timeout=%d\\n",
+    table.concat(parts, " "), e.connect, e.read, e.write, e.timeout))
+end
 """
 
 
@@ -59,6 +82,7 @@ class Row:
     connections: int
     result: WrkResult
     cpu_ms: float  # the server's CPU time (all its processes) per request
+    statuses: str = ""  # what the wrk script counted (PUT: answers by status, socket errors by kind)
 
 
 def process_tree_cpu_seconds(root: int) -> float:
@@ -79,11 +103,13 @@ def process_tree_cpu_seconds(root: int) -> float:
     return total
 
 
-def measured(scenario: str, server: Process, connections: int, run: Callable[[], WrkResult]) -> Row:
+def measured(
+    scenario: str, server: Process, connections: int, run: Callable[[], tuple[WrkResult, str]]
+) -> Row:
     before = process_tree_cpu_seconds(server.process.pid)
-    result = run()
+    result, statuses = run()
     spent = process_tree_cpu_seconds(server.process.pid) - before
-    return Row(scenario, connections, result, spent * 1000 / max(result.requests, 1))
+    return Row(scenario, connections, result, spent * 1000 / max(result.requests, 1), statuses)
 
 
 class Process:
@@ -153,14 +179,17 @@ def start_bare(directory: Path, body: bytes, workers: int) -> tuple[Process, str
 
 def wrk(
     url: str, headers: list[str], connections: int, duration: int, script: Path | None = None
-) -> WrkResult:
+) -> tuple[WrkResult, str]:
+    """wrk's result, and the line its script printed about statuses (empty without one)."""
     command = ["wrk", f"-t{min(2, connections)}", f"-c{connections}", f"-d{duration}s", "--latency"]
     for header in headers:
         command += ["-H", header]
     if script is not None:
         command += ["-s", str(script)]
     command.append(url)
-    return parse_wrk(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    statuses = next((line for line in output.splitlines() if line.startswith("statuses: ")), "")
+    return parse_wrk(output), statuses.removeprefix("statuses: ")
 
 
 def main() -> int:
@@ -171,6 +200,9 @@ def main() -> int:
     parser.add_argument("--redis-url", help="keep sessions (and throttling) in Redis")
     parser.add_argument("--duration", type=int, default=10, help="seconds per measurement")
     parser.add_argument("--workers", type=int, default=2, help="worker processes of both servers")
+    parser.add_argument(
+        "--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS), help="what to measure"
+    )
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         print("wrk is not installed (Debian: apt-get install -y wrk)", file=sys.stderr)
@@ -215,22 +247,26 @@ def main() -> int:
             puts = 0
             basic = f"Authorization: {authorization}"
             for connections in CONNECTIONS:
-                rows.append(
-                    measured(
-                        "GET, session cookie",
-                        server,
-                        connections,
-                        partial(wrk, url, [cookie], connections, args.duration),
+                if "get-session" in args.scenarios:
+                    rows.append(
+                        measured(
+                            "GET, session cookie",
+                            server,
+                            connections,
+                            partial(wrk, url, [cookie], connections, args.duration),
+                        )
                     )
-                )
-                rows.append(
-                    measured(
-                        "GET, repeated Basic (no cookie)",
-                        server,
-                        connections,
-                        partial(wrk, url, [basic], connections, args.duration),
+                if "get-basic" in args.scenarios:
+                    rows.append(
+                        measured(
+                            "GET, repeated Basic (no cookie)",
+                            server,
+                            connections,
+                            partial(wrk, url, [basic], connections, args.duration),
+                        )
                     )
-                )
+                if "put" not in args.scenarios:
+                    continue
                 put = measured(
                     "PUT 1 attribute, session + XSRF",
                     server,
@@ -267,13 +303,21 @@ def main() -> int:
             f"{ratio:>8.1%} {row.cpu_ms:>10.3f} {result.errors:>7}"
         )
     by_key = {(row.scenario, row.connections): row.result.requests_per_second for row in rows}
-    session_32 = by_key[("GET, session cookie", 32)]
-    basic_32 = by_key[("GET, repeated Basic (no cookie)", 32)]
-    print(
-        f"\nBasic / session GET at 32 connections: {basic_32 / session_32:.1%}"
-        f"; session GET 32 / 1 connection(s): {session_32 / by_key[('GET, session cookie', 1)]:.2f}"
-        f"\nPUT requests: {puts:,}, revisions written: {written:,} (the rest set the literal it already had)"
-    )
+    if {"get-session", "get-basic"} <= set(args.scenarios):
+        session_32 = by_key[("GET, session cookie", 32)]
+        basic_32 = by_key[("GET, repeated Basic (no cookie)", 32)]
+        print(
+            f"\nBasic / session GET at 32 connections: {basic_32 / session_32:.1%}"
+            f"; session GET 32 / 1 connection(s): {session_32 / by_key[('GET, session cookie', 1)]:.2f}"
+        )
+    if "put" in args.scenarios:
+        print(
+            f"\nPUT requests: {puts:,}, revisions written: {written:,} (the rest set the literal it already "
+            "had)"
+        )
+        for row in rows:
+            if row.statuses:
+                print(f"PUT answers at {row.connections} connection(s): {row.statuses}")
     return 0
 
 

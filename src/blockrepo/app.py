@@ -18,6 +18,7 @@ from blockrepo.api.element_lane import ElementReadLane
 from blockrepo.api.errors import install_error_handlers
 from blockrepo.api.methods import MethodsMiddleware
 from blockrepo.api.middleware import RequestContextMiddleware
+from blockrepo.api.v7_4.elements import ElementWriteLane
 from blockrepo.api.versions import API_VERSIONS
 from blockrepo.auth.csrf import CsrfMiddleware
 from blockrepo.auth.middleware import AuthMiddleware
@@ -70,7 +71,9 @@ def create_app(settings: Settings) -> FastAPI:
 
     # Added innermost first, so a request passes them in the reverse order: request context, the web
     # interface's challenge, authentication (sessions), CSRF, OPTIONS and methods a path does not serve,
-    # then the routes. The element GET lane is in front of them all (`Application`).
+    # the element PUT/PATCH lane (a hot path, answered without FastAPI's routing), then the routes. The
+    # element GET lane is in front of them all (`Application`).
+    app.add_middleware(ElementWriteLane, services=services)
     app.add_middleware(MethodsMiddleware)
     app.add_middleware(CsrfMiddleware, enabled=settings.csrf_enabled)
     app.add_middleware(AuthMiddleware, backends=services.auth, settings=settings)

@@ -4,6 +4,7 @@ count as "a concurrent transaction was in the way": real driver errors, on SQLit
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -11,7 +12,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
 from blockrepo.storage.engine import build_engine, build_session_factory, normalize_url
-from blockrepo.storage.transactions import begin_write, is_retryable
+from blockrepo.storage.transactions import WriteQueue, begin_write, is_retryable
 from tests.conftest import PG_URL
 
 
@@ -83,3 +84,28 @@ def test_a_deadlock_is_retryable(database_url: str) -> None:
         assert len(failures) == 1 and is_retryable(failures[0])
     finally:
         engine.dispose()
+
+
+def test_the_write_queue_gives_one_writer_its_turn_at_a_time(tmp_path: Path) -> None:
+    """Writers of a SQLite database queue for their turn (another thread waits until the turn is given
+    back), and a write nested in one that has its turn does not wait for itself."""
+    queue = WriteQueue(build_engine(f"sqlite:///{tmp_path / 'queue.db'}"))
+    entered = threading.Event()
+
+    def other_writer() -> None:
+        with queue.turn():
+            entered.set()
+
+    with queue.turn():
+        with queue.turn():  # nested: passes at once
+            pass
+        waiting = threading.Thread(target=other_writer)
+        waiting.start()
+        assert not entered.wait(0.3)  # still the first writer's turn
+    waiting.join(timeout=30)
+    assert entered.is_set()
+
+
+def test_the_write_queue_does_nothing_on_postgresql_or_in_memory() -> None:
+    assert WriteQueue(build_engine("sqlite://")).path is None
+    assert WriteQueue(build_engine("postgresql://postgres@127.0.0.1:5432/none")).path is None

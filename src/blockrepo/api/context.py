@@ -8,7 +8,7 @@ begins with the repository's write lock (storage.transactions), before it reads 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 from fastapi import Request
@@ -35,7 +35,7 @@ from blockrepo.storage.engine import (
     read_snapshot,
     with_own_pool,
 )
-from blockrepo.storage.transactions import begin_write
+from blockrepo.storage.transactions import WriteQueue, begin_write
 
 
 class AppServices:
@@ -48,6 +48,7 @@ class AppServices:
         self.write_engine: Engine = self.engine.execution_options(begin_immediate=True)
         self.read_sessions: sessionmaker[Session] = build_session_factory(self.engine)
         self.write_sessions: sessionmaker[Session] = build_session_factory(self.write_engine)
+        self.write_queue = WriteQueue(self.engine)
         # Connections taken and given back within one synchronous call, never held across an await: the
         # reads made on the event loop (sessions, cached credentials, GET by id) take theirs here. Had they
         # shared the pool with request sessions, which routes hold across awaits, a burst of writes could
@@ -149,15 +150,28 @@ def read_context(request: Request) -> Iterator[RequestContext]:
 
 def _open_context(request: Request, *, writing: bool) -> Iterator[RequestContext]:
     services: AppServices = request.app.state.services
-    principal = principal_of(request)
-    db = (services.write_sessions if writing else services.read_sessions)()
-    try:
-        if writing:
-            begin_write(db)
-        yield _context_in(services, principal, db, request.scope["state"]["request_id"])
-    finally:
-        db.rollback()
-        db.close()
+    with session_context(
+        services, principal_of(request), request.scope["state"]["request_id"], writing=writing
+    ) as ctx:
+        yield ctx
+
+
+@contextmanager
+def session_context(
+    services: AppServices, principal: Principal, request_id: str, *, writing: bool
+) -> Iterator[RequestContext]:
+    """The request's session and who acts under which metamodel, outside FastAPI's dependencies too (the
+    element write lane); a writing one takes the write lock first. Rolled back and closed at the end:
+    the caller commits what it means to keep."""
+    with services.write_queue.turn() if writing else nullcontext():
+        db = (services.write_sessions if writing else services.read_sessions)()
+        try:
+            if writing:
+                begin_write(db)
+            yield _context_in(services, principal, db, request_id)
+        finally:
+            db.rollback()
+            db.close()
 
 
 @dataclass

@@ -98,14 +98,22 @@ async def _database_error(request: Request, exc: Exception) -> Response:
     # A deadlock or lock timeout is the client's cue to retry, not a fault of the service; the request's
     # transaction was rolled back (its session is closed by the request context either way).
     assert isinstance(exc, DBAPIError)
-    if not is_retryable(exc):
+    refusal = concurrent_write_refusal(exc)
+    if refusal is None:
         raise exc  # a fault: on to the outermost handler, which logs it and answers 500
     log.warning("%s %s: %s", request.method, request.url.path, exc.orig)
-    refusal = ConcurrentWrite(
+    return error_response(refusal, request_id_of(request))
+
+
+def concurrent_write_refusal(exc: DBAPIError) -> ConcurrentWrite | None:
+    """What a client gets when a database error means a concurrent transaction was in the way
+    (`is_retryable`): 409 with Retry-After; None for any other database error (a fault)."""
+    if not is_retryable(exc):
+        return None
+    return ConcurrentWrite(
         "a concurrent change was in the way and nothing was written; send the request again",
         headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
     )
-    return error_response(refusal, request_id_of(request))
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> Response:

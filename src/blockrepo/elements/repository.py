@@ -33,6 +33,7 @@ from blockrepo.elements.models import Element, ElementValue, Relation, RelationV
 from blockrepo.elements.values import TypedValue
 from blockrepo.metamodel.snapshot import RelationEnd
 from blockrepo.storage import bulk_insert
+from blockrepo.storage.engine import TypedStatement
 
 # Ids per IN list: far below the bind-parameter limits of SQLite (32766) and PostgreSQL (65535).
 CHUNK_SIZE = 500
@@ -215,17 +216,18 @@ _LOAD_TARGET_RELATIONS = (
     )
     .order_by(Relation.target_id, Relation.relation_type_id, Relation.id)
 )
+_RELATION_VALUE_COLUMNS = (
+    RelationValue.relation_id,
+    RelationValue.attribute_id,
+    RelationValue.text_value,
+    RelationValue.number_value,
+    RelationValue.date_value,
+    RelationValue.date_end,
+    RelationValue.bool_value,
+    RelationValue.literal_id,
+)
 _LOAD_RELATION_VALUES = (
-    select(
-        RelationValue.relation_id,
-        RelationValue.attribute_id,
-        RelationValue.text_value,
-        RelationValue.number_value,
-        RelationValue.date_value,
-        RelationValue.date_end,
-        RelationValue.bool_value,
-        RelationValue.literal_id,
-    )
+    select(*_RELATION_VALUE_COLUMNS)
     .where(
         RelationValue.relation_id.in_(
             select(Relation.id).where(
@@ -330,6 +332,125 @@ def _load_relations(
 
 def _has_selected(end: RelationEnd, attribute_ids: frozenset[int]) -> bool:
     return any(a.id in attribute_ids for a in end.relation_type.attributes)
+
+
+# --- one element, read to be updated --------------------------------------------------------------------
+
+
+_ID: BindParameter[int] = bindparam("element_id")
+# Locked on PostgreSQL (the row only: the parent's name comes from the nullable side of an outer join);
+# on SQLite the writer holds the database lock already.
+_ONE_ELEMENT = TypedStatement(
+    select(
+        Element.name,
+        Element.description,
+        Element.parent_id,
+        _PARENT.name,
+        Element.position,
+        Element.revision,
+        Element.last_modified_at,
+        Element.last_modified_by,
+    )
+    .outerjoin(_PARENT, _PARENT.id == Element.parent_id)
+    .where(Element.id == _ID, Element.type_id == bindparam("type_id"))
+    .with_for_update(of=Element)
+)
+_ONE_CHILDREN = TypedStatement(
+    select(Element.id, Element.name).where(Element.parent_id == _ID).order_by(Element.position, Element.id)
+)
+_ONE_VALUES = TypedStatement(
+    select(ElementValue.attribute_id, *_VALUE_COLUMNS)
+    .where(ElementValue.element_id == _ID)
+    .order_by(ElementValue.attribute_id, ElementValue.position, ElementValue.id)
+)
+_ONE_AS_SOURCE = TypedStatement(
+    select(Relation.id, Relation.relation_type_id, Relation.target_id, _OTHER.name, Relation.position)
+    .join(_OTHER, _OTHER.id == Relation.target_id)
+    .where(Relation.source_id == _ID)
+    .order_by(Relation.relation_type_id, Relation.position, Relation.id)
+)
+_ONE_AS_TARGET = TypedStatement(
+    select(Relation.id, Relation.relation_type_id, Relation.source_id, _OTHER.name, Relation.position)
+    .join(_OTHER, _OTHER.id == Relation.source_id)
+    .where(Relation.target_id == _ID)
+    .order_by(Relation.relation_type_id, Relation.id)
+)
+_ONE_RELATION_VALUES = TypedStatement(
+    select(*_RELATION_VALUE_COLUMNS)
+    .where(
+        RelationValue.relation_id.in_(
+            select(Relation.id).where(or_(Relation.source_id == _ID, Relation.target_id == _ID))
+        )
+    )
+    .order_by(RelationValue.relation_id, RelationValue.attribute_id, RelationValue.position, RelationValue.id)
+)
+
+
+def _typed_columns(row: Sequence[Any]) -> TypedValue:
+    """A value from (..., text, number, date, date end, boolean, literal) at the end of a typed row."""
+    return TypedValue(row[-6], row[-5], row[-4], row[-3], row[-2], row[-1])
+
+
+def load_element_for_update(
+    db: Session, type_id: int, element_id: int, selection: Selection
+) -> LoadedElement | None:
+    """The element of the type with what `selection` asks for (None: there is none), its row locked until
+    the transaction ends: the state a single update checks its precondition and plans against, read
+    once. One statement each for the row, children, values, relations as source, as target and relation
+    values, whatever the element holds; what the selection leaves out is skipped as the rows come."""
+    connection = db.connection()
+    key = {"element_id": element_id}
+    row = next(iter(_ONE_ELEMENT.rows(connection, {**key, "type_id": type_id})), None)
+    if row is None:
+        return None
+    name, description, parent_id, parent_name, position, revision, modified_at, modified_by = row
+    element = LoadedElement(
+        element_id,
+        type_id,
+        name,
+        description,
+        parent_id,
+        parent_name,
+        position,
+        revision,
+        modified_at,
+        modified_by,
+    )
+    if selection.children:
+        element.children = [(child[0], child[1]) for child in _ONE_CHILDREN.rows(connection, key)]
+    if selection.attribute_ids:
+        wanted = selection.attribute_ids
+        for value in _ONE_VALUES.rows(connection, key):
+            if value[0] in wanted:
+                element.values.setdefault(value[0], []).append(_typed_columns(value))
+    if not selection.ends:
+        return element
+    by_relation: dict[int, LoadedRelation] = {}
+    element.ends = {end.name: [] for end in selection.ends}
+    for holds_source, statement in ((True, _ONE_AS_SOURCE), (False, _ONE_AS_TARGET)):
+        ends = {e.relation_type.id: e for e in selection.ends if e.holder_is_source is holds_source}
+        if not ends:
+            continue
+        for relation_id, relation_type_id, other_id, other_name, relation_position in statement.rows(
+            connection, key
+        ):
+            holding = ends.get(relation_type_id)
+            if holding is None:
+                continue
+            item = LoadedRelation(relation_id, other_id, other_name, relation_position)
+            element.ends[holding.name].append(item)
+            # A relation of the element with itself is on both ends; its values belong to both.
+            known = by_relation.setdefault(relation_id, item)
+            if known is not item:
+                item.values = known.values
+    attribute_ids = selection.relation_attribute_ids
+    if not any(_has_selected(end, attribute_ids) for end in selection.ends):
+        return element
+    for value in _ONE_RELATION_VALUES.rows(connection, key):
+        target = by_relation.get(value[0])
+        if target is not None and value[1] in attribute_ids:
+            target.values.setdefault(value[1], []).append(_typed_columns(value))
+    return element
 
 
 # --- lookups used by validation -------------------------------------------------------------------
@@ -695,25 +816,39 @@ def set_parents(db: Session, parents: Mapping[int, int]) -> None:
     db.execute(statement, [{"element_id": e, "new_parent": p} for e, p in parents.items()])
 
 
+_UPDATE_ELEMENT = (
+    update(ELEMENT)
+    .where(ELEMENT.c.id == bindparam("element_id"))
+    .values(
+        name=bindparam("new_name"),
+        description=bindparam("new_description"),
+        parent_id=bindparam("new_parent_id"),
+        position=bindparam("new_position"),
+        revision=bindparam("new_revision"),
+        last_modified_at=bindparam("modified_at"),
+        last_modified_by=bindparam("modified_by"),
+    )
+)
+_DELETE_VALUES = delete(ELEMENT_VALUE).where(
+    and_(
+        ELEMENT_VALUE.c.element_id == bindparam("element"),
+        ELEMENT_VALUE.c.attribute_id == bindparam("attribute"),
+    )
+)
+# The same two statements for a single update, at the driver level as its read.
+_UPDATE_ONE_ELEMENT = TypedStatement(_UPDATE_ELEMENT)
+_DELETE_ONE_VALUE = TypedStatement(_DELETE_VALUES)
+
+
 def update_elements(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
     """Each row: element_id, name, description, parent_id, position, revision, last_modified_at/by."""
     if not rows:
         return
-    statement = (
-        update(ELEMENT)
-        .where(ELEMENT.c.id == bindparam("element_id"))
-        .values(
-            name=bindparam("new_name"),
-            description=bindparam("new_description"),
-            parent_id=bindparam("new_parent_id"),
-            position=bindparam("new_position"),
-            revision=bindparam("new_revision"),
-            last_modified_at=bindparam("modified_at"),
-            last_modified_by=bindparam("modified_by"),
-        )
-    )
+    if len(rows) == 1:  # a single update: at the driver level, as its read
+        _UPDATE_ONE_ELEMENT.rows(db.connection(), rows[0])
+        return
     for start in range(0, len(rows), ROWS_PER_CALL):
-        db.execute(statement, list(rows[start : start + ROWS_PER_CALL]))
+        db.execute(_UPDATE_ELEMENT, list(rows[start : start + ROWS_PER_CALL]))
 
 
 def insert_values(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -736,14 +871,11 @@ def delete_values(db: Session, pairs: Iterable[tuple[int, int]]) -> None:
     rows = [{"element": e, "attribute": a} for e, a in pairs]
     if not rows:
         return
-    statement = delete(ELEMENT_VALUE).where(
-        and_(
-            ELEMENT_VALUE.c.element_id == bindparam("element"),
-            ELEMENT_VALUE.c.attribute_id == bindparam("attribute"),
-        )
-    )
+    if len(rows) == 1:  # a single update of one attribute: at the driver level, as its read
+        _DELETE_ONE_VALUE.rows(db.connection(), rows[0])
+        return
     for start in range(0, len(rows), ROWS_PER_CALL):
-        db.execute(statement, rows[start : start + ROWS_PER_CALL])
+        db.execute(_DELETE_VALUES, rows[start : start + ROWS_PER_CALL])
 
 
 def restore_stamps(db: Session, stamps: Sequence[tuple[int, int, Any, str]]) -> None:

@@ -18,7 +18,8 @@ from sqlalchemy.orm import Session
 from blockrepo.access.actor import Actor
 from blockrepo.elements import repository
 from blockrepo.elements import writer as core
-from blockrepo.elements.view import ElementView, read_elements
+from blockrepo.elements.repository import LoadedElement
+from blockrepo.elements.view import ElementView, read_elements, view_of
 from blockrepo.elements.writer import WriteItem, Writer
 from blockrepo.errors import (
     Conflict,
@@ -78,20 +79,26 @@ def _raise_failure(item: WriteItem) -> None:
 
 
 def _write_one(
-    writer: Writer, type_def: BlockTypeDef, body: dict[str, Any], element_id: int | None
+    writer: Writer,
+    type_def: BlockTypeDef,
+    body: dict[str, Any],
+    element_id: int | None,
+    before: LoadedElement | None = None,
 ) -> dict[str, Any]:
-    """Validate and write one element through the write core; its JSON as the actor sees it."""
+    """Validate and write one element through the write core (an update: `before` is the element as it is,
+    all properties); its JSON as the actor sees it."""
     item = WriteItem(0, body, element_id)
     items = [item]
     core.validate(writer, type_def, items)
     if item.failed:
         _raise_failure(item)
     assert item.draft is not None
+    loaded = None if before is None else {before.id: before}
     with concurrent_change_guard(item.draft.name):
-        written = core.persist(writer, type_def, items, loaded=True)
+        written = core.persist(writer, type_def, items, loaded=True, before=loaded)
     written_id = item.written_id
     assert written_id is not None
-    return ElementView.build(writer.metamodel, writer.actor, type_def).render(written[written_id])
+    return view_of(writer.metamodel, writer.actor, type_def).render(written[written_id])
 
 
 @contextmanager
@@ -118,6 +125,13 @@ def create_element(writer: Writer, type_name: str, body: dict[str, Any]) -> dict
 
 def _lock(writer: Writer, type_def: BlockTypeDef, element_id: int, if_match: RevisionCheck | None) -> None:
     revision = repository.lock_elements(writer.db, type_def.id, [element_id]).get(element_id)
+    _check_precondition(type_def, element_id, revision, if_match)
+
+
+def _check_precondition(
+    type_def: BlockTypeDef, element_id: int, revision: int | None, if_match: RevisionCheck | None
+) -> None:
+    """404 when the element does not exist (revision None), 412 when If-Match names another revision."""
     if revision is None:
         raise NotFound(f"there is no {type_def.name} with id {element_id}")
     if if_match is not None and not if_match(revision):
@@ -138,8 +152,11 @@ def update_element(
     """Change the properties present in `body` (PUT and PATCH alike); a body that changes nothing writes
     nothing and keeps the revision."""
     type_def = resolve_type(writer.metamodel, writer.actor, type_name, "update")
-    _lock(writer, type_def, element_id, if_match)
-    return _write_one(writer, type_def, body, element_id)
+    # Read once, locked: the precondition is checked on it and the write core plans against it.
+    full = view_of(writer.metamodel, None, type_def)
+    before = repository.load_element_for_update(writer.db, type_def.id, element_id, full.selection)
+    _check_precondition(type_def, element_id, None if before is None else before.revision, if_match)
+    return _write_one(writer, type_def, body, element_id, before)
 
 
 def delete_element(

@@ -119,6 +119,26 @@ class ElementView:
         return out
 
 
+# (metamodel, actor or None, type id) -> the view: the snapshots are immutable and cached by revision, so a
+# view built for them stays right as long as they live; a single write needs three (bench/hot_path.py).
+_VIEWS: dict[tuple[int, int, int], tuple[Metamodel, Actor | None, ElementView]] = {}
+_MAX_VIEWS = 1024
+
+
+def view_of(metamodel: Metamodel, actor: Actor | None, type_def: BlockTypeDef) -> ElementView:
+    """`ElementView.build(metamodel, actor, type_def)` (every field), built once per snapshot and actor."""
+    key = (id(metamodel), id(actor), type_def.id)
+    entry = _VIEWS.get(key)
+    # The identity checks make an entry of a snapshot or actor that is gone (its id reused) a miss.
+    if entry is not None and entry[0] is metamodel and entry[1] is actor:
+        return entry[2]
+    view = ElementView.build(metamodel, actor, type_def)
+    if len(_VIEWS) >= _MAX_VIEWS:
+        _VIEWS.clear()  # rebuilding a view is cheap; keeping those of old snapshots is not
+    _VIEWS[key] = (metamodel, actor, view)
+    return view
+
+
 def encode_values(attribute: AttributeDef, values: Iterable[TypedValue]) -> list[Any]:
     return [encode_value(attribute, value) for value in values]
 

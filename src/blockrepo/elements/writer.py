@@ -21,6 +21,8 @@ statements per chunk of items rather than per item:
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -40,7 +42,7 @@ from blockrepo.elements.validation import (
     resolve_references,
 )
 from blockrepo.elements.values import TypedValue, value_encoder
-from blockrepo.elements.view import ElementView
+from blockrepo.elements.view import ElementView, view_of
 from blockrepo.errors import ErrorItem
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
 from blockrepo.revisions.recorder import UNRECORDED_KEYS, ChangeLog, apply_related_change
@@ -448,6 +450,24 @@ def plan_update(draft: ElementDraft, before: LoadedElement, *, order_counts: boo
     return plan
 
 
+def applied(before: LoadedElement, plan: UpdatePlan, now: dt.datetime, login: str) -> LoadedElement | None:
+    """The element as `plan` leaves it, when the plan changes only the element's own row and values: the
+    state a single update answers with, without reading it again. None when the plan moves the element
+    or changes relations (new rows whose ids, positions and names only the database holds)."""
+    if plan.move or plan.remove_relations or plan.add_relations or plan.positions or plan.relation_values:
+        return None
+    fields = plan.element_fields
+    return dataclasses.replace(
+        before,
+        name=fields.get("name", before.name),
+        description=fields.get("description", before.description),
+        revision=before.revision + 1,
+        last_modified_at=now,
+        last_modified_by=login,
+        values={**before.values, **plan.values},
+    )
+
+
 # --- persistence ---------------------------------------------------------------------------------------
 
 
@@ -461,12 +481,21 @@ class Written:
 
 
 def persist(
-    writer: Writer, type_def: BlockTypeDef, good: Sequence[WriteItem], *, loaded: bool = False
+    writer: Writer,
+    type_def: BlockTypeDef,
+    good: Sequence[WriteItem],
+    *,
+    loaded: bool = False,
+    before: dict[int, LoadedElement] | None = None,
 ) -> dict[int, LoadedElement]:
     """Write the items that passed validation (`good`) and record their history. With `loaded`, returns
     every good item's element as it is now (all properties, the form the element API renders for its
-    caller); else nothing (an empty dict)."""
-    return persist_types(writer, [TypeItems(type_def, list(good))], loaded=loaded).loaded
+    caller); else nothing (an empty dict). `before` may hand in the updated elements as the caller has
+    just read them (all properties, `full_selection`), so that they are not read twice."""
+    group = TypeItems(type_def, list(good))
+    return persist_types(
+        writer, [group], loaded=loaded, known={type_def.id: before} if before else None
+    ).loaded
 
 
 def persist_types(
@@ -476,6 +505,7 @@ def persist_types(
     deletions: Sequence[tuple[BlockTypeDef, Sequence[int]]] = (),
     order_counts: bool = True,
     loaded: bool = False,
+    known: dict[int, dict[int, LoadedElement]] | None = None,
 ) -> Written:
     """Write the good items of several types and delete `deletions` (per type, parents before children)
     as one write, and record it: every created, changed and deleted element once, and each element at the
@@ -484,16 +514,17 @@ def persist_types(
     false (an import), a relation list that names the same elements in another order is no change: it
     keeps its order, and an element that changes in nothing else keeps its revision and gets no record."""
     db = writer.db
-    views = {group.type_def.id: ElementView.build(writer.metamodel, None, group.type_def) for group in groups}
+    views = {group.type_def.id: view_of(writer.metamodel, None, group.type_def) for group in groups}
     for type_def, _ in deletions:
         if type_def.id not in views:
-            views[type_def.id] = ElementView.build(writer.metamodel, None, type_def)
+            views[type_def.id] = view_of(writer.metamodel, None, type_def)
     creates = {group.type_def.id: [item for item in group.items if item.creating] for group in groups}
     updates = {group.type_def.id: [item for item in group.items if not item.creating] for group in groups}
     # Before any write: the state the updates change (creates may add relations to these elements), and
     # the last state of what is deleted.
     before = {
-        type_id: repository.load_elements(
+        type_id: (known or {}).get(type_id)
+        or repository.load_elements(
             db, type_id, [item.element_id or 0 for item in items], views[type_id].selection
         )
         for type_id, items in updates.items()
@@ -511,7 +542,7 @@ def persist_types(
         _resolve_pending(group.items)
     for group in groups:
         _insert_contents(writer, group.type_def, creates[group.type_def.id], touched, inserted)
-    changed = {
+    plans = {
         group.type_def.id: _apply_updates(
             writer,
             group.type_def,
@@ -525,7 +556,8 @@ def persist_types(
     }
     for _, ids in deletions:
         repository.delete_elements(db, ids)
-    return _record(writer, groups, views, creates, changed, before, gone, order_counts, loaded)
+    changed = {type_id: [item for item, _ in applied_plans] for type_id, applied_plans in plans.items()}
+    return _record(writer, groups, views, creates, changed, before, gone, order_counts, loaded, plans)
 
 
 def _self_contained(groups: Sequence[TypeItems], changed: dict[int, list[WriteItem]]) -> set[int]:
@@ -630,6 +662,7 @@ def _record(
     gone: list[tuple[BlockTypeDef, int, dict[str, Any]]],
     order_counts: bool,
     loaded: bool,
+    plans: dict[int, list[tuple[WriteItem, UpdatePlan]]],
 ) -> Written:
     """History of a write, in item order: a created element that nothing else in the write touches is
     recorded from its draft (what was inserted is exactly what it says); the other written elements are
@@ -650,7 +683,15 @@ def _record(
         unread = [item.written_id or 0 for item in (*type_creates, *type_changed) if id(item) not in drafted]
         read: Iterator[dict[str, Any]]
         if loaded:
-            now = repository.load_elements(db, type_def.id, unread, full.selection)
+            # An update's plan may say all the element is now (its own row and values changed only).
+            now: dict[int, LoadedElement] = {}
+            for item, plan in plans[type_def.id]:
+                state = applied(old_elements[item.element_id or 0], plan, changes.now, writer.actor.login)
+                if state is not None:
+                    now[state.id] = state
+            rest = [element_id for element_id in unread if element_id not in now]
+            if rest:
+                now.update(repository.load_elements(db, type_def.id, rest, full.selection))
             result.loaded.update(old_elements)
             result.loaded.update(now)
             read = (full.render(now[element_id]) for element_id in unread)
@@ -807,8 +848,8 @@ def _apply_updates(
     inserted: set[tuple[int, int, int]],
     *,
     order_counts: bool = True,
-) -> list[WriteItem]:
-    """Apply each update's plan in batches; returns the items that changed something."""
+) -> list[tuple[WriteItem, UpdatePlan]]:
+    """Apply each update's plan in batches; returns the items that changed something with their plans."""
     db, now, login = writer.db, writer.changes.now, writer.actor.login
     plans = []
     for item in updates:
@@ -871,7 +912,7 @@ def _apply_updates(
     repository.set_relation_positions(db, reordered)
     repository.replace_relation_values(db, relation_values)
     repository.insert_relations(db, relations)
-    return [item for item, _ in plans]
+    return plans
 
 
 # --- deletion ------------------------------------------------------------------------------------------

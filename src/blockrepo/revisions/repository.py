@@ -6,11 +6,12 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, insert, update
+from sqlalchemy import Table, UpdateBase, bindparam, insert, update
 from sqlalchemy.orm import Session
 
 from blockrepo.revisions.models import Change, RepositoryState, Revision
 from blockrepo.storage.bulk_insert import insert_tuples
+from blockrepo.storage.engine import TypedStatement
 
 CHANGE = cast(Table, Change.__table__)
 
@@ -25,24 +26,46 @@ def next_revision(
     request_id: str,
 ) -> int:
     """Allocate the next revision (and move the metamodel and access revisions when those changed) and
-    write its row. The UPDATE takes the row lock on `repository_state`, held until the commit."""
+    write its row. The UPDATE takes the row lock on `repository_state`, held until the commit. Both run
+    at the driver level: every write request runs them (bench/hot_path.py)."""
+    connection = db.connection()
+    bump = _BUMPS.get((metamodel_changed, access_changed))
+    if bump is None:
+        bump = _BUMPS[(metamodel_changed, access_changed)] = TypedStatement(
+            _bump(metamodel_changed=metamodel_changed, access_changed=access_changed)
+        )
+    revision = int(bump.rows(connection, {})[0][0])
+    _INSERT_REVISION.rows(
+        connection,
+        {"id": revision, "created_at": created_at, "user_login": user_login, "request_id": request_id},
+    )
+    return revision
+
+
+def _bump(*, metamodel_changed: bool, access_changed: bool) -> UpdateBase:
     values: dict[str, Any] = {"revision": RepositoryState.revision + 1}
     if metamodel_changed:
         values["metamodel_revision"] = RepositoryState.metamodel_revision + 1
     if access_changed:
         values["access_revision"] = RepositoryState.access_revision + 1
-    revision = db.execute(
+    return (
         update(RepositoryState)
         .where(RepositoryState.id == 1)
         .values(**values)
         .returning(RepositoryState.revision)
-    ).scalar_one()
-    db.execute(
-        insert(Revision).values(
-            id=revision, created_at=created_at, user_login=user_login, request_id=request_id
-        )
     )
-    return int(revision)
+
+
+# (metamodel changed, access changed) -> the UPDATE that allocates a revision, compiled once.
+_BUMPS: dict[tuple[bool, bool], TypedStatement] = {}
+_INSERT_REVISION = TypedStatement(
+    insert(Revision).values(
+        id=bindparam("id"),
+        created_at=bindparam("created_at"),
+        user_login=bindparam("user_login"),
+        request_id=bindparam("request_id"),
+    )
+)
 
 
 CHANGE_COLUMNS = (

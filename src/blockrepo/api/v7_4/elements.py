@@ -4,24 +4,35 @@ Thin: the rules live in blockrepo.elements.service."""
 
 from __future__ import annotations
 
+import asyncio
+import re
 from typing import Annotated, Any
 
+from anyio import to_thread
 from fastapi import APIRouter, Depends, Header, Path, Query, Request
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from starlette.requests import Request as StarletteRequest
 from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from blockrepo.api.body import read_json_object
+from blockrepo.api.body import is_json_media_type, read_json_object
 from blockrepo.api.context import (
     AppServices,
     RequestContext,
     open_read_context,
     principal_of,
     request_context,
+    session_context,
 )
+from blockrepo.api.errors import concurrent_write_refusal
 from blockrepo.api.etag import element_etag, if_match_check
 from blockrepo.api.parameters import REVISION_OR_TIME, given
+from blockrepo.api.problem import error_response
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
+from blockrepo.auth.basic import Principal
 from blockrepo.elements import reading, service
+from blockrepo.errors import BlockrepoError, Conflict
 from blockrepo.history import asof
 from blockrepo.history.schemas import AS_OF_DESCRIPTION
 
@@ -305,3 +316,112 @@ def delete_element(
     )
     ctx.commit()
     return Response(status_code=204)
+
+
+# The path the write lane answers: a type name and an id within the path parameter's range (1 .. 2^31-1,
+# at most 10 digits without a leading zero); anything else goes to the routed operations.
+_ELEMENT_PATH = re.compile(r"/api/element/([^/]+)/([1-9][0-9]{0,9})")
+_MAX_ID = 2**31 - 1
+
+
+async def _no_body() -> Message:
+    return {"type": "http.request", "body": b"", "more_body": False}
+
+
+class ElementWriteLane:
+    """Pure ASGI: answers `PUT` and `PATCH /api/element/{type}/{id}` with a JSON body and no query string,
+    the same as the routed `put_element`/`patch_element` above, which stay the documented operations and
+    answer everything else (another media type, ids out of range ...).
+
+    A PUT of one attribute is the write hot path (issue 16): through FastAPI it paid for routing,
+    dependency solving and three thread hand-offs (opening the context, the endpoint, closing it), more
+    than the write itself. Here the body is read first, before the write lock is taken (a slow client
+    never holds it), and the whole write runs in one worker-thread call. Writes of one process queue on
+    an asyncio lock rather than each in its own thread on the database's lock: on SQLite a waiting writer
+    sleeps in the busy handler (1, 2, 5, 10 ms ...), so a dozen writers of one process polling the lock
+    let the other process's writers starve (PUTs over 2 s at 32 connections, bench/hot_path.py)."""
+
+    def __init__(self, app: ASGIApp, *, services: AppServices) -> None:
+        self.app = app
+        self.services = services
+        self._locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
+
+    def _writing(self) -> asyncio.Lock:
+        """This event loop's write queue (a server has one loop per process; a test client one per
+        session, and an asyncio lock belongs to one loop)."""
+        loop = asyncio.get_running_loop()
+        lock = self._locks.get(loop)
+        if lock is None:
+            if len(self._locks) > 8:
+                self._locks.clear()  # loops of test clients that are gone
+            lock = self._locks[loop] = asyncio.Lock()
+        return lock
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] in ("PUT", "PATCH") and not scope["query_string"]:
+            match = _ELEMENT_PATH.fullmatch(scope["path"])
+            principal = scope.get("state", {}).get("principal")
+            content_type = next((value for name, value in scope["headers"] if name == b"content-type"), None)
+            if (
+                match is not None
+                and principal is not None
+                and int(match[2]) <= _MAX_ID
+                and content_type is not None
+                and is_json_media_type(content_type.decode("latin-1"))
+            ):
+                await self._answer(scope, receive, send, principal, match[1], int(match[2]))
+                return
+        await self.app(scope, receive, send)
+
+    async def _answer(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        principal: Principal,
+        type_name: str,
+        element_id: int,
+    ) -> None:
+        request_id = scope["state"].get("request_id")
+        if_match = next((value for name, value in scope["headers"] if name == b"if-match"), None)
+        try:
+            body = await read_json_object(StarletteRequest(scope, receive))
+            async with self._writing():
+                element = await to_thread.run_sync(
+                    self._write,
+                    principal,
+                    request_id,
+                    type_name,
+                    element_id,
+                    body,
+                    None if if_match is None else if_match.decode("latin-1"),
+                )
+        except BlockrepoError as exc:
+            await error_response(exc, request_id)(scope, _no_body, send)
+            return
+        await _element_json(element)(scope, _no_body, send)
+
+    def _write(
+        self,
+        principal: Principal,
+        request_id: str,
+        type_name: str,
+        element_id: int,
+        body: dict[str, Any],
+        if_match: str | None,
+    ) -> dict[str, Any]:
+        try:
+            with session_context(self.services, principal, request_id, writing=True) as ctx:
+                element = service.update_element(
+                    _writer(ctx), type_name, element_id, body, if_match=if_match_check(if_match)
+                )
+                ctx.commit()
+                return element
+        except IntegrityError as exc:
+            # As the routes' `races_as_conflicts`: a race the service's checks could not see.
+            raise Conflict("the change conflicts with a concurrent change; retry") from exc
+        except DBAPIError as exc:
+            refusal = concurrent_write_refusal(exc)
+            if refusal is None:
+                raise
+            raise refusal from exc
