@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any, cast
 
 from sqlalchemy import Table, UpdateBase, bindparam, insert, update
@@ -79,8 +80,19 @@ CHANGE_COLUMNS = (
     "changes",
 )
 
+_SUBJECT = CHANGE_COLUMNS.index("subject")
+_SUBJECT_OF = itemgetter(_SUBJECT)
+_WITHOUT_SUBJECT = tuple(name for name in CHANGE_COLUMNS if name != "subject")
+_PICK_WITHOUT_SUBJECT = itemgetter(*(index for index in range(len(CHANGE_COLUMNS)) if index != _SUBJECT))
+
 
 def insert_change_rows(db: Session, rows: Sequence[Sequence[Any]]) -> None:
     """Change rows, each a tuple of CHANGE_COLUMNS whose `changes` is JSON text already (set-based, below
-    the ORM)."""
+    the ORM). Rows without a subject (every change of a bulk create) leave the column out: Python 3.11's
+    sqlite3 binds a None through its adapter lookup, and leaving it out keeps the rows in their order
+    (`any_order` would group mixed rows)."""
+    if rows and list(map(_SUBJECT_OF, rows)).count(None) == len(rows):
+        without = list(map(_PICK_WITHOUT_SUBJECT, rows))
+        insert_tuples(db, CHANGE, _WITHOUT_SUBJECT, without, verbatim={"changes"})
+        return
     insert_tuples(db, CHANGE, CHANGE_COLUMNS, rows, verbatim={"changes"})
