@@ -13,6 +13,8 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from blockrepo.storage.engine import driver_execute
+
 # Rows per executemany call: bounds the memory of one batch of parameter tuples.
 ROWS_PER_CALL = 5000
 # Bind parameters per statement of a multi-row INSERT … RETURNING on SQLite (its limit is 32,766).
@@ -91,6 +93,11 @@ def insert_tuples(
             f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in filled)}) "
             f"VALUES ({', '.join([placeholder] * len(filled))})"
         )
+        if len(group) == 1:
+            # One row (a single write's change row): on the cursor, without the execution context of
+            # `exec_driver_sql`, which cost more than the insert (bench/hot_path.py).
+            driver_execute(connection, sql, tuple(group[0]))
+            continue
         for start in range(0, len(group), ROWS_PER_CALL):
             connection.exec_driver_sql(sql, list(group[start : start + ROWS_PER_CALL]))
 
