@@ -31,6 +31,10 @@ PG_URL = os.environ.get("BLOCKREPO_TEST_DATABASE_URL")
 REDIS_URL = os.environ.get("BLOCKREPO_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 # Cheap hashing keeps the suite fast; production defaults are exercised by the e2e tests.
 CHEAP_HASHING = {"argon2_time_cost": 1, "argon2_memory_cost": 1024, "argon2_parallelism": 1}
+# A session's last-seen stamp is written when it is due (5 s by default): on a loaded machine a test that
+# counts statements over a few requests could see one land in its window. At the cap (a tenth of the idle
+# timeout) it does not; the tests of touching set their own interval or move a fake clock.
+QUIET_SESSIONS = {"session_touch_interval": 30}
 
 
 def make_settings(database_url: str, **overrides: object) -> Settings:
@@ -38,6 +42,7 @@ def make_settings(database_url: str, **overrides: object) -> Settings:
         "database_url": database_url,
         "admin_password": ADMIN_PASSWORD,
         **CHEAP_HASHING,
+        **QUIET_SESSIONS,
     }
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]

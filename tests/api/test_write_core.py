@@ -98,3 +98,120 @@ def test_importing_an_unchanged_export_changes_nothing(
     assert orjson.loads(after.content) == orjson.loads(before.content)
     feed_after = client.get("/api/history", params={"sinceRevision": 0, "limit": 1000}).json()["items"]
     assert feed_after == feed_before
+
+
+def _normalized(value: Any, element_id: int, name: str) -> Any:
+    """A history record with the element's own id and name replaced, so that records of different
+    elements that went through the same change compare equal."""
+    if isinstance(value, dict):
+        return {key: _normalized(item, element_id, name) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normalized(item, element_id, name) for item in value]
+    if value == name:
+        return "<name>"
+    if value == element_id and not isinstance(value, bool):
+        return "<id>"
+    return value
+
+
+def _import(client: TestClient, records: list[dict[str, Any]], mode: str = "additive") -> dict[str, Any]:
+    document = {"format": "blockrepo-export", "elements": {"InformationSystem": records}}
+    response = client.post(
+        "/api/massdata/import",
+        params={"mode": mode},
+        content=orjson.dumps(document),
+        headers={"Content-Type": "application/json"},
+    )
+    assert response.status_code == 200, response.text
+    return response.json()  # type: ignore[no-any-return]
+
+
+def test_create_update_and_delete_are_recorded_identically_by_single_bulk_and_import_writes(
+    client: TestClient,
+) -> None:
+    """The whole life of an element (created with values and a relation; values, description, parent and
+    relation changed; deleted), written once through the element API, once through bulk writes and once
+    through imports: its own history, and what the elements at the other end record, are the same."""
+    server, server_2 = (_create(client, "TechnicalComponent", name) for name in ("Server", "Server 2"))
+    platform = _create(client, "InformationSystem", "Platform")
+    created = {"version": ["1"], "status": ["PLANNED"]}
+    changed = {"version": ["2"], "status": ["CURRENT"], "description": ["runs the shop"]}
+    bulk = "/api/massdata/InformationSystem"
+
+    response = client.post(
+        "/api/element/InformationSystem",
+        json={"name": ["Alpha"], **created, "technicalComponents": [{"id": server}]},
+    )
+    assert response.status_code == 201, response.text
+    alpha = int(response.json()["id"][0])
+    response = client.put(
+        f"/api/element/InformationSystem/{alpha}",
+        json={**changed, "parent": [{"id": platform}], "technicalComponents": [{"id": server_2}]},
+    )
+    assert response.status_code == 200, response.text
+    assert client.delete(f"/api/element/InformationSystem/{alpha}").status_code == 204
+
+    response = client.post(
+        bulk, json={"elements": [{"name": ["Beta"], **created, "technicalComponents": [{"id": server}]}]}
+    )
+    assert response.status_code == 200, response.text
+    beta = int(response.json()["results"][0]["id"])
+    update = {"id": beta, **changed, "parent": [{"id": platform}], "technicalComponents": [{"id": server_2}]}
+    response = client.post(bulk, json={"elements": [update]})
+    assert response.status_code == 200, response.text
+    assert client.request("DELETE", bulk, json={"ids": [beta]}).json() == {"deleted": 1}
+
+    report = _import(client, [{"name": "Gamma", **created, "technicalComponents": ["Server"]}])
+    assert report["created"] == 1
+    gamma = next(
+        item["id"][0]
+        for item in client.get(bulk, params={"fields": "name"}).json()["items"]
+        if item["name"] == ["Gamma"]
+    )
+    whole_state = {
+        "name": "Gamma",
+        "description": "runs the shop",
+        "version": ["2"],
+        "status": ["CURRENT"],
+        "parent": "Platform",
+        "technicalComponents": ["Server 2"],
+    }
+    assert _import(client, [{"name": "Platform"}, whole_state])["updated"] == 2  # Gamma and its new parent
+    assert _import(client, [{"name": "Platform"}], mode="cud")["deleted"] == 1
+
+    lives = [
+        [
+            _normalized(_recorded(changeset), element_id, name)
+            for changeset in reversed(_history(client, "InformationSystem", element_id))
+        ]
+        for element_id, name in ((alpha, "Alpha"), (beta, "Beta"), (gamma, "Gamma"))
+    ]
+    assert [operation for operation, _ in lives[0]] == ["created", "updated", "deleted"]
+    assert lives[0] == lives[1] == lives[2]
+    assert lives[0][1][1] == [
+        {"property": "description", "old": [], "new": ["runs the shop"]},
+        {"property": "parent", "old": [], "new": [{"id": platform, "name": "Platform"}]},
+        {"property": "version", "old": ["1"], "new": ["2"]},
+        {"property": "status", "old": ["PLANNED"], "new": ["CURRENT"]},
+        {
+            "property": "technicalComponents",
+            "added": [{"id": server_2, "name": "Server 2"}],
+            "removed": [{"id": server, "name": "Server"}],
+        },
+    ]
+    # The other ends: each server and the parent record each element's arrival and departure alike.
+    for other_type, other_id, count in (
+        ("TechnicalComponent", server, 2),
+        ("TechnicalComponent", server_2, 2),
+        ("InformationSystem", platform, 2),
+    ):
+        mirrored = list(reversed(_history(client, other_type, other_id)))[1:]  # after its own creation
+        assert len(mirrored) == 3 * count, (other_type, mirrored)
+        per_element = [
+            [
+                _normalized(_recorded(changeset), element_id, name)
+                for changeset in mirrored[index * count : (index + 1) * count]
+            ]
+            for index, (element_id, name) in enumerate(((alpha, "Alpha"), (beta, "Beta"), (gamma, "Gamma")))
+        ]
+        assert per_element[0] == per_element[1] == per_element[2], other_type

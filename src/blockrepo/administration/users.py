@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError as PydanticValidationError
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import FUNCTIONAL_PERMISSIONS, TYPE_ACTIONS, Actor
 from blockrepo.administration import repository, supervision
 from blockrepo.administration.schemas import CurrentUserOut, GroupAccess, UserCreate, UserOut, UserUpdate
+from blockrepo.auth.passwords import generate_password
 from blockrepo.errors import Conflict, ErrorItem, Forbidden, NameConflict, NotFound, ValidationFailed
 from blockrepo.metamodel.snapshot import Metamodel
 from blockrepo.revisions.recorder import ChangeLog
@@ -119,6 +121,38 @@ def create_user(
     record.append({"property": "password", "old": [], "new": [HIDDEN]})
     changes.administration("created", f"user {body.login}", record)
     return user_id
+
+
+def create_missing_users(
+    db: Session, actor: Actor, changes: ChangeLog, users: Sequence[Any], hash_password: Callable[[str], str]
+) -> None:
+    """Accounts that an import's responsibility values name (`users`: its `{"login", "firstName",
+    "lastName"}` objects) and the repository lacks: created disabled, with a random password and no
+    role, so that the values keep their meaning (needs ADMIN_USERS when there is one to create)."""
+    wanted: dict[str, Mapping[str, Any]] = {
+        u["login"]: u for u in users if isinstance(u, Mapping) and isinstance(u.get("login"), str)
+    }
+    errors: list[ErrorItem] = []
+    for login in sorted(wanted):
+        if repository.user_id_by_login(db, login) is not None:
+            continue
+        user = wanted[login]
+        try:
+            body = UserCreate.model_validate(
+                {
+                    "login": login,
+                    "firstName": str(user.get("firstName") or ""),
+                    "lastName": str(user.get("lastName") or ""),
+                    "enabled": False,
+                    "password": generate_password(),
+                }
+            )
+        except PydanticValidationError as exc:
+            errors.append(ErrorItem("/users", "invalid_user", f"{login!r}: {exc.errors()[0]['msg']}"))
+            continue
+        create_user(db, actor, changes, body, hash_password)
+    if errors:
+        raise ValidationFailed("the file names users that cannot be created", errors=errors)
 
 
 def update_user(

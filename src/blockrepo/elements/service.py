@@ -95,7 +95,7 @@ def _write_one(
     assert item.draft is not None
     loaded = None if before is None else {before.id: before}
     with concurrent_change_guard(item.draft.name):
-        written = core.persist(writer, type_def, items, items, loaded=True, before=loaded)
+        written = core.persist(writer, type_def, items, loaded=True, before=loaded)
     written_id = item.written_id
     assert written_id is not None
     return view_of(writer.metamodel, writer.actor, type_def).render(written[written_id])

@@ -46,7 +46,7 @@ def pointer(*parts: str | int) -> str:
     return out
 
 
-@dataclass
+@dataclass(slots=True)
 class Reference:
     """An element named by id or by name in an expected type, resolved by `resolve_references`."""
 
@@ -58,7 +58,7 @@ class Reference:
     resolved_name: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class EndEntry:
     """One value of a relation end: the other element and, if given, new relation attribute values
     (each attribute present replaces its list; None: keep what an existing relation has)."""
@@ -67,7 +67,7 @@ class EndEntry:
     attributes: dict[int, list[TypedValue]] | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class ElementDraft:
     """A write of one element, normalized: only keys present in the body are set."""
 

@@ -1,27 +1,29 @@
-"""The one element write core: validates, plans, writes, diffs and records 1..n elements of one type.
+"""The one element write core: validates, plans, writes, diffs and records 1..n elements of 1..n types.
 
-Every element write goes through here: the element API calls it with one item, bulk writes with many,
-the importer and the metamodel edits use its diff, history and neighbour parts. Order of work, with a
-fixed number of statements per chunk of items rather than per item:
-1. `validate`: `parse_body` per item; references to elements created by earlier items (`{"name": …}`)
-   are set aside, every other reference is resolved at once (`resolve_references`, `check_partners`);
-   then the rules across items: hierarchy cycles, single-valued partners claimed twice, names (against
-   the database and the other items), items depending on a failed item;
+Every element write goes through here: the element API calls it with one item, bulk writes with many
+of one type, the importer with the records of every type of its file (`validate_types`,
+`persist_types`); metamodel edits use its diff and history parts. Order of work, with a fixed number of
+statements per chunk of items rather than per item:
+1. `validate`: `parse_body` per item; references to elements that other items create (`{"name": …}`:
+   earlier items of the type, or with `forward` any item of the write) are set aside, every other
+   reference is resolved at once (`resolve_references`, `check_partners`); then the rules across items:
+   hierarchy cycles, single-valued partners claimed twice, names (against the database and the other
+   items), items depending on a failed item;
 2. `persist`: creates as rows of tuples, inserted and their ids read back in one multi-row INSERT …
-   RETURNING per 3,000 (SQLite; PostgreSQL: COPY and a lookup by name), values and relations in
-   executemany batches (COPY); updates: each item's `plan_update` applied in batches;
-3. history: created elements that nothing else in the request touches are rendered from their drafts,
-   the other written elements are re-read; each is recorded (created, or the diff of before and after); the
-   elements at the other end of changed relations and parents get one mirrored changeset each and a new
-   revision (`NeighbourMirror`).
-`delete` loads, records and deletes a list of elements, and mirrors what their neighbours lost.
+   RETURNING per 3,000 (SQLite; PostgreSQL: COPY and a lookup by name) for every type before any value
+   or relation, then values and relations in executemany batches (COPY); updates: each item's
+   `plan_update` applied in batches; deletions last;
+3. history: created elements that nothing else in the write touches are recorded from their drafts, the
+   other written elements are re-read a batch at a time; each is recorded (created, or the diff of
+   before and after), deleted ones from their last state; the elements at the other end of changed
+   relations and parents get one mirrored changeset each and a new revision (`NeighbourMirror`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -29,8 +31,8 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.elements import repository
-from blockrepo.elements.reader import ElementReader
-from blockrepo.elements.repository import LoadedElement, NewRelation
+from blockrepo.elements.reader import READ_BATCH, ElementReader
+from blockrepo.elements.repository import LoadedElement, NewRelation, chunks
 from blockrepo.elements.validation import (
     ElementDraft,
     EndEntry,
@@ -59,7 +61,7 @@ class Writer:
     changes: ChangeLog
 
 
-@dataclass
+@dataclass(slots=True)
 class WriteItem:
     """One element to write: its body, the element it updates (None: created) and, once validated, its
     draft or why it failed (an HTTP status and the problems)."""
@@ -71,7 +73,8 @@ class WriteItem:
     status: int | None = None  # set once the item failed
     errors: list[ErrorItem] = field(default_factory=list)
     conflicting_id: int | None = None  # the element that already has the item's name (409)
-    pending: list[tuple[Reference, int]] = field(default_factory=list)  # refs to elements of earlier items
+    # References to elements that other items of the write create, with the item that creates each.
+    pending: list[tuple[Reference, WriteItem]] = field(default_factory=list)
     aside_ends: dict[str, list[EndEntry]] = field(default_factory=dict)
     aside_parent: Reference | None = None
     new_id: int | None = None
@@ -97,41 +100,90 @@ class WriteItem:
 # --- validation ----------------------------------------------------------------------------------------
 
 
+@dataclass
+class TypeItems:
+    """The items of one type in a write that spans several types (an import writes every type of its
+    file at once)."""
+
+    type_def: BlockTypeDef
+    items: list[WriteItem]
+
+
 def validate(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -> None:
     """Parse and check every item that has not failed yet; an item with a problem is marked failed (403
-    when it writes what the actor may not, 400 for an invalid body, 409 for a name taken)."""
-    _parse(writer, type_def, items)
-    drafts = [item.draft for item in items if item.draft is not None]
+    when it writes what the actor may not, 400 for an invalid body, 409 for a name taken). A reference by
+    name may name an element that an earlier item creates."""
+    validate_types(writer, [TypeItems(type_def, list(items))])
+
+
+def validate_types(writer: Writer, groups: Sequence[TypeItems], *, forward: bool = False) -> None:
+    """`validate` for the items of several types as one write, with the same number of statements as for
+    one type. With `forward`, a reference by name may name an element that any item of the write creates,
+    of any type, listed before or after it (an import's file); else only one an earlier item of the same
+    type creates (a bulk write)."""
+    for group in groups:
+        _parse(writer, group.type_def, group.items)
+    creators: dict[tuple[int, str], WriteItem] = {}
+    if forward:
+        for group in groups:
+            for item in group.items:
+                if item.draft is not None and item.draft.creating and item.draft.name is not None:
+                    creators.setdefault((group.type_def.id, item.draft.name), item)
+    for group in groups:
+        _set_aside(group.type_def, group.items, creators, forward=forward)
+    drafts = [item.draft for group in groups for item in group.items if item.draft is not None]
     resolve_references(writer.db, writer.metamodel, drafts)
     check_partners(writer.db, drafts)
-    for item in items:
-        _restore(item)
-    _check_across_items(writer, type_def, items)
-    _decide(writer, type_def, items)
+    for group in groups:
+        for item in group.items:
+            _restore(item)
+    for group in groups:
+        _check_across_items(writer, group.type_def, group.items)
+    for group in groups:
+        _decide(writer, group.type_def, group.items)
 
 
 def _parse(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -> None:
-    """Parse every body; set aside references to elements that earlier items create (they resolve once
-    those exist), so that the rest resolve against the database in one go."""
-    creators: dict[str, int] = {}
-
-    def earlier(reference: Reference) -> int | None:
-        if reference.id is not None or reference.type_id != type_def.id or reference.name is None:
-            return None
-        return creators.get(reference.name)
-
+    """Parse every body into a draft (403 at once for what the actor may not write)."""
     for item in items:
         if item.failed or item.body is None:
             continue
         draft = parse_body(writer.metamodel, writer.actor, type_def, item.body, element_id=item.element_id)
+        # The draft holds what the body says: let the body go, so that an import's bodies and drafts of
+        # every record are not held at once.
+        item.body = None
         if draft.forbidden:
             item.fail(403, draft.forbidden)
             continue
         item.draft = draft
+
+
+def _set_aside(
+    type_def: BlockTypeDef,
+    items: Sequence[WriteItem],
+    creators: dict[tuple[int, str], WriteItem],
+    *,
+    forward: bool,
+) -> None:
+    """Set aside references to elements that items of this write create (they resolve once those
+    exist), so that the rest resolve against the database in one go. Without `forward`, `creators` is
+    filled here in item order, so only earlier items count."""
+
+    def creator_of(reference: Reference) -> WriteItem | None:
+        if reference.id is not None or reference.name is None:
+            return None
+        if not forward and reference.type_id != type_def.id:
+            return None
+        return creators.get((reference.type_id, reference.name))
+
+    for item in items:
+        draft = item.draft
+        if item.failed or draft is None:
+            continue
         for end_name, entries in draft.ends.items():
             kept = []
             for entry in entries:
-                creator = earlier(entry.reference)
+                creator = creator_of(entry.reference)
                 if creator is None:
                     kept.append(entry)
                 else:
@@ -139,12 +191,12 @@ def _parse(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -
             if len(kept) != len(entries):
                 item.aside_ends[end_name] = entries
                 draft.ends[end_name] = kept
-        if draft.parent is not None and (creator := earlier(draft.parent)) is not None:
+        if draft.parent is not None and (creator := creator_of(draft.parent)) is not None:
             item.pending.append((draft.parent, creator))
             item.aside_parent = draft.parent
             draft.parent = None
-        if draft.creating and draft.name is not None:
-            creators.setdefault(draft.name, item.index)
+        if not forward and draft.creating and draft.name is not None:
+            creators.setdefault((type_def.id, draft.name), item)
 
 
 def _restore(item: WriteItem) -> None:
@@ -158,7 +210,7 @@ def _restore(item: WriteItem) -> None:
 
 
 def _pending_keys(item: WriteItem) -> dict[int, NewKey]:
-    return {id(reference): ("new", creator) for reference, creator in item.pending}
+    return {id(reference): ("new", creator.index) for reference, creator in item.pending}
 
 
 def _key_of(reference: Reference, pending: dict[int, NewKey]) -> int | NewKey | None:
@@ -217,7 +269,12 @@ def _check_across_items(writer: Writer, type_def: BlockTypeDef, items: Sequence[
             assert item.element_id is not None
             moves[item.element_id] = parent
             movers.append(item)
-    if not movers:
+    # A created element can close a cycle only when its parent is created by the write as well (an
+    # import may list a parent after its child).
+    checked = movers + [
+        item for item in items if item.creating and isinstance(new_parents.get(("new", item.index)), tuple)
+    ]
+    if not checked:
         return
     starts = [p for p in (*new_parents.values(), *moves.values()) if isinstance(p, int)]
     stored = repository.parent_chains(writer.db, starts)
@@ -227,11 +284,11 @@ def _check_across_items(writer: Writer, type_def: BlockTypeDef, items: Sequence[
             return new_parents.get(key)
         return moves[key] if key in moves else stored.get(key)
 
-    mover_ids: list[int | NewKey] = [item.element_id for item in movers if item.element_id is not None]
-    looped = loops(mover_ids, parent_of)
-    for item in movers:
-        assert item.draft is not None and item.element_id is not None
-        if looped.get(item.element_id) == item.element_id:
+    looped = loops([_holder_key(item) for item in checked], parent_of)
+    for item in checked:
+        assert item.draft is not None
+        key = _holder_key(item)
+        if looped.get(key) == key:
             reference = item.aside_parent or item.draft.parent
             item.draft.error(
                 reference.pointer if reference else "/parent",
@@ -274,7 +331,7 @@ def _decide(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) 
         if draft.errors:
             item.fail(400, draft.errors)
             continue
-        broken = [(reference, creator) for reference, creator in item.pending if items[creator].failed]
+        broken = [(reference, creator) for reference, creator in item.pending if creator.failed]
         if broken:
             item.fail(
                 400,
@@ -282,7 +339,7 @@ def _decide(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) 
                     ErrorItem(
                         reference.pointer,
                         "failed_dependency",
-                        f"{reference.name!r} was to be created by element {creator}, which failed",
+                        f"{reference.name!r} was to be created by element {creator.index}, which failed",
                     )
                     for reference, creator in broken
                 ],
@@ -344,9 +401,10 @@ class UpdatePlan:
         )
 
 
-def plan_update(draft: ElementDraft, before: LoadedElement) -> UpdatePlan:
+def plan_update(draft: ElementDraft, before: LoadedElement, *, order_counts: bool = True) -> UpdatePlan:
     """The writes that bring `before` to what `draft` says; relation ends are compared as sets of
-    elements (plus the source's order), so listing the same elements again changes nothing."""
+    elements (plus the source's order), so listing the same elements again changes nothing. Without
+    `order_counts` (an import) an end that keeps its elements keeps its order too."""
     plan = UpdatePlan()
     if draft.name is not None and draft.name != before.name:
         plan.element_fields["name"] = draft.name
@@ -369,6 +427,8 @@ def plan_update(draft: ElementDraft, before: LoadedElement) -> UpdatePlan:
             if other_id not in wanted:
                 plan.remove_relations.append(item.relation_id)
                 plan.touched.add(other_id)
+        # Without `order_counts`, the positions of an end that keeps its elements are dropped.
+        positions = plan.positions if order_counts or wanted != current.keys() else {}
         for index, entry in enumerate(entries):
             new_other = entry.reference.resolved_id
             assert new_other is not None
@@ -378,7 +438,7 @@ def plan_update(draft: ElementDraft, before: LoadedElement) -> UpdatePlan:
                 plan.touched.add(new_other)
                 continue
             if end.holder_is_source and existing.position != index:
-                plan.positions[existing.relation_id] = index
+                positions[existing.relation_id] = index
             changed = {
                 attribute_id: values
                 for attribute_id, values in (entry.attributes or {}).items()
@@ -411,98 +471,112 @@ def applied(before: LoadedElement, plan: UpdatePlan, now: dt.datetime, login: st
 # --- persistence ---------------------------------------------------------------------------------------
 
 
+@dataclass
+class Written:
+    """What a write did, for its caller's answer."""
+
+    loaded: dict[int, LoadedElement] = field(default_factory=dict)  # with `loaded`: each item's element now
+    changed: set[int] = field(default_factory=set)  # updated elements that changed (each has its record)
+    mirrored: set[int] = field(default_factory=set)  # other elements whose relations or children changed
+
+
 def persist(
     writer: Writer,
     type_def: BlockTypeDef,
-    items: Sequence[WriteItem],
     good: Sequence[WriteItem],
     *,
     loaded: bool = False,
     before: dict[int, LoadedElement] | None = None,
 ) -> dict[int, LoadedElement]:
-    """Write the items that passed (`good`, a part of `items`, which pending references index) and record
-    their history. With `loaded`, returns every good item's element as it is now (all properties, the form
-    the element API renders for its caller); else nothing (an empty dict). `before` may hand in the
-    updated elements as the caller has just read them (all properties, `full_selection`), so that they
-    are not read twice."""
+    """Write the items that passed validation (`good`) and record their history. With `loaded`, returns
+    every good item's element as it is now (all properties, the form the element API renders for its
+    caller); else nothing (an empty dict). `before` may hand in the updated elements as the caller has
+    just read them (all properties, `full_selection`), so that they are not read twice."""
+    group = TypeItems(type_def, list(good))
+    return persist_types(
+        writer, [group], loaded=loaded, known={type_def.id: before} if before else None
+    ).loaded
+
+
+def persist_types(
+    writer: Writer,
+    groups: Sequence[TypeItems],
+    *,
+    deletions: Sequence[tuple[BlockTypeDef, Sequence[int]]] = (),
+    order_counts: bool = True,
+    loaded: bool = False,
+    known: dict[int, dict[int, LoadedElement]] | None = None,
+) -> Written:
+    """Write the good items of several types and delete `deletions` (per type, parents before children)
+    as one write, and record it: every created, changed and deleted element once, and each element at the
+    other end of what changed one mirrored changeset. The rows of every created element are inserted
+    before any value or relation, so that items of any type may refer to each other. With `order_counts`
+    false (an import), a relation list that names the same elements in another order is no change: it
+    keeps its order, and an element that changes in nothing else keeps its revision and gets no record."""
     db = writer.db
-    full = view_of(writer.metamodel, None, type_def)
-    creates = [item for item in good if item.creating]
-    updates = [item for item in good if not item.creating]
-    # Before any write: the state the updates change (creates may add relations to these elements).
-    if before is None:
-        ids = [u.element_id or 0 for u in updates]
-        before = repository.load_elements(db, type_def.id, ids, full.selection)
+    views = {group.type_def.id: view_of(writer.metamodel, None, group.type_def) for group in groups}
+    for type_def, _ in deletions:
+        if type_def.id not in views:
+            views[type_def.id] = view_of(writer.metamodel, None, type_def)
+    creates = {group.type_def.id: [item for item in group.items if item.creating] for group in groups}
+    updates = {group.type_def.id: [item for item in group.items if not item.creating] for group in groups}
+    # Before any write: the state the updates change (creates may add relations to these elements), and
+    # the last state of what is deleted.
+    before = {
+        type_id: (known or {}).get(type_id)
+        or repository.load_elements(
+            db, type_id, [item.element_id or 0 for item in items], views[type_id].selection
+        )
+        for type_id, items in updates.items()
+    }
+    gone: list[tuple[BlockTypeDef, int, dict[str, Any]]] = []
+    for type_def, ids in deletions:
+        view = views[type_def.id]
+        last = repository.load_elements(db, type_def.id, ids, view.selection)
+        gone += [(type_def, element_id, view.render(last[element_id])) for element_id in ids]
     touched: set[int] = set()
     inserted: set[tuple[int, int, int]] = set()
-    _insert_creates(writer, type_def, creates, items, touched, inserted)
-    plans = _apply_updates(writer, type_def, updates, before, touched, inserted)
-    changed = [item for item, _ in plans]
-    written = [item.new_id for item in creates if item.new_id is not None]
-    written += [item.element_id for item in changed if item.element_id is not None]
-    # What was written, rendered for history. One element is loaded, since the caller renders its answer
-    # from it, unless its plan says all it is now. Of many, a created element that nothing else in the
-    # request touches is rendered from its draft (what was inserted is exactly what it says); the rest are
-    # read back with the column-oriented reader, which gives the same JSON as `full.render` of a loaded
-    # element.
-    loaded_after: dict[int, LoadedElement] = {}
-    after: dict[int, dict[str, Any]]
-    drafted: set[int] = set()  # created items recorded straight from their drafts, by index
-    if loaded:
-        for item, plan in plans:
-            assert item.element_id is not None
-            now_state = applied(before[item.element_id], plan, writer.changes.now, writer.actor.login)
-            if now_state is not None:
-                loaded_after[item.element_id] = now_state
-        rest = [element_id for element_id in written if element_id not in loaded_after]
-        if rest:
-            loaded_after.update(repository.load_elements(db, type_def.id, rest, full.selection))
-        after = {element_id: full.render(element) for element_id, element in loaded_after.items()}
-    else:
-        drafted = {item.index for item in _self_contained(creates, good, changed)}
-        unread = [item.written_id or 0 for item in (*creates, *changed) if item.index not in drafted]
-        after = {element["id"][0]: element for element in ElementReader(full).read(db, unread)}
-    mirror = NeighbourMirror(set(written))
-    from_draft = _CreatedRecorder(full, writer.changes, mirror)
-    for item in creates:
-        assert item.new_id is not None
-        if item.index in drafted:
-            from_draft.record(item)
-            continue
-        rendered = after[item.new_id]
-        writer.changes.element_created(type_def.name, item.new_id, rendered)
-        mirror.add(type_def, item.new_id, None, rendered)
-    for item in changed:
-        assert item.element_id is not None
-        old, new = full.render(before[item.element_id]), after[item.element_id]
-        writer.changes.element(
-            "updated",
-            type_name=type_def.name,
-            element_id=item.element_id,
-            element_name=new["name"][0],
-            changes=diff_elements(type_def, old, new),
+    for group in groups:
+        _insert_elements(writer, group.type_def, creates[group.type_def.id], touched)
+    for group in groups:
+        _resolve_pending(group.items)
+    for group in groups:
+        _insert_contents(writer, group.type_def, creates[group.type_def.id], touched, inserted)
+    plans = {
+        group.type_def.id: _apply_updates(
+            writer,
+            group.type_def,
+            updates[group.type_def.id],
+            before[group.type_def.id],
+            touched,
+            inserted,
+            order_counts=order_counts,
         )
-        mirror.add(type_def, item.element_id, old, new)
-    mirror.record(db, writer.changes, writer.actor.login)
-    return {**before, **loaded_after} if loaded else {}
+        for group in groups
+    }
+    for _, ids in deletions:
+        repository.delete_elements(db, ids)
+    changed = {type_id: [item for item, _ in applied_plans] for type_id, applied_plans in plans.items()}
+    return _record(writer, groups, views, creates, changed, before, gone, order_counts, loaded, plans)
 
 
-def _self_contained(
-    creates: Sequence[WriteItem], good: Sequence[WriteItem], changed: Sequence[WriteItem]
-) -> list[WriteItem]:
-    """The created items whose element is, once written, exactly what their draft says: no other item
-    refers to them (as parent or relation end) or is referred to by them, and none of the elements they
-    refer to is changed by an update of the request (a renamed parent would show its new name)."""
-    entangled = {creator for item in good for _, creator in item.pending}
-    updated = {item.element_id for item in changed}
-    return [
-        item
-        for item in creates
-        if not item.pending
-        and item.index not in entangled
+def _self_contained(groups: Sequence[TypeItems], changed: dict[int, list[WriteItem]]) -> set[int]:
+    """The created items (by `id()`) whose element is, once written, exactly what their draft says: no
+    other item refers to them (as parent or relation end), and none of the elements they refer to is
+    changed by an update of the write (a renamed parent would show its new name). An item may refer to
+    elements that other items create (an import's records mostly do): its references hold their ids and
+    names by now, and the relations it lists are made in its order."""
+    entangled = {id(creator) for group in groups for item in group.items for _, creator in item.pending}
+    updated = {item.element_id for items in changed.values() for item in items}
+    return {
+        id(item)
+        for group in groups
+        for item in group.items
+        if item.creating
+        and id(item) not in entangled
         and item.draft is not None
         and not any(reference.resolved_id in updated for reference in item.draft.references())
-    ]
+    }
 
 
 class _CreatedRecorder:
@@ -578,16 +652,95 @@ def _entry(reference: Reference) -> dict[str, Any]:
     return {"id": reference.resolved_id, "name": reference.resolved_name}
 
 
-def _insert_creates(
+def _record(
     writer: Writer,
-    type_def: BlockTypeDef,
-    creates: Sequence[WriteItem],
-    items: Sequence[WriteItem],
-    touched: set[int],
-    inserted: set[tuple[int, int, int]],
+    groups: Sequence[TypeItems],
+    views: dict[int, ElementView],
+    creates: dict[int, list[WriteItem]],
+    changed: dict[int, list[WriteItem]],
+    before: dict[int, dict[int, LoadedElement]],
+    gone: list[tuple[BlockTypeDef, int, dict[str, Any]]],
+    order_counts: bool,
+    loaded: bool,
+    plans: dict[int, list[tuple[WriteItem, UpdatePlan]]],
+) -> Written:
+    """History of a write, in item order: a created element that nothing else in the write touches is
+    recorded from its draft (what was inserted is exactly what it says); the other written elements are
+    read back with the column-oriented reader (the same JSON as `full.render` of a loaded element, a
+    batch at a time, so that a large import never holds every element's JSON at once) and recorded as
+    created or as the diff of before and after; the deleted ones from their last state; then what the
+    neighbours saw. With `loaded` (one element: the caller renders its answer from it) they are loaded."""
+    db, changes = writer.db, writer.changes
+    result = Written()
+    written = {item.written_id for items in (*creates.values(), *changed.values()) for item in items}
+    mirror = NeighbourMirror({i for i in written if i is not None} | {i for _, i, _ in gone})
+    drafted = set() if loaded else _self_contained(groups, changed)
+    unchanged: list[LoadedElement] = []
+    for group in groups:
+        type_def, full = group.type_def, views[group.type_def.id]
+        type_creates, type_changed = creates[type_def.id], changed[type_def.id]
+        old_elements = before[type_def.id]
+        unread = [item.written_id or 0 for item in (*type_creates, *type_changed) if id(item) not in drafted]
+        read: Iterator[dict[str, Any]]
+        if loaded:
+            # An update's plan may say all the element is now (its own row and values changed only).
+            now: dict[int, LoadedElement] = {}
+            for item, plan in plans[type_def.id]:
+                state = applied(old_elements[item.element_id or 0], plan, changes.now, writer.actor.login)
+                if state is not None:
+                    now[state.id] = state
+            rest = [element_id for element_id in unread if element_id not in now]
+            if rest:
+                now.update(repository.load_elements(db, type_def.id, rest, full.selection))
+            result.loaded.update(old_elements)
+            result.loaded.update(now)
+            read = (full.render(now[element_id]) for element_id in unread)
+        else:
+            batches = ElementReader(full).read_batches(db, chunks(unread, READ_BATCH))
+            read = (element for batch in batches for element in batch)
+        from_draft = _CreatedRecorder(full, changes, mirror)
+        for item in type_creates:
+            if id(item) in drafted:
+                from_draft.record(item)
+                continue
+            element = next(read)
+            changes.element_created(type_def.name, element["id"][0], element)
+            mirror.add(type_def, element["id"][0], None, element)
+        for _ in type_changed:
+            element = next(read)
+            old_element = old_elements[element["id"][0]]
+            old = full.render(old_element)
+            diff = diff_elements(type_def, old, element, order_counts=order_counts)
+            if not diff:
+                unchanged.append(old_element)
+                continue
+            changes.element(
+                "updated",
+                type_name=type_def.name,
+                element_id=old_element.id,
+                element_name=element["name"][0],
+                changes=diff,
+            )
+            result.changed.add(old_element.id)
+            mirror.add(type_def, old_element.id, old, element)
+    for type_def, element_id, last in gone:
+        changes.element_deleted(type_def.name, element_id, last)
+        mirror.add(type_def, element_id, last, None)
+    # An element rewritten without a change anyone can see keeps its revision and stamps.
+    repository.restore_stamps(
+        db, [(e.id, e.revision, e.last_modified_at, e.last_modified_by) for e in unchanged]
+    )
+    mirror.record(db, changes, writer.actor.login)
+    result.mirrored = set(mirror.mirrored)
+    return result
+
+
+def _insert_elements(
+    writer: Writer, type_def: BlockTypeDef, creates: Sequence[WriteItem], touched: set[int]
 ) -> None:
+    """The element rows of the created items, in item order, each last among its siblings; sets their
+    `new_id`. Parents created by the write itself are set by `_insert_contents`."""
     if not creates:
-        _resolve_pending(items)
         return
     db, now, login = writer.db, writer.changes.now, writer.actor.login
     stored_parents = {
@@ -607,7 +760,8 @@ def _insert_creates(
         assert draft is not None and draft.name is not None
         parent: int | NewKey | None = None
         if item.aside_parent is not None:
-            parent = ("new", next(c for r, c in item.pending if r is item.aside_parent))
+            creator = next(c for r, c in item.pending if r is item.aside_parent)
+            parent = ("new", creator.index)
         elif draft.parent is not None:
             parent = draft.parent.resolved_id
         # A new child goes last among its siblings.
@@ -623,7 +777,20 @@ def _insert_creates(
     for item in creates:
         assert item.draft is not None and item.draft.name is not None
         item.new_id = ids[item.draft.name]
-    _resolve_pending(items)
+
+
+def _insert_contents(
+    writer: Writer,
+    type_def: BlockTypeDef,
+    creates: Sequence[WriteItem],
+    touched: set[int],
+    inserted: set[tuple[int, int, int]],
+) -> None:
+    """Parents created by the write, values and relations of the created items (every element row of
+    the write exists by now)."""
+    if not creates:
+        return
+    db = writer.db
     repository.set_parents(
         db,
         {
@@ -663,14 +830,13 @@ def _insert_creates(
 
 
 def _resolve_pending(items: Sequence[WriteItem]) -> None:
-    """References to elements created by earlier items point at their new ids now."""
+    """References to elements created by other items point at their new ids now."""
     for item in items:
         if item.failed:
             continue
         for reference, creator in item.pending:
-            source = items[creator]
-            assert source.draft is not None
-            reference.resolved_id, reference.resolved_name = source.new_id, source.draft.name
+            assert creator.draft is not None
+            reference.resolved_id, reference.resolved_name = creator.new_id, creator.draft.name
 
 
 def _apply_updates(
@@ -680,13 +846,15 @@ def _apply_updates(
     before: dict[int, LoadedElement],
     touched: set[int],
     inserted: set[tuple[int, int, int]],
+    *,
+    order_counts: bool = True,
 ) -> list[tuple[WriteItem, UpdatePlan]]:
     """Apply each update's plan in batches; returns the items that changed something with their plans."""
     db, now, login = writer.db, writer.changes.now, writer.actor.login
     plans = []
     for item in updates:
         assert item.draft is not None and item.element_id is not None
-        plan = plan_update(item.draft, before[item.element_id])
+        plan = plan_update(item.draft, before[item.element_id], order_counts=order_counts)
         if not plan.empty:
             plans.append((item, plan))
     if not plans:
@@ -754,15 +922,7 @@ def delete(writer: Writer, type_def: BlockTypeDef, ids: Sequence[int]) -> None:
     """Delete elements of one type (`ids` lists parents before their children) with their values and
     relations; each gets a "deleted" record, and each element at the other end of their relations (and a
     surviving parent) one mirrored change and a new revision."""
-    full = ElementView.build(writer.metamodel, None, type_def)
-    loaded = repository.load_elements(writer.db, type_def.id, ids, full.selection)
-    mirror = NeighbourMirror(set(ids))
-    for element_id in ids:
-        rendered = full.render(loaded[element_id])
-        writer.changes.element_deleted(type_def.name, element_id, rendered)
-        mirror.add(type_def, element_id, rendered, None)
-    repository.delete_elements(writer.db, ids)
-    mirror.record(writer.db, writer.changes, writer.actor.login)
+    persist_types(writer, [], deletions=[(type_def, ids)])
 
 
 # --- history -------------------------------------------------------------------------------------------

@@ -125,7 +125,7 @@ def bulk_write(writer: Writer, type_name: str, request: BulkRequest) -> BulkOutc
         raise ValidationFailed(detail, errors=errors, extra={"results": results})
     good = [item for item in items if not item.failed]
     if not request.dry_run:
-        core.persist(writer, type_def, items, good)
+        core.persist(writer, type_def, good)
     results = [_result(item, request.dry_run) for item in items]
     return BulkOutcome(
         created=sum(1 for item in good if item.creating),

@@ -16,6 +16,7 @@ from blockrepo.administration import attributes as attribute_admin
 from blockrepo.administration import groups as group_admin
 from blockrepo.administration.schemas import AttributeCreate, AttributeGroupCreate, AttributeUpdate
 from blockrepo.errors import ErrorItem, ValidationFailed
+from blockrepo.massdata.transfer.plan import ATTRIBUTE_SCALARS
 from blockrepo.metamodel import service as metamodel_service
 from blockrepo.metamodel.repository import load_metamodel
 from blockrepo.metamodel.schemas import BlockTypeCreate, RelationTypeCreate
@@ -153,18 +154,7 @@ class _Sync:
             pointer = f"/metamodel/attributes/{index}"
             existing = self.metamodel.attribute_named(str(item.get("name")))
             if existing is None:
-                fields = (
-                    "name",
-                    "description",
-                    "valueType",
-                    "multiple",
-                    "mandatory",
-                    "group",
-                    "unit",
-                    "min",
-                    "max",
-                )
-                data = {k: item[k] for k in fields if item.get(k) is not None}
+                data = {k: item[k] for k in ATTRIBUTE_SCALARS if item.get(k) is not None}
                 data["types"] = item.get("types", [])
                 data["relationTypes"] = item.get("relationTypes", [])
                 data["literals"] = [

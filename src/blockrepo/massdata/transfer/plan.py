@@ -17,6 +17,19 @@ FORMAT = "blockrepo-export"
 FORMAT_VERSION = 1
 # Keys of an element record besides its attributes and relation ends.
 RECORD_KEYS = ("id", "name", "description", "parent")
+# Keys of an attribute in the metamodel section that hold one plain value each (then come its literals,
+# types and relation types).
+ATTRIBUTE_SCALARS = (
+    "name",
+    "description",
+    "valueType",
+    "multiple",
+    "mandatory",
+    "group",
+    "unit",
+    "min",
+    "max",
+)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,13 @@ from blockrepo.massdata.transfer.export import (
     responsible_logins,
     users_section,
 )
-from blockrepo.massdata.transfer.plan import FORMAT, FORMAT_VERSION, ExportPlan, metamodel_section
+from blockrepo.massdata.transfer.plan import (
+    ATTRIBUTE_SCALARS,
+    FORMAT,
+    FORMAT_VERSION,
+    ExportPlan,
+    metamodel_section,
+)
 
 INDEX_SHEET = "_index"
 USERS_SHEET = "_users"
@@ -58,23 +64,7 @@ METAMODEL_SHEETS = {
             "attributable",
         ],
     ),
-    "_attributes": (
-        "attributes",
-        [
-            "name",
-            "description",
-            "valueType",
-            "multiple",
-            "mandatory",
-            "group",
-            "unit",
-            "min",
-            "max",
-            "literals",
-            "types",
-            "relationTypes",
-        ],
-    ),
+    "_attributes": ("attributes", [*ATTRIBUTE_SCALARS, "literals", "types", "relationTypes"]),
 }
 JSON_COLUMNS = {"builtins", "literals"}
 LIST_COLUMNS = {"types", "relationTypes"}
