@@ -4,12 +4,16 @@ bookkeeping costs more than the insert itself): sqlite3 executemany, PostgreSQL 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from functools import lru_cache
 from operator import is_, itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, Table
+from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
+
+from blockrepo.storage.engine import driver_execute
 
 # Rows per executemany call: bounds the memory of one batch of parameter tuples.
 ROWS_PER_CALL = 5000
@@ -89,6 +93,11 @@ def insert_tuples(
             f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in filled)}) "
             f"VALUES ({', '.join([placeholder] * len(filled))})"
         )
+        if len(group) == 1:
+            # One row (a single write's change row): on the cursor, without the execution context of
+            # `exec_driver_sql`, which cost more than the insert (bench/hot_path.py).
+            driver_execute(connection, sql, tuple(group[0]))
+            continue
         for start in range(0, len(group), ROWS_PER_CALL):
             connection.exec_driver_sql(sql, list(group[start : start + ROWS_PER_CALL]))
 
@@ -178,13 +187,7 @@ def _converter(
 ) -> Callable[[Sequence[Any]], Sequence[Any]] | None:
     """row -> the row with each value passed through its column's bind processor (the same row when
     nothing needed converting); None when no column of `names` has a processor."""
-    dialect = connection.dialect
-    # The dialect's own implementation of each type: the generic DateTime has no bind processor, and the
-    # sqlite3 driver's default adapter would store another text format than every other write path.
-    processors = [
-        None if name in verbatim else table.c[name].type.dialect_impl(dialect).bind_processor(dialect)
-        for name in names
-    ]
+    processors = _processors(connection.dialect, table, tuple(names), frozenset(verbatim))
     # Each processor with its last input and output: a bulk write's rows share their time stamps (three
     # per element row), and the same object converts to the same value. Most of a value row's typed
     # columns are None, which stays None where the processor says so (not JSON's, which writes 'null').
@@ -212,3 +215,18 @@ def _converter(
         return row if values is None else tuple(values)
 
     return convert
+
+
+@lru_cache(maxsize=1024)
+def _processors(
+    dialect: Dialect, table: Table, names: tuple[str, ...], verbatim: frozenset[str]
+) -> tuple[Callable[[Any], Any] | None, ...]:
+    """The bind processor of each column of `names` (None where it has none or is `verbatim`), made once
+    per dialect, table and column set: a one-row insert (a single write's revision and change rows) paid
+    more for looking them up than for the insert. The dialect's own implementation of each type: the
+    generic DateTime has no bind processor, and the sqlite3 driver's default adapter would store another
+    text format than every other write path."""
+    return tuple(
+        None if name in verbatim else table.c[name].type.dialect_impl(dialect).bind_processor(dialect)
+        for name in names
+    )
