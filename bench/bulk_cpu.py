@@ -3,6 +3,8 @@
     python bench/bulk_cpu.py                          # 6 requests of 10,000 elements, SQLite
     py-spy record --format raw -o /tmp/bulk.txt -- .venv/bin/python bench/bulk_cpu.py   # its profile
     PYTHONPATH=/tmp/before/src python bench/bulk_cpu.py   # the same load on other code
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=/tmp/cg.out \
+        .venv/bin/python bench/bulk_cpu.py --requests 3 --batch 2000 --callgrind   # instructions
 
 The repository, the five attributes and the technical components are made as bench/massdata_scale.py
 makes them; then `--requests` bodies of `--batch` InformationSystems (five values and two relations each,
@@ -21,12 +23,14 @@ import argparse
 import gc
 import os
 import statistics
+import subprocess
 import sys
 import time
 import warnings
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 from harness import cheap_settings, scratch_database
 from massdata_scale import ATTRIBUTES, BATCH, TARGET_TYPE, TYPE, element_bodies
 
@@ -64,6 +68,12 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=6, help="bulk requests (the first is a warm-up)")
     parser.add_argument("--batch", type=int, default=BATCH, help="elements per request")
     parser.add_argument("--database", default=None, help="a PostgreSQL URL (default: a SQLite file)")
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="run under valgrind --tool=callgrind --instr-atstart=no: instrumentation is switched on for the "
+        "measured requests only (callgrind_control), so the dump counts their instructions",
+    )
     args = parser.parse_args()
     # The persist side: the write core's `persist` (rows, history) and the request's commit (the flush of
     # the history and COMMIT), timed in their own thread.
@@ -85,15 +95,24 @@ def main() -> int:
                 response = client.post(f"/api/massdata/{TARGET_TYPE}", json={"elements": names})
                 assert response.status_code == 200, response.text[:300]
                 ids += [item["id"] for item in response.json()["results"]]
-            bodies = element_bodies(elements, ids)
+            items = [item for body in element_bodies(elements, ids) for item in orjson.loads(body)["elements"]]
+            bodies = [
+                orjson.dumps({"elements": items[first : first + args.batch]})
+                for first in range(0, elements, args.batch)
+            ]
             samples, persisting = [], []
             for index, body in enumerate(bodies):
                 gc.collect()
                 SPENT["persist"] = 0.0
+                instrument = args.callgrind and index > 0
+                if instrument:
+                    subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], check=True)
                 started = time.process_time()
                 response = client.post(
                     f"/api/massdata/{TYPE}", content=body, headers={"Content-Type": "application/json"}
                 )
+                if instrument:
+                    subprocess.run(["callgrind_control", "-i", "off", str(os.getpid())], check=True)
                 spent = time.process_time() - started
                 assert response.status_code == 200, response.text[:300]
                 if index > 0:

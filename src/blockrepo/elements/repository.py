@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, NamedTuple, TypeVar, cast
 
 from sqlalchemy import (
@@ -859,6 +860,69 @@ def insert_value_rows(db: Session, rows: Sequence[Sequence[Any]]) -> None:
     """Element values, each row a tuple of VALUE_COLUMNS (`value_row` makes one)."""
     # Bucketed by attribute: the values of one attribute leave the same typed columns NULL.
     bulk_insert.insert_tuples(db, ELEMENT_VALUE, VALUE_COLUMNS, rows, any_order=True, bucket_by=1)
+
+
+def insert_values_by_attribute(
+    db: Session, by_attribute: Mapping[int, Sequence[tuple[int, Sequence[TypedValue]]]]
+) -> None:
+    """Element values given per attribute: attribute id -> (element id, its values in order) of each
+    element that holds some (a bulk create's drafts, as they are).
+
+    Written column by column (`bulk_insert.insert_columns`), values that fill the same typed columns in
+    one insert without the columns they leave NULL (see `bulk_insert._without_nulls` for why), so that a
+    single-valued attribute's values cost no tuple per row: the values of one kind of attribute fill the
+    same columns, checked column by column at C level."""
+    groups: dict[tuple[int, ...], dict[str, list[Any]]] = {}
+
+    def group_of(filled: tuple[int, ...]) -> dict[str, list[Any]]:
+        group = groups.get(filled)
+        if group is None:
+            group = groups[filled] = {
+                "element_id": [],
+                "attribute_id": [],
+                "position": [],
+                **{_TYPED_COLUMNS[index]: [] for index in filled},
+            }
+        return group
+
+    for attribute_id, held in by_attribute.items():
+        holders = list(map(_FIRST, held))
+        lists = list(map(_SECOND, held))
+        if not lists or max(map(len, lists)) != 1 or min(map(len, lists)) != 1:
+            # Several (or no) values to some element: one row per value, then as below.
+            holders = [holder for holder, values in held for _ in values]
+            positions: list[int] = [position for values in lists for position in range(len(values))]
+            typed = [value for values in lists for value in values]
+        else:
+            positions = [0] * len(holders)
+            typed = list(map(_FIRST, lists))
+        if not typed:
+            continue
+        columns = [list(map(getter, typed)) for getter in _TYPED_GETTERS]
+        nulls = [column.count(None) for column in columns]
+        if all(count in (0, len(typed)) for count in nulls):
+            filled = tuple(index for index, count in enumerate(nulls) if not count)
+            group = group_of(filled)
+            group["element_id"] += holders
+            group["attribute_id"] += [attribute_id] * len(typed)
+            group["position"] += positions
+            for index in filled:
+                group[_TYPED_COLUMNS[index]] += columns[index]
+            continue
+        for holder, position, value in zip(holders, positions, typed, strict=True):  # a mixed attribute
+            group = group_of(tuple(index for index, column in enumerate(value) if column is not None))
+            group["element_id"].append(holder)
+            group["attribute_id"].append(attribute_id)
+            group["position"].append(position)
+            for index, column in enumerate(value):
+                if column is not None:
+                    group[_TYPED_COLUMNS[index]].append(column)
+    for group in groups.values():
+        bulk_insert.insert_columns(db, ELEMENT_VALUE, group)
+
+
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+_TYPED_GETTERS = [itemgetter(index) for index in range(len(_TYPED_COLUMNS))]
 
 
 def value_row(holder_id: int, attribute_id: int, position: int, value: TypedValue) -> tuple[Any, ...]:

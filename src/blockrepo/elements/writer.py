@@ -801,16 +801,19 @@ def _insert_contents(
             and item.aside_parent.resolved_id is not None
         },
     )
-    repository.insert_value_rows(
-        db,
-        [
-            (item.new_id, attribute_id, position, *value)  # repository.value_row, inlined: 5 an element
-            for item in creates
-            if item.draft is not None and item.new_id is not None
-            for attribute_id, values in item.draft.values.items()
-            for position, value in enumerate(values)
-        ],
-    )
+    # Values per attribute as the drafts hold them (5 an element in a bulk write): no row tuple per value.
+    by_attribute: dict[int, list[tuple[int, list[TypedValue]]]] = {}
+    for item in creates:
+        draft, element_id = item.draft, item.new_id
+        if draft is None or element_id is None:
+            continue
+        for attribute_id, values in draft.values.items():
+            held = by_attribute.get(attribute_id)
+            if held is None:
+                by_attribute[attribute_id] = [(element_id, values)]
+            else:
+                held.append((element_id, values))
+    repository.insert_values_by_attribute(db, by_attribute)
     relations: list[NewRelation] = []
     for item in creates:
         assert item.draft is not None and item.new_id is not None

@@ -70,20 +70,7 @@ def insert_tuples(
     dialect = connection.dialect
     quote = dialect.identifier_preparer.quote
     if dialect.name == "postgresql":
-        convert = _converter(connection, table, names, verbatim)
-        # COPY: PostgreSQL executes row-by-row INSERTs one by one even when pipelined; COPY takes the rows
-        # as one stream, about three times faster for element values (bench/massdata_scale.py).
-        columns = ", ".join(quote(n) for n in names)
-        statement = f"COPY {quote(table.name)} ({columns}) FROM STDIN"
-        driver = connection.connection.driver_connection
-        try:
-            with driver.cursor() as cursor, cursor.copy(statement) as copy:  # type: ignore[union-attr]
-                for row in rows:
-                    copy.write_row(row if convert is None else convert(row))
-        except dialect.loaded_dbapi.Error as exc:
-            # The driver's own error, wrapped as SQLAlchemy wraps every other statement's: a constraint a
-            # concurrent request broke is an IntegrityError that callers turn into a 409.
-            raise DBAPIError.instance(statement, None, exc, dialect.loaded_dbapi.Error) from exc
+        _copy(connection, table, names, rows, _converter(connection, table, names, verbatim))
         return
     placeholder = "?" if dialect.paramstyle == "qmark" else "%s"
     # Grouped first: a group's columns are all filled, so only their own processors run, on values that
@@ -111,6 +98,67 @@ def insert_tuples(
             chunk = group[start : start + per_statement]
             sql = full if len(chunk) == per_statement else head + ", ".join([one] * len(chunk))
             driver_execute(connection, sql, list(chain.from_iterable(chunk)))
+
+
+def insert_columns(db: Session, table: Table, columns: Mapping[str, Sequence[Any]]) -> None:
+    """INSERT rows given column by column: `columns` maps each column name to its values, one a row, all
+    of one length (values pass through the columns' bind processors, as in `insert_tuples`).
+
+    Why columns: a caller whose rows are mostly constants and lists it already holds (a bulk write's
+    values of one attribute: the element ids, the attribute id, position 0 and the values) need not
+    build a tuple per row, and on SQLite each statement's parameters are laid out by one slice
+    assignment per column and a bind processor runs over a column in one `map`."""
+    names = list(columns)
+    count = len(columns[names[0]]) if names else 0
+    if not count:
+        return
+    connection = db.connection()
+    dialect = connection.dialect
+    processors = _processors(dialect, table, tuple(names), frozenset())
+    values = [
+        column if process is None else list(map(process, column))
+        for column, process in zip(columns.values(), processors, strict=True)
+    ]
+    if dialect.name == "postgresql":
+        _copy(connection, table, names, list(zip(*values, strict=True)), None)
+        return
+    quote = dialect.identifier_preparer.quote
+    width = len(names)
+    head = f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) VALUES "
+    one = f"({', '.join(['?' if dialect.paramstyle == 'qmark' else '%s'] * width)})"
+    per_statement = min(ROWS_PER_VALUES, SQLITE_PARAMETERS_PER_STATEMENT // width)
+    full = head + ", ".join([one] * per_statement)
+    for start in range(0, count, per_statement):
+        rows = min(per_statement, count - start)
+        parameters: list[Any] = [None] * (rows * width)
+        for offset, column in enumerate(values):
+            parameters[offset::width] = column[start : start + rows]
+        sql = full if rows == per_statement else head + ", ".join([one] * rows)
+        driver_execute(connection, sql, parameters)
+
+
+def _copy(
+    connection: Connection,
+    table: Table,
+    names: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    convert: Callable[[Sequence[Any]], Sequence[Any]] | None,
+) -> None:
+    """PostgreSQL: the rows as one COPY. PostgreSQL executes row-by-row INSERTs one by one even when
+    pipelined; COPY takes the rows as one stream, about three times faster for element values
+    (bench/massdata_scale.py)."""
+    dialect = connection.dialect
+    quote = dialect.identifier_preparer.quote
+    statement = f"COPY {quote(table.name)} ({', '.join(quote(n) for n in names)}) FROM STDIN"
+    driver = connection.connection.driver_connection
+    try:
+        with driver.cursor() as cursor, cursor.copy(statement) as copy:  # type: ignore[union-attr]
+            for row in rows:
+                copy.write_row(row if convert is None else convert(row))
+    except dialect.loaded_dbapi.Error as exc:
+        # The driver's own error, wrapped as SQLAlchemy wraps every other statement's: a constraint a
+        # concurrent request broke is an IntegrityError that callers turn into a 409.
+        raise DBAPIError.instance(statement, None, exc, dialect.loaded_dbapi.Error) from exc
 
 
 def _without_nulls(
