@@ -77,7 +77,7 @@ def main() -> int:
     args = parser.parse_args()
     # The persist side: the write core's `persist` (rows, history) and the request's commit (the flush of
     # the history and COMMIT), timed in their own thread.
-    writer.persist = timed(writer.persist)  # type: ignore[method-assign]
+    writer.persist = timed(writer.persist)
     RequestContext.commit = timed(RequestContext.commit)  # type: ignore[method-assign]
     elements = args.requests * args.batch
     with scratch_database(args.database, "bulk_cpu") as url:
@@ -91,11 +91,13 @@ def main() -> int:
             target_count = max(10, elements // 50)
             ids: list[int] = []
             for first in range(0, target_count, BATCH):
-                names = [{"name": [f"Component {n:06d}"]} for n in range(first, min(target_count, first + BATCH))]
+                last = min(target_count, first + BATCH)
+                names = [{"name": [f"Component {n:06d}"]} for n in range(first, last)]
                 response = client.post(f"/api/massdata/{TARGET_TYPE}", json={"elements": names})
                 assert response.status_code == 200, response.text[:300]
                 ids += [item["id"] for item in response.json()["results"]]
-            items = [item for body in element_bodies(elements, ids) for item in orjson.loads(body)["elements"]]
+            encoded = element_bodies(elements, ids)
+            items = [item for body in encoded for item in orjson.loads(body)["elements"]]
             bodies = [
                 orjson.dumps({"elements": items[first : first + args.batch]})
                 for first in range(0, elements, args.batch)
