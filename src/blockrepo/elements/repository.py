@@ -566,17 +566,20 @@ def insert_relations(db: Session, relations: Sequence[NewRelation]) -> None:
     COPY, each for relations and values)."""
     if not relations:
         return
-    open_positions = {(r.relation_type_id, r.source_id) for r in relations if r.position is None}
-    next_position = next_source_positions(db, open_positions)
-    rows = []
-    for r in relations:
-        position = r.position
-        if position is None:
-            key = (r.relation_type_id, r.source_id)
-            position = next_position.get(key, 0)
-            next_position[key] = position + 1
-        rows.append((r.relation_type_id, r.source_id, r.target_id, position))
-    bulk_insert.insert_tuples(db, RELATION, RELATION_COLUMNS, rows)
+    # Column by column (a bulk write makes two an element): the fields transposed at C level.
+    type_ids, source_ids, target_ids, positions, values = map(list, zip(*relations, strict=True))
+    if None in positions:
+        open_positions = {(r.relation_type_id, r.source_id) for r in relations if r.position is None}
+        next_position = next_source_positions(db, open_positions)
+        for index, r in enumerate(relations):
+            if r.position is None:
+                key = (r.relation_type_id, r.source_id)
+                positions[index] = position = next_position.get(key, 0)
+                next_position[key] = position + 1
+    columns = dict(zip(RELATION_COLUMNS, (type_ids, source_ids, target_ids, positions), strict=True))
+    bulk_insert.insert_columns(db, RELATION, columns)
+    if not any(values):  # mostly empty mappings
+        return
     with_values = [r for r in relations if any(r.values.values())]
     if not with_values:
         return
@@ -854,12 +857,6 @@ def update_elements(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
 
 def insert_values(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
     bulk_insert.insert_rows(db, ELEMENT_VALUE, rows)
-
-
-def insert_value_rows(db: Session, rows: Sequence[Sequence[Any]]) -> None:
-    """Element values, each row a tuple of VALUE_COLUMNS (`value_row` makes one)."""
-    # Bucketed by attribute: the values of one attribute leave the same typed columns NULL.
-    bulk_insert.insert_tuples(db, ELEMENT_VALUE, VALUE_COLUMNS, rows, any_order=True, bucket_by=1)
 
 
 def insert_values_by_attribute(

@@ -48,6 +48,8 @@ from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
 from blockrepo.revisions.recorder import UNRECORDED_KEYS, ChangeLog, apply_related_change
 
 NewKey = tuple[str, int]  # ("new", index of the item that creates the element)
+# Builds a NamedTuple from its fields without the Python-level constructor (see values._typed).
+_NEW_TUPLE = tuple.__new__
 K = TypeVar("K", bound=Hashable)
 
 
@@ -815,19 +817,25 @@ def _insert_contents(
                 held.append((element_id, values))
     repository.insert_values_by_attribute(db, by_attribute)
     relations: list[NewRelation] = []
+    ends = {name: (end.relation_type.id, end.holder_is_source) for name, end in type_def.ends.items()}
     for item in creates:
-        assert item.draft is not None and item.new_id is not None
+        element_id = item.new_id
+        assert item.draft is not None and element_id is not None
         for end_name, entries in item.draft.ends.items():
-            end = type_def.ends[end_name]
+            relation_type_id, holder_is_source = ends[end_name]
             for index, entry in enumerate(entries):
                 other = entry.reference.resolved_id
                 assert other is not None
-                relation = new_relation(end, item.new_id, other, index, entry.attributes)
-                triple = (relation.relation_type_id, relation.source_id, relation.target_id)
+                # `new_relation`, inlined (two an element in a bulk write); a target end's relation
+                # goes last on the source's end.
+                if holder_is_source:
+                    triple, position = (relation_type_id, element_id, other), index
+                else:
+                    triple, position = (relation_type_id, other, element_id), None
                 if triple in inserted:
                     continue  # both elements list each other: one relation
                 inserted.add(triple)
-                relations.append(relation)
+                relations.append(_NEW_TUPLE(NewRelation, (*triple, position, entry.attributes or {})))
                 touched.add(other)
     repository.insert_relations(db, relations)
 

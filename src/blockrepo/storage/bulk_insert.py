@@ -100,9 +100,12 @@ def insert_tuples(
             driver_execute(connection, sql, list(chain.from_iterable(chunk)))
 
 
-def insert_columns(db: Session, table: Table, columns: Mapping[str, Sequence[Any]]) -> None:
+def insert_columns(
+    db: Session, table: Table, columns: Mapping[str, Sequence[Any]], *, verbatim: Collection[str] = ()
+) -> None:
     """INSERT rows given column by column: `columns` maps each column name to its values, one a row, all
-    of one length (values pass through the columns' bind processors, as in `insert_tuples`).
+    of one length (values pass through the columns' bind processors but those `verbatim`, as in
+    `insert_tuples`).
 
     Why columns: a caller whose rows are mostly constants and lists it already holds (a bulk write's
     values of one attribute: the element ids, the attribute id, position 0 and the values) need not
@@ -114,7 +117,7 @@ def insert_columns(db: Session, table: Table, columns: Mapping[str, Sequence[Any
         return
     connection = db.connection()
     dialect = connection.dialect
-    processors = _processors(dialect, table, tuple(names), frozenset())
+    processors = _processors(dialect, table, tuple(names), frozenset(verbatim))
     values = [
         column if process is None else list(map(process, column))
         for column, process in zip(columns.values(), processors, strict=True)
