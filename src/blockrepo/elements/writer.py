@@ -599,13 +599,18 @@ class _CreatedRecorder:
         self.end_position = {end.name: index for index, end in enumerate(view.ends)}
         self.ends = {
             end.name: (
-                end,
+                end.other_type,
+                end.opposite_name,
                 None
                 if (attributes := view.relation_attributes.get(end.relation_type.id)) is None
                 else [(a.id, a.name, value_encoder(a)) for a in attributes],
             )
             for end in view.ends
         }
+        # The drafts' keys (as they list them) -> those keys in the view's order with what records them:
+        # the items of a bulk write mostly name the same keys, so each order is sorted out once.
+        self.value_orders: dict[tuple[int, ...], list[tuple[int, str, Callable[[TypedValue], Any]]]] = {}
+        self.end_orders: dict[tuple[str, ...], list[str]] = {}
 
     def record(self, item: WriteItem) -> None:
         draft, element_id = item.draft, item.new_id
@@ -618,18 +623,33 @@ class _CreatedRecorder:
         if parent is not None:
             recorded.append({"property": "parent", "old": [], "new": [parent]})
         values = draft.values
-        properties = self.properties
-        for attribute_id in sorted(values, key=self.property_position.__getitem__):
+        value_keys = tuple(values)
+        value_order = self.value_orders.get(value_keys)
+        if value_order is None:
+            properties = self.properties
+            value_order = [
+                (attribute_id, *properties[attribute_id])
+                for attribute_id in sorted(values, key=self.property_position.__getitem__)
+            ]
+            if len(self.value_orders) < _ORDERS_KEPT:
+                self.value_orders[value_keys] = value_order
+        for attribute_id, key, encode in value_order:
             given = values[attribute_id]
             if given:
-                key, encode = properties[attribute_id]
                 recorded.append({"property": key, "old": [], "new": list(map(encode, given))})
         ends = self.ends
-        for end_name in sorted(draft.ends, key=self.end_position.__getitem__):
+        end_keys = tuple(draft.ends)
+        end_order = self.end_orders.get(end_keys)
+        if end_order is None:
+            end_order = sorted(draft.ends, key=self.end_position.__getitem__)
+            if len(self.end_orders) < _ORDERS_KEPT:
+                self.end_orders[end_keys] = end_order
+        mirror = self.mirror._mirror
+        for end_name in end_order:
             entries = draft.ends[end_name]
             if not entries:
                 continue
-            end, attributes = ends[end_name]
+            other_type, opposite_name, attributes = ends[end_name]
             rendered = []
             for entry in entries:
                 other = _entry(entry.reference)
@@ -641,13 +661,16 @@ class _CreatedRecorder:
                         for attribute_id, key, encode in attributes
                     }
                 rendered.append(other)
-                self.mirror.added(end.other_type, other, end.opposite_name, me)
+                mirror(other_type, other, opposite_name, me, "added")
             recorded.append({"property": end_name, "old": [], "new": rendered})
         if parent is not None:  # after the ends, as `NeighbourMirror.add` mirrors them
             self.mirror.added(self.type_name, parent, "children", {"id": element_id, "name": name})
         self.changes.element(
             "created", type_name=self.type_name, element_id=element_id, element_name=name, changes=recorded
         )
+
+
+_ORDERS_KEPT = 64  # orders of keys a _CreatedRecorder keeps (bodies may list their keys in any order)
 
 
 def _entry(reference: Reference) -> dict[str, Any]:

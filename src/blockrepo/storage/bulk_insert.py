@@ -238,7 +238,7 @@ def insert_returning(
     found: list[tuple[Any, ...]] = []
     for start in range(0, len(rows), per_statement):
         chunk = rows[start : start + per_statement]
-        parameters = tuple(value for row in chunk for value in convert(row))
+        parameters = tuple(chain.from_iterable(map(convert, chunk)))
         sql = head + ", ".join([group] * len(chunk)) + tail
         found.extend(tuple(row) for row in connection.exec_driver_sql(sql, parameters))
     return found
