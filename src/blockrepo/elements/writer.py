@@ -570,6 +570,13 @@ def _self_contained(groups: Sequence[TypeItems], changed: dict[int, list[WriteIt
     names by now, and the relations it lists are made in its order."""
     entangled = {id(creator) for group in groups for item in group.items for _, creator in item.pending}
     updated = {item.element_id for items in changed.values() for item in items}
+    if not updated:  # nothing the creates refer to changes (a bulk create): no reference to look at
+        return {
+            id(item)
+            for group in groups
+            for item in group.items
+            if item.creating and id(item) not in entangled and item.draft is not None
+        }
     return {
         id(item)
         for group in groups

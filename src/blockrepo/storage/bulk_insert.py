@@ -3,6 +3,7 @@ bookkeeping costs more than the insert itself): SQLite multi-row INSERT … VALU
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
 from itertools import chain
@@ -10,6 +11,7 @@ from operator import is_, itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, Table
+from sqlalchemy.dialects.sqlite import DATE as SQLITE_DATE
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
@@ -118,9 +120,12 @@ def insert_columns(
     connection = db.connection()
     dialect = connection.dialect
     processors = _processors(dialect, table, tuple(names), frozenset(verbatim))
+    iso_dates = _iso_date_columns(dialect, table, tuple(names))
     values = [
-        column if process is None else list(map(process, column))
-        for column, process in zip(columns.values(), processors, strict=True)
+        column
+        if process is None
+        else list(map(_ISO_DATE if iso_date and None not in column else process, column))
+        for column, process, iso_date in zip(columns.values(), processors, iso_dates, strict=True)
     ]
     if dialect.name == "postgresql":
         _copy(connection, table, names, list(zip(*values, strict=True)), None)
@@ -277,6 +282,25 @@ def _converter(
         return row if values is None else tuple(values)
 
     return convert
+
+
+_ISO_DATE = dt.date.isoformat  # the date part of a date or datetime; TypeError for anything else
+_SQLITE_DATE_FORMAT = "%(year)04d-%(month)02d-%(day)02d"
+
+
+@lru_cache(maxsize=1024)
+def _iso_date_columns(dialect: Dialect, table: Table, names: tuple[str, ...]) -> tuple[bool, ...]:
+    """For each column of `names`: whether its bind processor stores a date as `date.isoformat` does
+    (SQLite's DATE in its default format: the same text for every year from 1 to 9999, dates and
+    datetimes alike, and a TypeError for anything else but None). `insert_columns` then converts a column
+    without None with the C method: a bulk write's dates went through the processor's Python function
+    and its string formatting one by one."""
+    return tuple(
+        isinstance(impl := table.c[name].type.dialect_impl(dialect), SQLITE_DATE)
+        and getattr(impl, "_storage_format", None) == _SQLITE_DATE_FORMAT
+        and getattr(impl, "_reg", None) is None
+        for name in names
+    )
 
 
 @lru_cache(maxsize=1024)
