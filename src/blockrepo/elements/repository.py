@@ -58,6 +58,9 @@ ELEMENT_COLUMNS = (
     "last_modified_at",
     "last_modified_by",
 )
+_PARENT_OF = itemgetter(ELEMENT_COLUMNS.index("parent_id"))
+_WITHOUT_PARENT = tuple(name for name in ELEMENT_COLUMNS if name != "parent_id")
+_PICK_WITHOUT_PARENT = itemgetter(*(ELEMENT_COLUMNS.index(name) for name in _WITHOUT_PARENT))
 _TYPED_COLUMNS = ("text_value", "number_value", "date_value", "date_end", "bool_value", "literal_id")
 VALUE_COLUMNS = ("element_id", "attribute_id", "position", *_TYPED_COLUMNS)
 RELATION_COLUMNS = ("relation_type_id", "source_id", "target_id", "position")
@@ -771,8 +774,13 @@ def insert_named_elements(db: Session, type_id: int, rows: Sequence[Sequence[Any
     if not rows:
         return {}
     if db.get_bind().dialect.name == "sqlite":
-        returned = bulk_insert.insert_returning(db, ELEMENT, ELEMENT_COLUMNS, rows, ("name", "id"))
-        return {name: element_id for name, element_id in returned}
+        names: Sequence[str] = ELEMENT_COLUMNS
+        if list(map(_PARENT_OF, rows)).count(None) == len(rows):
+            # Every row at the top: parent_id left out (NULL all the same), as sqlite3 binds a None
+            # through its adapter lookup.
+            names, rows = _WITHOUT_PARENT, list(map(_PICK_WITHOUT_PARENT, rows))
+        returned = bulk_insert.insert_returning(db, ELEMENT, names, rows, ("name", "id"))
+        return dict(returned)
     statement = insert(ELEMENT).returning(ELEMENT.c.name, ELEMENT.c.id)
     result = db.execute(statement, [dict(zip(ELEMENT_COLUMNS, row, strict=True)) for row in rows])
     return {name: element_id for name, element_id in result}
