@@ -48,6 +48,7 @@ from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
 from blockrepo.revisions.recorder import UNRECORDED_KEYS, ChangeLog, apply_related_change
 
 NewKey = tuple[str, int]  # ("new", index of the item that creates the element)
+VALUES_BATCH = 5000  # created items whose values are inserted together
 # Builds a NamedTuple from its fields without the Python-level constructor (see values._typed).
 _NEW_TUPLE = tuple.__new__
 K = TypeVar("K", bound=Hashable)
@@ -833,19 +834,21 @@ def _insert_contents(
             and item.aside_parent.resolved_id is not None
         },
     )
-    # Values per attribute as the drafts hold them (5 an element in a bulk write): no row tuple per value.
-    by_attribute: dict[int, list[tuple[int, list[TypedValue]]]] = {}
-    for item in creates:
-        draft, element_id = item.draft, item.new_id
-        if draft is None or element_id is None:
-            continue
-        for attribute_id, values in draft.values.items():
-            held = by_attribute.get(attribute_id)
-            if held is None:
-                by_attribute[attribute_id] = [(element_id, values)]
-            else:
-                held.append((element_id, values))
-    repository.insert_values_by_attribute(db, by_attribute)
+    # Values per attribute as the drafts hold them (5 an element in a bulk write): no row tuple per value;
+    # VALUES_BATCH items at a time, so that an import's columns do not all exist at once.
+    for start in range(0, len(creates), VALUES_BATCH):
+        by_attribute: dict[int, list[tuple[int, list[TypedValue]]]] = {}
+        for item in creates[start : start + VALUES_BATCH]:
+            draft, element_id = item.draft, item.new_id
+            if draft is None or element_id is None:
+                continue
+            for attribute_id, values in draft.values.items():
+                held = by_attribute.get(attribute_id)
+                if held is None:
+                    by_attribute[attribute_id] = [(element_id, values)]
+                else:
+                    held.append((element_id, values))
+        repository.insert_values_by_attribute(db, by_attribute)
     relations: list[NewRelation] = []
     ends = {name: (end.relation_type.id, end.holder_is_source) for name, end in type_def.ends.items()}
     for item in creates:
