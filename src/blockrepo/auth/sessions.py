@@ -59,9 +59,6 @@ SIGNING_SECRET = "session_signing"
 _SIGNED_FIELDS = (8, 4, 4, 4)
 MAC_BYTES = TOKEN_BYTES - sum(_SIGNED_FIELDS)
 _CLAIMS = struct.Struct(">III")  # the user id, credentials version and creation second after the nonce
-_HMAC_BLOCK = 64  # SHA-256's block size
-_IPAD = bytes(byte ^ 0x36 for byte in range(256))
-_OPAD = bytes(byte ^ 0x5C for byte in range(256))
 
 Clock = Callable[[], float]
 
@@ -93,22 +90,17 @@ class SignedClaims:
 class CookieSigner:
     """Makes and checks signed session cookies and derives their CSRF tokens.
 
-    The MAC is HMAC-SHA256 (RFC 2104) from the key's inner and outer hash states, computed once: a copy of
-    each per MAC costs a third of `hmac.digest`, which sets the key up again on every call (every Basic
-    request without a session signs a cookie and derives its CSRF token)."""
+    The MAC is HMAC-SHA256 keyed once: a copy of the keyed object per MAC costs two thirds of
+    `hmac.digest`, which sets the key up again on every call (every Basic request without a session signs
+    a cookie and derives its CSRF token)."""
 
     def __init__(self, secret: bytes) -> None:
-        key = hashlib.sha256(secret).digest() if len(secret) > _HMAC_BLOCK else secret
-        key = key.ljust(_HMAC_BLOCK, b"\0")
-        self._inner = hashlib.sha256(key.translate(_IPAD))
-        self._outer = hashlib.sha256(key.translate(_OPAD))
+        self._keyed = hmac.new(secret, digestmod=hashlib.sha256)
 
     def _mac(self, label: bytes, payload: bytes) -> bytes:
-        inner = self._inner.copy()
-        inner.update(label + payload)
-        outer = self._outer.copy()
-        outer.update(inner.digest())
-        return outer.digest()
+        mac = self._keyed.copy()
+        mac.update(label + payload)
+        return mac.digest()
 
     def sign(self, user_id: int, credentials_version: int, created_at: float) -> str:
         payload = os.urandom(_SIGNED_FIELDS[0]) + _CLAIMS.pack(
