@@ -9,8 +9,9 @@ Three steps, each usable for one element or a whole bulk batch:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -18,13 +19,14 @@ from sqlalchemy.orm import Session
 from blockrepo.access.actor import Actor
 from blockrepo.elements import repository
 from blockrepo.elements.values import (
+    NAME_MAX_LENGTH,
     RICHTEXT_MAX_LENGTH,
     TypedValue,
     ValueProblem,
     check_name,
     check_text,
-    decode_value,
     json_type,
+    value_decoder,
 )
 from blockrepo.errors import ErrorItem
 from blockrepo.metamodel.snapshot import READ_ONLY_KEYS, AttributeDef, BlockTypeDef, Metamodel, RelationEnd
@@ -96,6 +98,61 @@ class ElementDraft:
         self.errors.append(ErrorItem(where, code, message))
 
 
+Handler = Callable[["ElementDraft", Any], None]
+
+
+class BodyParser:
+    """`parse_body` for the bodies of one type written by one actor: what a key means (a core key, a
+    property, a relation end, nothing), whether the actor may write it and how its values decode is
+    worked out once per key, the first time a body holds it, rather than for every body of a bulk write
+    or an import. Each handler takes the usual shape of its key (one value, references by id) by a short
+    path and anything else by the general one, which finds every problem; both give the same draft."""
+
+    __slots__ = ("_actor", "_handlers", "_type_def")
+
+    def __init__(self, actor: Actor, type_def: BlockTypeDef) -> None:
+        self._actor = actor
+        self._type_def = type_def
+        self._handlers: dict[str, Handler] = {}
+
+    def parse(self, body: dict[str, Any], *, element_id: int | None) -> ElementDraft:
+        """Check a body against the metamodel and the actor's rights without touching the database."""
+        draft = ElementDraft(type_def=self._type_def, element_id=element_id)
+        handlers = self._handlers
+        for key, raw in body.items():
+            handler = handlers.get(key)
+            if handler is None:
+                handler = handlers[key] = self._handler(key)
+            handler(draft, raw)
+        _check_mandatory(draft, self._actor, body)
+        return draft
+
+    def _handler(self, key: str) -> Handler:
+        if key == "id":
+            return _check_id
+        if key in READ_ONLY_KEYS:
+            return _ignore
+        type_def, actor = self._type_def, self._actor
+        if key == "name":
+            return _name_handler
+        if key == "description":
+            return _arrays_only(key, _parse_description)
+        if key == "parent" and type_def.hierarchical:
+            return _arrays_only(key, _parse_parent)
+        if (prop := type_def.property_named(key)) is not None:
+            if not prop.builtin and not actor.can_write_group(prop.group_id):
+                problem = ErrorItem(pointer(key), "forbidden", f"you may not write {key}")
+                return _arrays_only(key, partial(_forbid, problem))
+            return _values_handler(prop)
+        if (end := type_def.ends.get(key)) is not None:
+            if not actor.can_type(end.other_type_id, "read"):
+                message = f"you may not read {end.other_type} elements"
+                return _arrays_only(key, partial(_forbid, ErrorItem(pointer(key), "forbidden", message)))
+            return _end_handler(actor, end)
+        message = f"{type_def.name} has no property {key!r}"
+        return _arrays_only(key, partial(_error, ErrorItem(pointer(key), "unknown_property", message)))
+
+
 def parse_body(
     metamodel: Metamodel,
     actor: Actor,
@@ -105,30 +162,108 @@ def parse_body(
     element_id: int | None,
 ) -> ElementDraft:
     """Check a body against the metamodel and the actor's rights without touching the database."""
-    draft = ElementDraft(type_def=type_def, element_id=element_id)
-    for key, raw in body.items():
-        if key == "id":
-            _check_id(draft, raw)
-            continue
-        if key in READ_ONLY_KEYS:
-            continue
-        if not isinstance(raw, list):
-            draft.error(pointer(key), "not_an_array", f"{key} takes an array of values, got {json_type(raw)}")
-            continue
-        if key == "name":
-            _parse_name(draft, raw)
-        elif key == "description":
-            _parse_description(draft, raw)
-        elif key == "parent" and type_def.hierarchical:
-            _parse_parent(draft, raw)
-        elif (prop := type_def.property_named(key)) is not None:
-            _parse_values(draft, actor, prop, raw)
-        elif (end := type_def.ends.get(key)) is not None:
-            _parse_end(draft, metamodel, actor, end, raw)
+    return BodyParser(actor, type_def).parse(body, element_id=element_id)
+
+
+def _ignore(draft: ElementDraft, raw: Any) -> None:
+    return None
+
+
+def _forbid(problem: ErrorItem, draft: ElementDraft, raw: Any) -> None:
+    draft.forbidden.append(problem)
+
+
+def _error(problem: ErrorItem, draft: ElementDraft, raw: Any) -> None:
+    draft.errors.append(problem)
+
+
+def _not_an_array(draft: ElementDraft, key: str, raw: Any) -> None:
+    draft.error(pointer(key), "not_an_array", f"{key} takes an array of values, got {json_type(raw)}")
+
+
+def _arrays_only(key: str, handle: Callable[[ElementDraft, list[Any]], None]) -> Handler:
+    """`handle` for a key whose value must be an array (every key but id and the read-only ones)."""
+
+    def handler(draft: ElementDraft, raw: Any) -> None:
+        if isinstance(raw, list):
+            handle(draft, raw)
         else:
-            draft.error(pointer(key), "unknown_property", f"{type_def.name} has no property {key!r}")
-    _check_mandatory(draft, actor, body)
-    return draft
+            _not_an_array(draft, key, raw)
+
+    return handler
+
+
+def _name_handler(draft: ElementDraft, raw: Any) -> None:
+    # The usual name (one non-blank string within the limits) is taken as `check_name` would take it.
+    if raw.__class__ is list and len(raw) == 1:
+        name = raw[0]
+        if (
+            name.__class__ is str
+            and len(name) <= NAME_MAX_LENGTH
+            and name
+            and not name.isspace()
+            and "\x00" not in name
+        ):
+            draft.name = name
+            return
+    if isinstance(raw, list):
+        _parse_name(draft, raw)
+    else:
+        _not_an_array(draft, "name", raw)
+
+
+def _values_handler(prop: AttributeDef) -> Handler:
+    """The values of a property the actor may write."""
+    decode = value_decoder(prop)
+    prop_id = prop.id
+    first = pointer(prop.name, 0)
+    logins = prop.value_type == "responsibility"
+
+    def handler(draft: ElementDraft, raw: Any) -> None:
+        if raw.__class__ is list and len(raw) == 1 and not logins:
+            # One value: nothing to compare it with, and its only pointer is made once.
+            try:
+                value = decode(raw[0])
+            except ValueProblem as problem:
+                draft.errors.append(ErrorItem(first, problem.code, problem.message))
+                return
+            draft.values[prop_id] = [value]
+        elif not isinstance(raw, list):
+            _not_an_array(draft, prop.name, raw)
+        elif prop.multiple or not _too_many(draft, prop.name, raw):
+            values = _decode_all(draft, prop, decode, raw, (prop.name,))
+            if values is not None:
+                draft.values[prop_id] = values
+
+    return handler
+
+
+def _end_handler(actor: Actor, end: RelationEnd) -> Handler:
+    """The entries of a relation end whose other type the actor may read."""
+    other_type_id = end.other_type_id
+    end_pointer = pointer(end.name)  # escaped once: a bulk write parses thousands of entries
+    name = end.name
+
+    def handler(draft: ElementDraft, raw: Any) -> None:
+        if not isinstance(raw, list):
+            _not_an_array(draft, name, raw)
+            return
+        if not end.multiple and _too_many(draft, name, raw):
+            return
+        entries: list[EndEntry] = []
+        for index, item in enumerate(raw):
+            # The usual entry, {"id": n} with n in range, as `_parse_reference` reads it.
+            if item.__class__ is dict and len(item) == 1:
+                target = item.get("id")
+                if target.__class__ is int and 1 <= target <= LARGEST_ID:
+                    entries.append(EndEntry(Reference(f"{end_pointer}/{index}", other_type_id, target)))
+                    continue
+            entry = _parse_entry(draft, actor, end, item, index, f"{end_pointer}/{index}")
+            if entry is not None:
+                entries.append(entry)
+        draft.ends[name] = entries
+
+    return handler
 
 
 def _check_id(draft: ElementDraft, raw: Any) -> None:
@@ -175,19 +310,12 @@ def _parse_parent(draft: ElementDraft, raw: list[Any]) -> None:
         draft.parent = _parse_reference(draft, raw[0], "/parent/0", draft.type_def.id, allow_attributes=False)
 
 
-def _parse_values(draft: ElementDraft, actor: Actor, prop: AttributeDef, raw: list[Any]) -> None:
-    if not prop.builtin and not actor.can_write_group(prop.group_id):
-        draft.forbidden.append(ErrorItem(pointer(prop.name), "forbidden", f"you may not write {prop.name}"))
-        return
-    if not prop.multiple and _too_many(draft, prop.name, raw):
-        return
-    values = _decode_all(draft, prop, raw, (prop.name,))
-    if values is not None:
-        draft.values[prop.id] = values
-
-
 def _decode_all(
-    draft: ElementDraft, prop: AttributeDef, raw: list[Any], path: tuple[str | int, ...]
+    draft: ElementDraft,
+    prop: AttributeDef,
+    decode: Callable[[Any], TypedValue],
+    raw: list[Any],
+    path: tuple[str | int, ...],
 ) -> list[TypedValue] | None:
     values: list[TypedValue] = []
     # A set, not `in values`: a 10 MiB body must not cost quadratic time. A single value cannot repeat:
@@ -196,7 +324,7 @@ def _decode_all(
     ok = True
     for index, item in enumerate(raw):
         try:
-            value = decode_value(prop, item)
+            value = decode(item)
         except ValueProblem as problem:
             draft.error(pointer(*path, index), problem.code, problem.message)
             ok = False
@@ -213,37 +341,26 @@ def _decode_all(
     return values if ok else None
 
 
-def _parse_end(
-    draft: ElementDraft, metamodel: Metamodel, actor: Actor, end: RelationEnd, raw: list[Any]
-) -> None:
-    if not actor.can_type(end.other_type_id, "read"):
-        message = f"you may not read {end.other_type} elements"
-        draft.forbidden.append(ErrorItem(pointer(end.name), "forbidden", message))
-        return
-    if not end.multiple and _too_many(draft, end.name, raw):
-        return
-    attributable = end.relation_type.attributable or bool(end.relation_type.attributes)
-    entries: list[EndEntry] = []
-    end_pointer = pointer(end.name)  # escaped once: a bulk write parses thousands of entries
-    for index, item in enumerate(raw):
-        item_pointer = f"{end_pointer}/{index}"
-        reference = _parse_reference(draft, item, item_pointer, end.other_type_id, allow_attributes=True)
-        if reference is None:
-            continue
-        entry = EndEntry(reference)
-        if isinstance(item, dict) and "attributes" in item:
-            if not attributable:
-                draft.error(
-                    item_pointer + "/attributes",
-                    "not_attributable",
-                    f"relations of {end.relation_type.name} carry no attributes",
-                )
-                continue
-            entry.attributes = _parse_relation_attributes(
-                draft, actor, end, item["attributes"], (end.name, index, "attributes")
+def _parse_entry(
+    draft: ElementDraft, actor: Actor, end: RelationEnd, item: Any, index: int, item_pointer: str
+) -> EndEntry | None:
+    """One entry of a relation end: a reference and, if given, its relation attributes."""
+    reference = _parse_reference(draft, item, item_pointer, end.other_type_id, allow_attributes=True)
+    if reference is None:
+        return None
+    entry = EndEntry(reference)
+    if isinstance(item, dict) and "attributes" in item:
+        if not (end.relation_type.attributable or end.relation_type.attributes):
+            draft.error(
+                item_pointer + "/attributes",
+                "not_attributable",
+                f"relations of {end.relation_type.name} carry no attributes",
             )
-        entries.append(entry)
-    draft.ends[end.name] = entries
+            return None
+        entry.attributes = _parse_relation_attributes(
+            draft, actor, end, item["attributes"], (end.name, index, "attributes")
+        )
+    return entry
 
 
 def _parse_relation_attributes(
@@ -271,7 +388,7 @@ def _parse_relation_attributes(
         if not attribute.multiple and len(values) > 1:
             draft.error(pointer(*path, name, 1), "too_many_values", f"{name} holds at most one value")
             continue
-        decoded = _decode_all(draft, attribute, values, (*path, name))
+        decoded = _decode_all(draft, attribute, value_decoder(attribute), values, (*path, name))
         if decoded is not None:
             result[attribute.id] = decoded
     return result

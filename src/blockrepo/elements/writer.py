@@ -34,11 +34,11 @@ from blockrepo.elements import repository
 from blockrepo.elements.reader import READ_BATCH, ElementReader
 from blockrepo.elements.repository import LoadedElement, NewRelation, chunks
 from blockrepo.elements.validation import (
+    BodyParser,
     ElementDraft,
     EndEntry,
     Reference,
     check_partners,
-    parse_body,
     resolve_references,
 )
 from blockrepo.elements.values import TypedValue, value_encoder
@@ -145,10 +145,11 @@ def validate_types(writer: Writer, groups: Sequence[TypeItems], *, forward: bool
 
 def _parse(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -> None:
     """Parse every body into a draft (403 at once for what the actor may not write)."""
+    parse = BodyParser(writer.actor, type_def).parse
     for item in items:
         if item.failed or item.body is None:
             continue
-        draft = parse_body(writer.metamodel, writer.actor, type_def, item.body, element_id=item.element_id)
+        draft = parse(item.body, element_id=item.element_id)
         # The draft holds what the body says: let the body go, so that an import's bodies and drafts of
         # every record are not held at once.
         item.body = None
