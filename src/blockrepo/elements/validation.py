@@ -445,30 +445,29 @@ def _check_mandatory(draft: ElementDraft, actor: Actor, body: dict[str, Any]) ->
 def resolve_references(db: Session, metamodel: Metamodel, drafts: Sequence[ElementDraft]) -> None:
     """Resolve every reference and login of `drafts` with one query each for ids, names and logins;
     unresolvable ones become errors of their draft."""
-    references = [(draft, ref) for draft in drafts for ref in draft.references()]
-    by_id = repository.find_by_ids(db, (ref.id for _, ref in references if ref.id is not None))
+    ids: set[int] = set()
     names: dict[int, set[str]] = {}
-    for _, ref in references:
-        if ref.id is None and ref.name is not None:
-            names.setdefault(ref.type_id, set()).add(ref.name)
+    for draft in drafts:
+        for ref in draft.references():
+            if ref.id is not None:
+                ids.add(ref.id)
+            elif ref.name is not None:
+                names.setdefault(ref.type_id, set()).add(ref.name)
+    by_id = repository.find_by_ids(db, ids)
     by_name = repository.find_by_names(db, names)
-    for draft, ref in references:
-        if ref.id is not None:
+    for draft in drafts:
+        for ref in draft.references():
+            if ref.id is None:
+                _resolve_name(metamodel, draft, ref, by_name)
+                continue
             found = by_id.get(ref.id)
-            if found is None:
+            if found is not None and found[0] == ref.type_id:
+                ref.resolved_id, ref.resolved_name = ref.id, found[1]
+            elif found is None:
                 draft.error(ref.pointer, "unknown_target", f"there is no element {ref.id}")
-            elif found[0] != ref.type_id:
+            else:
                 actual, expected = metamodel.type_by_id(found[0]).name, metamodel.type_by_id(ref.type_id).name
                 draft.error(ref.pointer, "wrong_type", f"element {ref.id} is a {actual}, not a {expected}")
-            else:
-                ref.resolved_id, ref.resolved_name = ref.id, found[1]
-        else:
-            element_id = by_name.get((ref.type_id, ref.name or ""))
-            if element_id is None:
-                expected = metamodel.type_by_id(ref.type_id).name
-                draft.error(ref.pointer, "unknown_target", f"there is no {expected} named {ref.name!r}")
-            else:
-                ref.resolved_id, ref.resolved_name = element_id, ref.name
     logins = repository.existing_logins(db, (login for draft in drafts for _, login in draft.logins))
     for draft in drafts:
         for where, login in draft.logins:
@@ -477,8 +476,22 @@ def resolve_references(db: Session, metamodel: Metamodel, drafts: Sequence[Eleme
         _check_resolved_ends(draft)
 
 
+def _resolve_name(
+    metamodel: Metamodel, draft: ElementDraft, ref: Reference, by_name: dict[tuple[int, str], int]
+) -> None:
+    element_id = by_name.get((ref.type_id, ref.name or ""))
+    if element_id is None:
+        expected = metamodel.type_by_id(ref.type_id).name
+        draft.error(ref.pointer, "unknown_target", f"there is no {expected} named {ref.name!r}")
+    else:
+        ref.resolved_id, ref.resolved_name = element_id, ref.name
+
+
 def _check_resolved_ends(draft: ElementDraft) -> None:
+    creating = draft.element_id is None
     for end_name, entries in draft.ends.items():
+        if creating and len(entries) < 2:
+            continue  # one entry cannot repeat, and a created element cannot be listed already
         end = draft.type_def.ends[end_name]
         seen: set[int] = set()
         for entry in entries:

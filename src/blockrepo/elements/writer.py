@@ -179,9 +179,14 @@ def _set_aside(
 
     for item in items:
         draft = item.draft
-        if item.failed or draft is None:
+        if item.status is not None or draft is None:
             continue
         for end_name, entries in draft.ends.items():
+            for entry in entries:
+                if entry.reference.id is None:
+                    break
+            else:
+                continue  # every entry names an id: none is created by this write
             kept = []
             for entry in entries:
                 creator = creator_of(entry.reference)
@@ -205,9 +210,13 @@ def _restore(item: WriteItem) -> None:
     draft = item.draft
     if draft is None:
         return
-    draft.ends.update(item.aside_ends)
+    if item.aside_ends:
+        draft.ends.update(item.aside_ends)
     if item.aside_parent is not None:
         draft.parent = item.aside_parent
+
+
+_NO_PENDING: dict[int, NewKey] = {}  # only read
 
 
 def _pending_keys(item: WriteItem) -> dict[int, NewKey]:
@@ -235,11 +244,13 @@ def _check_across_items(writer: Writer, type_def: BlockTypeDef, items: Sequence[
     movers: list[WriteItem] = []
     for item in items:
         draft = item.draft
-        if item.failed or draft is None:
+        if item.status is not None or draft is None:
             continue
-        pending = _pending_keys(item)
+        pending = _pending_keys(item) if item.pending else _NO_PENDING
         for end_name, entries in draft.ends.items():
             end = type_def.ends[end_name]
+            if not pending and _opposite_multiple(end):
+                continue  # nothing to check: duplicates are looked for among pending references only
             seen: set[int | NewKey] = set()
             for entry in entries:
                 key = _key_of(entry.reference, pending)
@@ -272,9 +283,13 @@ def _check_across_items(writer: Writer, type_def: BlockTypeDef, items: Sequence[
             movers.append(item)
     # A created element can close a cycle only when its parent is created by the write as well (an
     # import may list a parent after its child).
-    checked = movers + [
-        item for item in items if item.creating and isinstance(new_parents.get(("new", item.index)), tuple)
-    ]
+    checked = movers
+    if new_parents:
+        checked = movers + [
+            item
+            for item in items
+            if item.creating and isinstance(new_parents.get(("new", item.index)), tuple)
+        ]
     if not checked:
         return
     starts = [p for p in (*new_parents.values(), *moves.values()) if isinstance(p, int)]
@@ -332,7 +347,11 @@ def _decide(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) 
         if draft.errors:
             item.fail(400, draft.errors)
             continue
-        broken = [(reference, creator) for reference, creator in item.pending if creator.failed]
+        broken = (
+            [(reference, creator) for reference, creator in item.pending if creator.failed]
+            if item.pending
+            else None
+        )
         if broken:
             item.fail(
                 400,

@@ -183,12 +183,14 @@ def _assign_targets(writer: Writer, type_def: BlockTypeDef, items: Sequence[Writ
             item.fail(400, [ErrorItem("/id", "duplicate", message)])
         else:
             seen[item.element_id] = item.index
-    actor = writer.actor
+    may = {action: writer.actor.can_type(type_def.id, action) for action in ("create", "update")}
+    if all(may.values()):
+        return
     for item in items:
         if item.failed:
             continue
         action = "create" if item.creating else "update"
-        if not actor.can_type(type_def.id, action):
+        if not may[action]:
             item.fail(403, [ErrorItem("", "forbidden", f"you may not {action} {type_def.name} elements")])
 
 
