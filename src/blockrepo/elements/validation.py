@@ -244,21 +244,25 @@ def _end_handler(actor: Actor, end: RelationEnd) -> Handler:
     end_pointer = pointer(end.name)  # escaped once: a bulk write parses thousands of entries
     name = end.name
 
+    pointers: list[str] = []  # of the entries by index, made once for every body of the write
+
     def handler(draft: ElementDraft, raw: Any) -> None:
         if not isinstance(raw, list):
             _not_an_array(draft, name, raw)
             return
         if not end.multiple and _too_many(draft, name, raw):
             return
+        while len(pointers) < len(raw):
+            pointers.append(f"{end_pointer}/{len(pointers)}")
         entries: list[EndEntry] = []
         for index, item in enumerate(raw):
             # The usual entry, {"id": n} with n in range, as `_parse_reference` reads it.
             if item.__class__ is dict and len(item) == 1:
                 target = item.get("id")
                 if target.__class__ is int and 1 <= target <= LARGEST_ID:
-                    entries.append(EndEntry(Reference(f"{end_pointer}/{index}", other_type_id, target)))
+                    entries.append(EndEntry(Reference(pointers[index], other_type_id, target)))
                     continue
-            entry = _parse_entry(draft, actor, end, item, index, f"{end_pointer}/{index}")
+            entry = _parse_entry(draft, actor, end, item, index, pointers[index])
             if entry is not None:
                 entries.append(entry)
         draft.ends[name] = entries
@@ -519,16 +523,26 @@ def check_partners(db: Session, drafts: Sequence[ElementDraft]) -> None:
     Example: listing flow F in an information system's `outgoingFlows` while F's `sourceSystem` is another
     system is rejected (the client must clear F's `sourceSystem` first) rather than silently moving F."""
     checks: list[tuple[ElementDraft, RelationEnd, repository.PartnerCheck]] = []
+    single_ends: dict[int, frozenset[str]] = {}  # type id -> its ends whose opposite holds one value
     for draft in drafts:
-        for end_name, entries in draft.ends.items():
-            end = draft.type_def.ends[end_name]
-            opposite_multiple = (
-                end.relation_type.target_multiple
-                if end.holder_is_source
-                else end.relation_type.source_multiple
+        type_def = draft.type_def
+        singles = single_ends.get(type_def.id)
+        if singles is None:
+            singles = single_ends[type_def.id] = frozenset(
+                name
+                for name, end in type_def.ends.items()
+                if not (
+                    end.relation_type.target_multiple
+                    if end.holder_is_source
+                    else end.relation_type.source_multiple
+                )
             )
-            if opposite_multiple:
+        if singles.isdisjoint(draft.ends):
+            continue
+        for end_name, entries in draft.ends.items():
+            if end_name not in singles:
                 continue
+            end = type_def.ends[end_name]
             others = tuple(e.reference.resolved_id for e in entries if e.reference.resolved_id is not None)
             checks.append(
                 (
