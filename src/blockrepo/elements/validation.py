@@ -90,8 +90,9 @@ class ElementDraft:
         return self.element_id is None
 
     def references(self) -> list[Reference]:
-        refs = [self.parent] if self.parent is not None else []
-        refs += [entry.reference for entries in self.ends.values() for entry in entries]
+        refs = [entry.reference for entries in self.ends.values() for entry in entries]
+        if self.parent is not None:
+            refs.insert(0, self.parent)
         return refs
 
     def error(self, where: str, code: str, message: str) -> None:
@@ -108,23 +109,27 @@ class BodyParser:
     or an import. Each handler takes the usual shape of its key (one value, references by id) by a short
     path and anything else by the general one, which finds every problem; both give the same draft."""
 
-    __slots__ = ("_actor", "_handlers", "_type_def")
+    __slots__ = ("_actor", "_handlers", "_mandatory", "_type_def")
 
     def __init__(self, actor: Actor, type_def: BlockTypeDef) -> None:
         self._actor = actor
         self._type_def = type_def
         self._handlers: dict[str, Handler] = {}
+        self._mandatory = _demanded(actor, type_def)
 
     def parse(self, body: dict[str, Any], *, element_id: int | None) -> ElementDraft:
         """Check a body against the metamodel and the actor's rights without touching the database."""
-        draft = ElementDraft(type_def=self._type_def, element_id=element_id)
+        draft = ElementDraft(self._type_def, element_id)
         handlers = self._handlers
         for key, raw in body.items():
             handler = handlers.get(key)
             if handler is None:
                 handler = handlers[key] = self._handler(key)
             handler(draft, raw)
-        _check_mandatory(draft, self._actor, body)
+        if element_id is None and "name" not in body:
+            draft.error("/name", "mandatory", "name is mandatory")
+        if self._mandatory:
+            _check_mandatory(draft, self._mandatory, body)
         return draft
 
     def _handler(self, key: str) -> Handler:
@@ -433,14 +438,18 @@ def _id_reference(draft: ElementDraft, raw: Any, where: str, type_id: int) -> Re
     return Reference(where, type_id, id=raw)
 
 
-def _check_mandatory(draft: ElementDraft, actor: Actor, body: dict[str, Any]) -> None:
-    """On create every mandatory property needs a value; on update those the body clears. A property the
-    actor may not write is not demanded of them (naming it would also reveal a group they may not read)."""
-    if draft.creating and "name" not in body:
-        draft.error("/name", "mandatory", "name is mandatory")
-    for prop in draft.type_def.mandatory_properties:
-        if not prop.builtin and not actor.can_write_group(prop.group_id):
-            continue
+def _demanded(actor: Actor, type_def: BlockTypeDef) -> tuple[AttributeDef, ...]:
+    """The mandatory properties of the type that the actor is asked for. A property the actor may not
+    write is not demanded of them (naming it would also reveal a group they may not read)."""
+    return tuple(
+        prop for prop in type_def.mandatory_properties if prop.builtin or actor.can_write_group(prop.group_id)
+    )
+
+
+def _check_mandatory(draft: ElementDraft, demanded: Sequence[AttributeDef], body: dict[str, Any]) -> None:
+    """On create every mandatory property (of `demanded`) needs a value; on update those the body
+    clears."""
+    for prop in demanded:
         values = draft.values.get(prop.id)
         if (draft.creating and prop.name not in body) or (values is not None and not values):
             draft.error(pointer(prop.name), "mandatory", f"{prop.name} is mandatory")
@@ -451,16 +460,17 @@ def resolve_references(db: Session, metamodel: Metamodel, drafts: Sequence[Eleme
     unresolvable ones become errors of their draft."""
     ids: set[int] = set()
     names: dict[int, set[str]] = {}
-    for draft in drafts:
-        for ref in draft.references():
+    references = [draft.references() for draft in drafts]
+    for refs in references:
+        for ref in refs:
             if ref.id is not None:
                 ids.add(ref.id)
             elif ref.name is not None:
                 names.setdefault(ref.type_id, set()).add(ref.name)
     by_id = repository.find_by_ids(db, ids)
     by_name = repository.find_by_names(db, names)
-    for draft in drafts:
-        for ref in draft.references():
+    for draft, refs in zip(drafts, references, strict=True):
+        for ref in refs:
             if ref.id is None:
                 _resolve_name(metamodel, draft, ref, by_name)
                 continue

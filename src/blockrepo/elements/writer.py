@@ -136,7 +136,8 @@ def validate_types(writer: Writer, groups: Sequence[TypeItems], *, forward: bool
     check_partners(writer.db, drafts)
     for group in groups:
         for item in group.items:
-            _restore(item)
+            if item.aside_ends or item.aside_parent is not None:
+                _restore(item)
     for group in groups:
         _check_across_items(writer, group.type_def, group.items)
     for group in groups:
@@ -147,7 +148,7 @@ def _parse(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -
     """Parse every body into a draft (403 at once for what the actor may not write)."""
     parse = BodyParser(writer.actor, type_def).parse
     for item in items:
-        if item.failed or item.body is None:
+        if item.status is not None or item.body is None:
             continue
         draft = parse(item.body, element_id=item.element_id)
         # The draft holds what the body says: let the body go, so that an import's bodies and drafts of
@@ -342,7 +343,7 @@ def _decide(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) 
     claimed: dict[str, int] = {}
     for item in items:
         draft = item.draft
-        if item.failed or draft is None:
+        if item.status is not None or draft is None:
             continue
         if draft.errors:
             item.fail(400, draft.errors)
