@@ -107,7 +107,9 @@ class BodyParser:
     property, a relation end, nothing), whether the actor may write it and how its values decode is
     worked out once per key, the first time a body holds it, rather than for every body of a bulk write
     or an import. Each handler takes the usual shape of its key (one value, references by id) by a short
-    path and anything else by the general one, which finds every problem; both give the same draft."""
+    path and anything else by the general one, which finds every problem; both give the same draft.
+    Kept across requests (`body_parser`), so it holds only what the metamodel bounds: no handler of an
+    unknown key, no state of a request."""
 
     __slots__ = ("_actor", "_handlers", "_mandatory", "_type_def")
 
@@ -124,7 +126,7 @@ class BodyParser:
         for key, raw in body.items():
             handler = handlers.get(key)
             if handler is None:
-                handler = handlers[key] = self._handler(key)
+                handler = self._handler(key)
             handler(draft, raw)
         if element_id is None and "name" not in body:
             draft.error("/name", "mandatory", "name is mandatory")
@@ -133,6 +135,14 @@ class BodyParser:
         return draft
 
     def _handler(self, key: str) -> Handler:
+        handler = self._known_key(key)
+        if handler is None:
+            message = f"{self._type_def.name} has no property {key!r}"
+            return _arrays_only(key, partial(_error, ErrorItem(pointer(key), "unknown_property", message)))
+        self._handlers[key] = handler
+        return handler
+
+    def _known_key(self, key: str) -> Handler | None:
         if key == "id":
             return _check_id
         if key in READ_ONLY_KEYS:
@@ -154,8 +164,27 @@ class BodyParser:
                 message = f"you may not read {end.other_type} elements"
                 return _arrays_only(key, partial(_forbid, ErrorItem(pointer(key), "forbidden", message)))
             return _end_handler(actor, end)
-        message = f"{type_def.name} has no property {key!r}"
-        return _arrays_only(key, partial(_error, ErrorItem(pointer(key), "unknown_property", message)))
+        return None
+
+
+_PARSERS: dict[tuple[int, int], tuple[BlockTypeDef, Actor, BodyParser]] = {}
+_MAX_PARSERS = 256
+
+
+def body_parser(actor: Actor, type_def: BlockTypeDef) -> BodyParser:
+    """The `BodyParser` of the type and the actor, made once while both stay the same objects: the
+    compiled metamodel and the actor are cached per revision, so a single write does not build its
+    handlers again, and a metamodel or access change brings new objects and a new parser."""
+    key = (id(type_def), id(actor))
+    entry = _PARSERS.get(key)
+    # An entry holds its type and actor, so no other object can have their ids while it exists.
+    if entry is not None and entry[0] is type_def and entry[1] is actor:
+        return entry[2]
+    parser = BodyParser(actor, type_def)
+    if len(_PARSERS) >= _MAX_PARSERS:
+        _PARSERS.clear()
+    _PARSERS[key] = (type_def, actor, parser)
+    return parser
 
 
 def parse_body(
@@ -167,7 +196,7 @@ def parse_body(
     element_id: int | None,
 ) -> ElementDraft:
     """Check a body against the metamodel and the actor's rights without touching the database."""
-    return BodyParser(actor, type_def).parse(body, element_id=element_id)
+    return body_parser(actor, type_def).parse(body, element_id=element_id)
 
 
 def _ignore(draft: ElementDraft, raw: Any) -> None:
@@ -249,7 +278,9 @@ def _end_handler(actor: Actor, end: RelationEnd) -> Handler:
     end_pointer = pointer(end.name)  # escaped once: a bulk write parses thousands of entries
     name = end.name
 
-    pointers: list[str] = []  # of the entries by index, made once for every body of the write
+    # The entries' pointers by index, made once for every body; replaced whole when a longer list comes
+    # (never changed in place: another thread may be reading the one it took).
+    known: list[tuple[str, ...]] = [()]
 
     def handler(draft: ElementDraft, raw: Any) -> None:
         if not isinstance(raw, list):
@@ -257,8 +288,9 @@ def _end_handler(actor: Actor, end: RelationEnd) -> Handler:
             return
         if not end.multiple and _too_many(draft, name, raw):
             return
-        while len(pointers) < len(raw):
-            pointers.append(f"{end_pointer}/{len(pointers)}")
+        pointers = known[0]
+        if len(pointers) < len(raw):
+            pointers = known[0] = tuple(f"{end_pointer}/{index}" for index in range(len(raw)))
         entries: list[EndEntry] = []
         for index, item in enumerate(raw):
             # The usual entry, {"id": n} with n in range, as `_parse_reference` reads it.
@@ -482,11 +514,13 @@ def resolve_references(db: Session, metamodel: Metamodel, drafts: Sequence[Eleme
             else:
                 actual, expected = metamodel.type_by_id(found[0]).name, metamodel.type_by_id(ref.type_id).name
                 draft.error(ref.pointer, "wrong_type", f"element {ref.id} is a {actual}, not a {expected}")
-    logins = repository.existing_logins(db, (login for draft in drafts for _, login in draft.logins))
-    for draft in drafts:
+    named = [draft for draft in drafts if draft.logins]
+    logins = repository.existing_logins(db, (login for draft in named for _, login in draft.logins))
+    for draft in named:
         for where, login in draft.logins:
             if login not in logins:
                 draft.error(where, "unknown_user", f"there is no user {login!r}")
+    for draft in drafts:
         _check_resolved_ends(draft)
 
 

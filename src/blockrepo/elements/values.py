@@ -248,8 +248,6 @@ def value_decoder(attribute: AttributeDef) -> Callable[[Any], TypedValue]:
     if value_type == "richtext":
         return partial(_text_value, RICHTEXT_MAX_LENGTH, attribute)
     if value_type == "date":
-        # The decoder lives as long as the write that made it, so the dates it remembers are bounded
-        # by that write's body.
         return partial(_date_value, {}, attribute)
     return partial(decode_value, attribute)
 
@@ -311,11 +309,17 @@ def _text_value(max_length: int, attribute: AttributeDef, raw: Any) -> TypedValu
     return decode_value(attribute, raw)
 
 
+_DATES_REMEMBERED = 4096  # per decoder, which may serve many writes: about a megabyte
+
+
 def _date_value(seen: dict[str, TypedValue], attribute: AttributeDef, raw: Any) -> TypedValue:
     if raw.__class__ is str:
         value = seen.get(raw)
         if value is None:
-            value = seen[raw] = decode_value(attribute, raw)  # only a valid date is remembered
+            value = decode_value(attribute, raw)  # only a valid date is remembered
+            if len(seen) >= _DATES_REMEMBERED:
+                seen.clear()
+            seen[raw] = value
         return value
     return decode_value(attribute, raw)
 

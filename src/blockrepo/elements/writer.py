@@ -34,10 +34,10 @@ from blockrepo.elements import repository
 from blockrepo.elements.reader import READ_BATCH, ElementReader
 from blockrepo.elements.repository import LoadedElement, NewRelation, chunks
 from blockrepo.elements.validation import (
-    BodyParser,
     ElementDraft,
     EndEntry,
     Reference,
+    body_parser,
     check_partners,
     resolve_references,
 )
@@ -146,7 +146,7 @@ def validate_types(writer: Writer, groups: Sequence[TypeItems], *, forward: bool
 
 def _parse(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -> None:
     """Parse every body into a draft (403 at once for what the actor may not write)."""
-    parse = BodyParser(writer.actor, type_def).parse
+    parse = body_parser(writer.actor, type_def).parse
     for item in items:
         if item.status is not None or item.body is None:
             continue

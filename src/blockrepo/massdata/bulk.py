@@ -110,7 +110,7 @@ def bulk_write(writer: Writer, type_name: str, request: BulkRequest) -> BulkOutc
             item.fail(400, [ErrorItem("", "wrong_type", "an element is a JSON object")])
     _assign_targets(writer, type_def, items, request.match)
     core.validate(writer, type_def, items)
-    failed = [item for item in items if item.failed]
+    failed = [item for item in items if item.status is not None]
     if request.mode == "atomic" and failed:
         results = [_result(item, request.dry_run) for item in items]
         errors = [
@@ -123,7 +123,7 @@ def bulk_write(writer: Writer, type_name: str, request: BulkRequest) -> BulkOutc
             # Writing what the caller may not write is 403, as in the element API, with every problem.
             raise Forbidden(detail, errors=errors, extra={"results": results})
         raise ValidationFailed(detail, errors=errors, extra={"results": results})
-    good = [item for item in items if not item.failed]
+    good = [item for item in items if item.status is None] if failed else items
     if not request.dry_run:
         core.persist(writer, type_def, good)
     results = [_result(item, request.dry_run) for item in items]
