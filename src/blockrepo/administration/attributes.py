@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from blockrepo.access.actor import Actor
 from blockrepo.administration import repository
 from blockrepo.administration.repository import LiteralRow
-from blockrepo.administration.schemas import AttributeCreate, AttributeUpdate
+from blockrepo.administration.schemas import AttributeCreate, AttributeUpdate, require_matching_id
 from blockrepo.administration.value_removal import (
     remove_element_values,
     remove_relation_values,
@@ -239,10 +239,7 @@ def update_attribute(
 ) -> None:
     require_admin(actor)
     metamodel = lock_current_metamodel(db, metamodel)
-    if body.id is not None and body.id != attribute_id:
-        raise ValidationFailed(
-            "id does not match the path", errors=[ErrorItem("/id", "id_mismatch", "must match")]
-        )
+    require_matching_id(body.id, attribute_id)
     current = existing_attribute(metamodel, attribute_id)
     sent = body.model_fields_set
     errors: list[ErrorItem] = []

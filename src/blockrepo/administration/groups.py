@@ -19,6 +19,7 @@ from blockrepo.administration.schemas import (
     AttributeGroupOut,
     AttributeGroupUpdate,
     GroupPermission,
+    require_matching_id,
 )
 from blockrepo.errors import Conflict, ErrorItem, NameConflict, NotFound, ValidationFailed
 from blockrepo.metamodel.repository import lock_current_metamodel
@@ -138,10 +139,7 @@ def update_group(
 ) -> None:
     require_admin(actor)
     metamodel = lock_current_metamodel(db, metamodel)
-    if body.id is not None and body.id != group_id:
-        raise ValidationFailed(
-            "id does not match the path", errors=[ErrorItem("/id", "id_mismatch", "must match")]
-        )
+    require_matching_id(body.id, group_id)
     current = _existing(metamodel, group_id)
     is_default = current.name == DEFAULT_GROUP_NAME
     errors: list[ErrorItem] = []

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import FUNCTIONAL_PERMISSIONS, TYPE_ACTIONS, Actor
 from blockrepo.administration import repository, supervision
-from blockrepo.administration.schemas import RoleCreate, RoleOut, RoleUpdate
+from blockrepo.administration.schemas import RoleCreate, RoleOut, RoleUpdate, require_matching_id
 from blockrepo.errors import Conflict, ErrorItem, Forbidden, NameConflict, NotFound, ValidationFailed
 from blockrepo.metamodel.snapshot import Metamodel
 from blockrepo.revisions.recorder import ChangeLog
@@ -160,10 +160,7 @@ def update_role(
     db: Session, actor: Actor, metamodel: Metamodel, changes: ChangeLog, role_id: int, body: RoleUpdate
 ) -> None:
     _require_admin(actor)
-    if body.id is not None and body.id != role_id:
-        raise ValidationFailed(
-            "id does not match the path", errors=[ErrorItem("/id", "id_mismatch", "must match")]
-        )
+    require_matching_id(body.id, role_id)
     current = _existing(db, role_id)
     _ensure_mutable(current)
     supervision.refuse_touching_role(db, actor, current.name, "change")

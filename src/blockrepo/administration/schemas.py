@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, ConfigDict, Field
 from pydantic.config import JsonDict, JsonValue
 
+from blockrepo.errors import ErrorItem, ValidationFailed
 from blockrepo.metamodel.names import attribute_name_schema
 from blockrepo.metamodel.schemas import DESCRIPTION_LENGTH, READ_ONLY, ApiModel, LiteralIn, ValueType
 
@@ -34,6 +35,14 @@ ROLE_NAME_LENGTH = HISTORY_SUBJECT_LENGTH - len("role ")
 GROUP_NAME_LENGTH = HISTORY_SUBJECT_LENGTH - len("attributeGroup ")
 # Group positions are stored in a 32-bit column (PostgreSQL INTEGER).
 LARGEST_POSITION = 2**31 - 1
+
+
+def require_matching_id(body_id: int | None, path_id: int) -> None:
+    """A body's read-only `id` may come back (a GET body sent back), but only naming the path's object."""
+    if body_id is not None and body_id != path_id:
+        raise ValidationFailed(
+            "id does not match the path", errors=[ErrorItem("/id", "id_mismatch", "must match")]
+        )
 
 
 def integral_number_as_int(value: object) -> object:

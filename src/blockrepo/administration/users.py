@@ -11,7 +11,14 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import FUNCTIONAL_PERMISSIONS, TYPE_ACTIONS, Actor
 from blockrepo.administration import repository, supervision
-from blockrepo.administration.schemas import CurrentUserOut, GroupAccess, UserCreate, UserOut, UserUpdate
+from blockrepo.administration.schemas import (
+    CurrentUserOut,
+    GroupAccess,
+    UserCreate,
+    UserOut,
+    UserUpdate,
+    require_matching_id,
+)
 from blockrepo.auth.passwords import generate_password
 from blockrepo.errors import Conflict, ErrorItem, Forbidden, NameConflict, NotFound, ValidationFailed
 from blockrepo.metamodel.snapshot import Metamodel
@@ -164,10 +171,7 @@ def update_user(
     hash_password: Callable[[str], str],
 ) -> UserWriteOutcome:
     _require_admin(actor)
-    if body.id is not None and body.id != user_id:
-        raise ValidationFailed(
-            "id does not match the path", errors=[ErrorItem("/id", "id_mismatch", "must match")]
-        )
+    require_matching_id(body.id, user_id)
     current = _existing(db, user_id)
     supervision.refuse_touching_user(db, actor, current.login, current.roles, "change")
     values: dict[str, Any] = {}

@@ -99,13 +99,20 @@ class RequestContext:
         return revision
 
 
-def races_as_conflicts() -> Iterator[None]:
-    """Router dependency: a constraint violation raised inside a route (a concurrent request won a race
-    the service's checks could not see, e.g. the same login created in parallel) is a 409, not a 500."""
+@contextmanager
+def races_refused() -> Iterator[None]:
+    """A constraint violation raised inside (a concurrent request won a race the service's checks could
+    not see, e.g. the same login created in parallel) is a 409, not a 500."""
     try:
         yield
     except IntegrityError as exc:
         raise Conflict("the change conflicts with a concurrent change; retry") from exc
+
+
+def races_as_conflicts() -> Iterator[None]:
+    """Router dependency: the whole route runs inside `races_refused`."""
+    with races_refused():
+        yield
 
 
 def principal_of(request: Request) -> Principal:

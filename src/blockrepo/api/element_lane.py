@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 
 from sqlalchemy import Connection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -13,6 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from blockrepo import API_VERSION, SUPPORTED_API_VERSIONS
 from blockrepo.access.repository import current_revisions
 from blockrepo.api.context import AppServices
+from blockrepo.api.element_path import element_in_path
 from blockrepo.api.etag import element_etag, if_match_check
 from blockrepo.api.middleware import REQUEST_ID_PATTERN
 from blockrepo.auth.cookies import login_cookie_headers, session_cookie_in
@@ -22,10 +22,6 @@ from blockrepo.storage.engine import held_snapshot
 
 log = logging.getLogger("blockrepo.api")
 
-# A type name and an id within the path parameter's range (1 .. 2^31-1, at most 10 digits without a
-# leading zero); anything else goes the documented way.
-_ELEMENT_PATH = re.compile(r"/api/element/([^/\x00]+)/([1-9][0-9]{0,9})")
-_MAX_ID = 2**31 - 1
 _WANTED = frozenset(
     {
         b"authorization",
@@ -69,9 +65,9 @@ class ElementReadLane:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "GET" and not scope["query_string"]:
-            match = _ELEMENT_PATH.fullmatch(scope["path"])
-            if match is not None and int(match[2]) <= _MAX_ID:
-                answer = self._answer(scope, match[1], int(match[2]))
+            element = element_in_path(scope["path"])
+            if element is not None:
+                answer = self._answer(scope, *element)
                 if answer is not None:
                     await send(answer[0])
                     await send(answer[1])

@@ -5,12 +5,11 @@ Thin: the rules live in blockrepo.elements.service."""
 from __future__ import annotations
 
 import asyncio
-import re
 from typing import Annotated, Any
 
 from anyio import to_thread
 from fastapi import APIRouter, Depends, Header, Path, Query, Request
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError
 from starlette.requests import Request as StarletteRequest
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -21,9 +20,11 @@ from blockrepo.api.context import (
     RequestContext,
     open_read_context,
     principal_of,
+    races_refused,
     request_context,
     session_context,
 )
+from blockrepo.api.element_path import element_in_path
 from blockrepo.api.errors import concurrent_write_refusal
 from blockrepo.api.etag import element_etag, if_match_check
 from blockrepo.api.parameters import REVISION_OR_TIME, given
@@ -32,7 +33,7 @@ from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.auth.basic import Principal
 from blockrepo.elements import reading, service
-from blockrepo.errors import BlockrepoError, Conflict
+from blockrepo.errors import BlockrepoError
 from blockrepo.history import asof
 from blockrepo.history.schemas import AS_OF_DESCRIPTION
 
@@ -318,12 +319,6 @@ def delete_element(
     return Response(status_code=204)
 
 
-# The path the write lane answers: a type name and an id within the path parameter's range (1 .. 2^31-1,
-# at most 10 digits without a leading zero); anything else goes to the routed operations.
-_ELEMENT_PATH = re.compile(r"/api/element/([^/]+)/([1-9][0-9]{0,9})")
-_MAX_ID = 2**31 - 1
-
-
 async def _no_body() -> Message:
     return {"type": "http.request", "body": b"", "more_body": False}
 
@@ -359,17 +354,16 @@ class ElementWriteLane:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] in ("PUT", "PATCH") and not scope["query_string"]:
-            match = _ELEMENT_PATH.fullmatch(scope["path"])
+            element = element_in_path(scope["path"])
             principal = scope.get("state", {}).get("principal")
             content_type = next((value for name, value in scope["headers"] if name == b"content-type"), None)
             if (
-                match is not None
+                element is not None
                 and principal is not None
-                and int(match[2]) <= _MAX_ID
                 and content_type is not None
                 and is_json_media_type(content_type.decode("latin-1"))
             ):
-                await self._answer(scope, receive, send, principal, match[1], int(match[2]))
+                await self._answer(scope, receive, send, principal, *element)
                 return
         await self.app(scope, receive, send)
 
@@ -411,15 +405,12 @@ class ElementWriteLane:
         if_match: str | None,
     ) -> dict[str, Any]:
         try:
-            with session_context(self.services, principal, request_id, writing=True) as ctx:
+            with races_refused(), session_context(self.services, principal, request_id, writing=True) as ctx:
                 element = service.update_element(
                     _writer(ctx), type_name, element_id, body, if_match=if_match_check(if_match)
                 )
                 ctx.commit()
                 return element
-        except IntegrityError as exc:
-            # As the routes' `races_as_conflicts`: a race the service's checks could not see.
-            raise Conflict("the change conflicts with a concurrent change; retry") from exc
         except DBAPIError as exc:
             refusal = concurrent_write_refusal(exc)
             if refusal is None:
