@@ -303,11 +303,15 @@ def main() -> int:
             f"{ratio:>8.1%} {row.cpu_ms:>10.3f} {result.errors:>7}"
         )
     by_key = {(row.scenario, row.connections): row.result.requests_per_second for row in rows}
+    cpu_by_key = {(row.scenario, row.connections): row.cpu_ms for row in rows}
     if {"get-session", "get-basic"} <= set(args.scenarios):
         session_32 = by_key[("GET, session cookie", 32)]
         basic_32 = by_key[("GET, repeated Basic (no cookie)", 32)]
+        basic_cpu_32 = cpu_by_key[("GET, repeated Basic (no cookie)", 32)]
+        cpu_ratio = basic_cpu_32 / cpu_by_key[("GET, session cookie", 32)]
         print(
-            f"\nBasic / session GET at 32 connections: {basic_32 / session_32:.1%}"
+            f"\nBasic / session GET at 32 connections: {basic_32 / session_32:.1%} by rate, "
+            f"{cpu_ratio:.1%} by CPU per GET"
             f"; session GET 32 / 1 connection(s): {session_32 / by_key[('GET, session cookie', 1)]:.2f}"
         )
     if "put" in args.scenarios:

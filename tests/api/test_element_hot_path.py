@@ -157,6 +157,82 @@ def test_repeated_basic_gets_without_the_cookie_write_nothing(
         assert db.scalar(select(func.count()).select_from(AuthSession)) == sessions_before
 
 
+def basic_header(login: str, password: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{login}:{password}".encode()).decode()}
+
+
+def test_each_basic_answer_of_the_lane_carries_its_own_working_session(
+    app: FastAPI, client: TestClient, web: TestClient, auth_store: dict[str, str]
+) -> None:
+    """Answers of the GET lane to repeated Basic credentials, one right after the other (within a second),
+    each carry a new signed session and its CSRF token; each cookie works when it comes back, its token
+    passes CSRF on a write, and logging one out leaves the other."""
+    element = client.post("/api/element/BusinessProcess", json={"name": ["Cookies"]}).json()["id"][0]
+    url = f"/api/element/BusinessProcess/{element}"
+    basic = basic_header("system", ADMIN_PASSWORD)
+    for _ in range(2):  # verifies the credentials, then renders the body on the lane
+        assert web.get(url, headers=basic).status_code == 200
+    with count_queries(engine_of(app)) as counter:
+        answers = [web.get(url, headers=basic) for _ in range(2)]
+    assert [tables_read(s) for s in counter.statements] == ["app_user", "app_user"]  # on the lane
+    sessions = [(cookie_value(a, "JSESSIONID"), cookie_value(a, "XSRF-TOKEN")) for a in answers]
+    assert sessions[0][0] != sessions[1][0] and sessions[0][1] != sessions[1][1]
+    for index, (session_id, token) in enumerate(sessions):
+        assert web.get(url, headers=session_headers(session_id)).json() == answers[index].json()
+        created = web.post(
+            "/api/element/BusinessProcess",
+            json={"name": [f"By cookie {index}"]},
+            headers=session_headers(session_id, token),
+        )
+        assert created.status_code == 201, created.text
+    first, second = sessions
+    assert web.post("/j_service_logout", headers=session_headers(*first)).status_code == 204
+    assert web.get(url, headers=session_headers(first[0])).status_code == 401
+    assert web.get(url, headers=session_headers(second[0])).status_code == 200
+
+
+@pytest.mark.parametrize("change", ["password", "disabled"])
+def test_the_lane_refuses_changed_credentials_on_the_next_request(
+    app: FastAPI, client: TestClient, web: TestClient, change: str
+) -> None:
+    """The lane recognises repeated credentials by their header, but the account's state is read with
+    every request: a new password or a disabled account is refused by the very next one."""
+    element = client.post("/api/element/BusinessProcess", json={"name": ["Changing"]}).json()["id"][0]
+    url = f"/api/element/BusinessProcess/{element}"
+    user_id = create_user(app, "anna", "anna-password", roles=["Supervisor"])
+    basic = basic_header("anna", "anna-password")
+    for _ in range(2):
+        assert web.get(url, headers=basic).status_code == 200
+    with count_queries(engine_of(app)) as counter:
+        assert web.get(url, headers=basic).status_code == 200
+    assert [tables_read(s) for s in counter.statements] == ["app_user"]  # answered on the lane
+    body = {"password": "anna-new-password"} if change == "password" else {"enabled": False}
+    assert client.put(f"/api/administration/users/{user_id}", json=body).status_code == 200
+    for _ in range(2):
+        assert web.get(url, headers=basic).status_code == 401
+    if change == "password":
+        assert web.get(url, headers=basic_header("anna", "anna-new-password")).status_code == 200
+
+
+def test_credentials_verified_from_one_address_are_not_quick_from_another(
+    app: FastAPI, client: TestClient, web: TestClient
+) -> None:
+    """The lane takes only credentials verified from the request's own address (as the login throttle
+    does): the same header from elsewhere goes the documented way, which checks the throttle first."""
+    element = client.post("/api/element/BusinessProcess", json={"name": ["Address"]}).json()["id"][0]
+    url = f"/api/element/BusinessProcess/{element}"
+    basic = basic_header("system", ADMIN_PASSWORD)
+    for _ in range(2):
+        assert web.get(url, headers=basic).status_code == 200
+    with bare_client(app, address="203.0.113.9") as elsewhere:
+        with count_queries(engine_of(app)) as counter:
+            assert elsewhere.get(url, headers=basic).status_code == 200
+        assert [tables_read(s) for s in counter.statements] != ["app_user"]
+        with count_queries(engine_of(app)) as counter:
+            assert elsewhere.get(url, headers=basic).status_code == 200
+        assert [tables_read(s) for s in counter.statements] == ["app_user"]  # verified here now
+
+
 def test_the_cookie_of_a_basic_request_works_once_it_comes_back(web: TestClient) -> None:
     response = web.get(PROTECTED, auth=("system", ADMIN_PASSWORD))
     session_id = cookie_value(response, "JSESSIONID")

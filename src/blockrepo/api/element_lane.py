@@ -15,7 +15,7 @@ from blockrepo.api.context import AppServices
 from blockrepo.api.element_path import element_in_path
 from blockrepo.api.etag import element_etag, if_match_check
 from blockrepo.api.middleware import REQUEST_ID_PATTERN
-from blockrepo.auth.cookies import login_cookie_headers, session_cookie_in
+from blockrepo.auth.cookies import session_cookie_in
 from blockrepo.auth.middleware import client_address
 from blockrepo.auth.quick import QuickAuth
 from blockrepo.storage.engine import held_snapshot
@@ -58,10 +58,7 @@ class ElementReadLane:
     def __init__(self, app: ASGIApp, *, services: AppServices) -> None:
         self.app = app
         self.services = services
-        self.auth = QuickAuth(services.auth)
-        settings = services.settings
-        self.cookie_secure = settings.cookie_secure
-        self.csrf_enabled = settings.csrf_enabled
+        self.auth = QuickAuth(services.auth, services.settings)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "GET" and not scope["query_string"]:
@@ -108,12 +105,8 @@ class ElementReadLane:
         cookie: str | None,
     ) -> Answer | None:
         services = self.services
-        authorization = headers.get(b"authorization")
         found = self.auth.resolve(
-            connection,
-            authorization.decode("latin-1") if authorization else None,
-            cookie,
-            client_address(scope),
+            connection, headers.get(b"authorization") or None, cookie, client_address(scope)
         )
         if found is None:
             return None
@@ -146,15 +139,7 @@ class ElementReadLane:
             if sent_id is not None and REQUEST_ID_PATTERN.match(sent_id.decode("latin-1"))
             else os.urandom(16).hex().encode()  # the shape of uuid4().hex, for less
         )
-        common: list[tuple[bytes, bytes]] = []
-        if found.issued is not None:
-            common = login_cookie_headers(
-                found.issued.cookie_value,
-                found.issued.session.csrf_token,
-                secure=self.cookie_secure,
-                csrf_enabled=self.csrf_enabled,
-            )
-        common += [(b"x-request-id", request_id), (b"api-version", _API_VERSION)]
+        common = [*found.set_cookies, (b"x-request-id", request_id), (b"api-version", _API_VERSION)]
         if_none_match = headers.get(b"if-none-match")
         if if_none_match is not None:
             not_modified = if_match_check(if_none_match.decode("latin-1"))

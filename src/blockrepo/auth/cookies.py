@@ -62,6 +62,26 @@ def login_cookie_headers(
     ]
 
 
+class LoginCookieHeaders:
+    """`login_cookie_headers` for one server's settings, one header at a time, with the constant parts
+    encoded once: the GET lane hands a new signed session to every Basic answer without a cookie."""
+
+    def __init__(self, *, secure: bool, csrf_enabled: bool) -> None:
+        self.csrf_enabled = csrf_enabled
+        self._session_prefix = f"{SESSION_COOKIE}=".encode()
+        self._session_suffix = f"; Path=/; HttpOnly; SameSite=Lax{_suffix(secure)}".encode()
+        self._csrf_prefix = f"{CSRF_COOKIE}=".encode()
+        self._csrf_suffix = f"; Path=/; SameSite=Lax{_suffix(secure)}".encode()
+
+    def session(self, session_value: str) -> tuple[bytes, bytes]:
+        """The session cookie's header, as `session_cookie` writes it."""
+        return (b"set-cookie", self._session_prefix + session_value.encode("latin-1") + self._session_suffix)
+
+    def csrf(self, csrf_token: str) -> tuple[bytes, bytes]:
+        """The CSRF cookie's header, as `csrf_cookie` writes it (only when `csrf_enabled`)."""
+        return (b"set-cookie", self._csrf_prefix + csrf_token.encode("latin-1") + self._csrf_suffix)
+
+
 def expired_cookies(*, secure: bool) -> list[str]:
     """Set-Cookie values that make the client drop both cookies (logout)."""
     return [

@@ -199,7 +199,16 @@ class LoginThrottle:
         without reading any store: the caller must check that the account still exists, is enabled and
         has the same credentials version (a new password, login or disabling changes it), else `attempt`
         decides and verifies again. An entry lasts no longer than the authenticator's (the same TTL)."""
-        return self._verified.get(self._verified.digest(_digest(address, login), password))
+        return self.verified_by_key(self.verified_key(login, password, address))
+
+    def verified_key(self, login: str, password: str, address: str) -> bytes:
+        """What `verified_here` looks these credentials up by: fixed per process, so a caller may keep it
+        instead of computing it again for the same credentials and address."""
+        return self._verified.digest(_digest(address, login), password)
+
+    def verified_by_key(self, key: bytes) -> Principal | None:
+        """`verified_here` by a `verified_key`: the entry's time to live and `forget` apply as there."""
+        return self._verified.get(key)
 
     def _limits(self, login: str, address: str) -> dict[str, int]:
         return {
