@@ -14,6 +14,7 @@ from blockrepo.elements.values import (
     check_name,
     decode_value,
     encode_value,
+    value_decoder,
 )
 from blockrepo.metamodel.snapshot import AttributeDef, LiteralDef
 
@@ -138,3 +139,49 @@ def test_names_are_limited_to_255_characters_and_not_blank() -> None:
     for bad in ("x" * 256, " ", "", None):
         with pytest.raises(ValueProblem):
             check_name(bad)
+
+
+TRICKY_RAW: list[Any] = [
+    "hello", "", " ", "x" * 4000, "x" * 4001, "x" * 1_000_001, "a\x00b", "low", "high", "medium", "LOW",
+    0, 1, -1, 10, 10.5, 1500, 2.5, 2**53 - 1, 2**53, -(2**53), 2**60, 1e300, float("inf"), float("nan"),
+    True, False, None, [], {}, ["low"], {"start": "2020-01-01"},
+    "2026-02-28", "2026-02-30", "2026-13-01", "26-1-1", "2026-01-01T00:00:00", "2026-01-01\n",
+    "20260101", "2026-W01-1", "\uff12\uff10\uff12\uff16-01-01", "\u0662\u0660\u0662\u0666-01-01",
+    "2026-1-011", "+026-01-01", "2026--1-01",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "attribute",
+    [
+        attr("text"),
+        attr("richtext"),
+        attr("number"),
+        attr("number", min_value=0.0, max_value=10.0),
+        attr("date"),
+        attr("dateInterval"),
+        attr("boolean"),
+        ENUM,
+        attr("enum", literals=(LiteralDef(7, "low", "", None, 0), LiteralDef(9, "low", "", None, 1))),
+        attr("responsibility"),
+    ],
+    ids=lambda attribute: f"{attribute.value_type}{attribute.literals or ''}{attribute.min_value or ''}",
+)
+def test_value_decoder_answers_as_decode_value(attribute: AttributeDef) -> None:
+    """The shortcuts of `value_decoder` (shared tuples, inline checks, remembered dates) change nothing:
+    the same value or the same problem as `decode_value`, for every input, twice (the second time from
+    what the decoder remembers)."""
+    decode = value_decoder(attribute)
+    for _ in range(2):
+        for raw in TRICKY_RAW:
+            try:
+                expected: TypedValue | tuple[str, str] = decode_value(attribute, raw)
+            except ValueProblem as problem:
+                expected = (problem.code, problem.message)
+            try:
+                got: TypedValue | tuple[str, str] = decode(raw)
+            except ValueProblem as problem:
+                got = (problem.code, problem.message)
+            assert got == expected, raw
+            if isinstance(expected, TypedValue) and expected.number is not None:
+                assert isinstance(got, TypedValue) and type(got.number) is float

@@ -789,19 +789,23 @@ def insert_named_elements(db: Session, type_id: int, rows: Sequence[Sequence[Any
 def ids_by_name(db: Session, type_id: int, names: Iterable[str]) -> dict[str, int]:
     """name -> id of the type's elements among `names` (names are unique per type)."""
     found: dict[str, int] = {}
-    postgresql = db.get_bind().dialect.name == "postgresql"
+    if db.get_bind().dialect.name == "postgresql":
+        for chunk in chunks(sorted(set(names))):
+            for name, element_id in db.execute(_ids_by_name_postgresql(type_id), {"names": list(chunk)}):
+                found[name] = element_id
+        return found
+    connection = db.connection()
     for chunk in chunks(sorted(set(names))):
-        statement = (
-            _ids_by_name_postgresql(type_id)
-            if postgresql
-            else select(Element.name, Element.id).where(Element.type_id == type_id, Element.name.in_(chunk))
-        )
-        for name, element_id in db.execute(statement, {"names": list(chunk)} if postgresql else {}):
+        # Handed to the driver as it is: SQLAlchemy's expansion of an IN list of 500 names cost more than
+        # the query (a bulk write checks every name it creates).
+        marks = ", ".join("?" * len(chunk))
+        sql = f"SELECT name, id FROM element WHERE type_id = ? AND name IN ({marks})"
+        for name, element_id in connection.exec_driver_sql(sql, (type_id, *chunk)):
             found[name] = element_id
     return found
 
 
-def _ids_by_name_postgresql(type_id: int) -> Select[tuple[str, int]]:
+def _ids_by_name_postgresql(type_id: int) -> Select[str, int]:
     """One lookup in the (type, name) index per name. Before autovacuum has analyzed a table that a bulk
     load has just filled, PostgreSQL plans `name IN (…)` as a filter over every element of the type, which
     made a load of 100,000 elements slow down with every request (bench/massdata_scale.py); a lateral

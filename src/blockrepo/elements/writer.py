@@ -37,8 +37,8 @@ from blockrepo.elements.validation import (
     ElementDraft,
     EndEntry,
     Reference,
+    body_parser,
     check_partners,
-    parse_body,
     resolve_references,
 )
 from blockrepo.elements.values import TypedValue, value_encoder
@@ -139,7 +139,8 @@ def validate_types(writer: Writer, groups: Sequence[TypeItems], *, forward: bool
     check_partners(writer.db, drafts)
     for group in groups:
         for item in group.items:
-            _restore(item)
+            if item.aside_ends or item.aside_parent is not None:
+                _restore(item)
     for group in groups:
         _check_across_items(writer, group.type_def, group.items)
     for group in groups:
@@ -148,10 +149,11 @@ def validate_types(writer: Writer, groups: Sequence[TypeItems], *, forward: bool
 
 def _parse(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -> None:
     """Parse every body into a draft (403 at once for what the actor may not write)."""
+    parse = body_parser(writer.actor, type_def).parse
     for item in items:
-        if item.failed or item.body is None:
+        if item.status is not None or item.body is None:
             continue
-        draft = parse_body(writer.metamodel, writer.actor, type_def, item.body, element_id=item.element_id)
+        draft = parse(item.body, element_id=item.element_id)
         # The draft holds what the body says: let the body go, so that an import's bodies and drafts of
         # every record are not held at once.
         item.body = None
@@ -181,9 +183,14 @@ def _set_aside(
 
     for item in items:
         draft = item.draft
-        if item.failed or draft is None:
+        if item.status is not None or draft is None:
             continue
         for end_name, entries in draft.ends.items():
+            for entry in entries:
+                if entry.reference.id is None:
+                    break
+            else:
+                continue  # every entry names an id: none is created by this write
             kept = []
             for entry in entries:
                 creator = creator_of(entry.reference)
@@ -207,9 +214,13 @@ def _restore(item: WriteItem) -> None:
     draft = item.draft
     if draft is None:
         return
-    draft.ends.update(item.aside_ends)
+    if item.aside_ends:
+        draft.ends.update(item.aside_ends)
     if item.aside_parent is not None:
         draft.parent = item.aside_parent
+
+
+_NO_PENDING: dict[int, NewKey] = {}  # only read
 
 
 def _pending_keys(item: WriteItem) -> dict[int, NewKey]:
@@ -237,11 +248,13 @@ def _check_across_items(writer: Writer, type_def: BlockTypeDef, items: Sequence[
     movers: list[WriteItem] = []
     for item in items:
         draft = item.draft
-        if item.failed or draft is None:
+        if item.status is not None or draft is None:
             continue
-        pending = _pending_keys(item)
+        pending = _pending_keys(item) if item.pending else _NO_PENDING
         for end_name, entries in draft.ends.items():
             end = type_def.ends[end_name]
+            if not pending and _opposite_multiple(end):
+                continue  # nothing to check: duplicates are looked for among pending references only
             seen: set[int | NewKey] = set()
             for entry in entries:
                 key = _key_of(entry.reference, pending)
@@ -274,9 +287,13 @@ def _check_across_items(writer: Writer, type_def: BlockTypeDef, items: Sequence[
             movers.append(item)
     # A created element can close a cycle only when its parent is created by the write as well (an
     # import may list a parent after its child).
-    checked = movers + [
-        item for item in items if item.creating and isinstance(new_parents.get(("new", item.index)), tuple)
-    ]
+    checked = movers
+    if new_parents:
+        checked = movers + [
+            item
+            for item in items
+            if item.creating and isinstance(new_parents.get(("new", item.index)), tuple)
+        ]
     if not checked:
         return
     starts = [p for p in (*new_parents.values(), *moves.values()) if isinstance(p, int)]
@@ -329,12 +346,16 @@ def _decide(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) 
     claimed: dict[str, int] = {}
     for item in items:
         draft = item.draft
-        if item.failed or draft is None:
+        if item.status is not None or draft is None:
             continue
         if draft.errors:
             item.fail(400, draft.errors)
             continue
-        broken = [(reference, creator) for reference, creator in item.pending if creator.failed]
+        broken = (
+            [(reference, creator) for reference, creator in item.pending if creator.failed]
+            if item.pending
+            else None
+        )
         if broken:
             item.fail(
                 400,

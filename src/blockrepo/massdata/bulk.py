@@ -115,7 +115,7 @@ def bulk_write(writer: Writer, type_name: str, request: BulkRequest) -> BulkOutc
             item.fail(400, [ErrorItem("", "wrong_type", "an element is a JSON object")])
     _assign_targets(writer, type_def, items, request.match)
     core.validate(writer, type_def, items)
-    failed = [item for item in items if item.failed]
+    failed = [item for item in items if item.status is not None]
     if request.mode == "atomic" and failed:
         results = [_result(item, request.dry_run) for item in items]
         errors = [
@@ -128,7 +128,7 @@ def bulk_write(writer: Writer, type_name: str, request: BulkRequest) -> BulkOutc
             # Writing what the caller may not write is 403, as in the element API, with every problem.
             raise Forbidden(detail, errors=errors, extra={"results": results})
         raise ValidationFailed(detail, errors=errors, extra={"results": results})
-    good = [item for item in items if not item.failed]
+    good = [item for item in items if item.status is None] if failed else items
     if not request.dry_run:
         core.persist(writer, type_def, good)
     results = [_result(item, request.dry_run) for item in items]
@@ -188,12 +188,14 @@ def _assign_targets(writer: Writer, type_def: BlockTypeDef, items: Sequence[Writ
             item.fail(400, [ErrorItem("/id", "duplicate", message)])
         else:
             seen[item.element_id] = item.index
-    actor = writer.actor
+    may = {action: writer.actor.can_type(type_def.id, action) for action in ("create", "update")}
+    if all(may.values()):
+        return
     for item in items:
         if item.failed:
             continue
         action = "create" if item.creating else "update"
-        if not actor.can_type(type_def.id, action):
+        if not may[action]:
             item.fail(403, [ErrorItem("", "forbidden", f"you may not {action} {type_def.name} elements")])
 
 
