@@ -19,9 +19,11 @@ Every parameter tuple and every JSON text is made before the clock starts, so th
 driver's binding only. The rows are bound as the best bare program would bind them: elements as multi-row
 INSERT … RETURNING their ids (as the server does), every row without the columns it leaves NULL; the old
 floor (full rows, ids read back by name) runs beside it for history. The same load runs again on a copy
-of the repository with foreign_keys=OFF, to show what the foreign-key checks cost; the variants run
-`--repeat` times in turn, on fresh copies, and the fastest run of each is shown. The table gives the
-microseconds per element of each part and the elements per second in all, against the issue's target
+of the repository with foreign_keys=OFF, to show what the foreign-key checks cost, and once more with
+the value, relation and change rows as multi-row VALUES of 500 rows instead of executemany (as the server
+writes them since h15-rows; massdata_scale.py's share is still taken against the executemany floor); the
+variants run `--repeat` times in turn, on fresh copies, and the fastest run of each is shown. The table
+gives the microseconds per element of each part and the elements per second in all, against the issue's target
 (≥ 20,000 elements/s, 50 µs an element): what is left of those 50 µs is all that parsing, validation
 and recording in Python may take.
 Prints a table; asserts nothing.
@@ -101,6 +103,7 @@ INSERT_REVISION = "INSERT INTO revision (id, created_at, user_login, request_id)
 ELEMENT_COLUMNS = (
     "type_id, name, description, position, revision, created_at, last_modified_at, last_modified_by"
 )
+ROWS_PER_VALUES = 500  # storage.bulk_insert.ROWS_PER_VALUES (here too, to run against older code)
 ELEMENTS_PER_STATEMENT = 30_000 // 8  # storage.bulk_insert.SQLITE_PARAMETERS_PER_STATEMENT
 CHANGE_WITHOUT_SUBJECT = (
     "INSERT INTO change (revision, entity, operation, type_name, element_id, element_name, changes) "
@@ -345,8 +348,19 @@ class Result:
         return sum(self.seconds.values())
 
 
+def many_rows(connection: sqlite3.Connection, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    """The rows of an `INSERT … VALUES (?, …)` as multi-row VALUES statements of 500 rows each (as
+    storage.bulk_insert writes them since h15-rows): Python 3.11's sqlite3 steps and resets a statement once
+    per row of an executemany."""
+    head, _, group = sql.partition(" VALUES ")
+    for start in range(0, len(rows), ROWS_PER_VALUES):
+        chunk = rows[start : start + ROWS_PER_VALUES]
+        values = ", ".join([group] * len(chunk))
+        connection.execute(f"{head} VALUES {values}", list(itertools.chain.from_iterable(chunk)))
+
+
 def write(
-    connection: sqlite3.Connection, batch: Batch, old: bool
+    connection: sqlite3.Connection, batch: Batch, old: bool, multirow: bool = False
 ) -> tuple[dict[str, float], dict[str, int], int]:
     """One request's writes in one transaction, in the server's order (the history is flushed last), as
     the floor binds them or, `old`, as the old floor did; returns the seconds of each part, the ids read
@@ -359,6 +373,12 @@ def write(
         nonlocal last
         now = clock()
         seconds[part], last = now - last, now
+
+    def insert(sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        if multirow:
+            many_rows(connection, sql, rows)
+        else:
+            connection.executemany(sql, rows)
 
     connection.execute("BEGIN IMMEDIATE")
     ids: dict[str, int] = {}
@@ -375,9 +395,9 @@ def write(
         lap("elements")
         lap("ids")
         for sql, rows in batch.value_groups:
-            connection.executemany(sql, rows)
+            insert(sql, rows)
     lap("values")
-    connection.executemany(INSERT_RELATION, batch.relations)
+    insert(INSERT_RELATION, batch.relations)
     lap("relations")
     for parameters in batch.bumps:
         connection.execute(bump_sql(len(parameters) - 3), parameters)
@@ -388,7 +408,7 @@ def write(
     if old:
         connection.executemany(INSERT_CHANGE, batch.changes)
     else:
-        connection.executemany(CHANGE_WITHOUT_SUBJECT, batch.changes_without_subject)
+        insert(CHANGE_WITHOUT_SUBJECT, batch.changes_without_subject)
     lap("changes")
     connection.execute("COMMIT")
     lap("commit")
@@ -402,11 +422,13 @@ class Variant:
     label: str
     foreign_keys: bool
     old: bool
+    multirow: bool = False  # multi-row VALUES instead of executemany
 
 
 FLOOR = Variant("floor (FK on)", foreign_keys=True, old=False)
 OLD_FLOOR = Variant("old floor (FK on)", foreign_keys=True, old=True)
 FLOOR_WITHOUT_FK = Variant("floor, FK off", foreign_keys=False, old=False)
+MULTIROW_FLOOR = Variant("floor, multi-row VALUES (FK on)", foreign_keys=True, old=False, multirow=True)
 
 
 def load(path: Path, repository: Repository, elements: int, batch_size: int, variant: Variant) -> Result:
@@ -438,7 +460,7 @@ def load(path: Path, repository: Repository, elements: int, batch_size: int, var
             gc.disable()
             cpu_before = time.process_time()
             try:
-                seconds, ids, written_revision = write(connection, batch, variant.old)
+                seconds, ids, written_revision = write(connection, batch, variant.old, variant.multirow)
             finally:
                 result.cpu_seconds += time.process_time() - cpu_before
                 gc.enable()
@@ -511,10 +533,10 @@ def main() -> int:
     elements, batch_size = args.elements, args.batch
     console = Console(width=140)
     load_before = os.getloadavg()[0]
-    variants = (FLOOR, OLD_FLOOR, FLOOR_WITHOUT_FK)
+    variants = (FLOOR, OLD_FLOOR, FLOOR_WITHOUT_FK, MULTIROW_FLOOR)
     results = measure(elements, batch_size, args.repeat, variants)
     # The fastest run of each variant (its parts, so that they add up to its total).
-    on, old, off = (min(results[variant], key=lambda result: result.total) for variant in variants)
+    on, old, off, multi = (min(results[variant], key=lambda result: result.total) for variant in variants)
     budget = 1e6 / TARGET_PER_SECOND
     table = Table(
         title=f"Bulk import floor on SQLite: bare sqlite3, {elements:,} {TYPE} elements, "
@@ -526,6 +548,7 @@ def main() -> int:
     table.add_column("old floor", justify="right")
     table.add_column("floor, FK off", justify="right")
     table.add_column("FK checks", justify="right")
+    table.add_column("floor, multi-row VALUES", justify="right")
     for key, label in PARTS:
         table.add_row(
             label,
@@ -534,6 +557,7 @@ def main() -> int:
             micro(old.seconds[key], elements),
             micro(off.seconds[key], elements),
             micro(on.seconds[key] - off.seconds[key], elements),
+            micro(multi.seconds[key], elements),
         )
     table.add_section()
     table.add_row(
@@ -543,21 +567,28 @@ def main() -> int:
         micro(old.total, elements),
         micro(off.total, elements),
         micro(on.total - off.total, elements),
+        micro(multi.total, elements),
     )
     table.add_row(
         "elements/s",
         "",
         *(f"{elements / result.total:,.0f}" for result in (on, old, off)),
         "",
+        f"{elements / multi.total:,.0f}",
     )
     table.add_row(
-        "CPU µs an element", "", *(micro(result.cpu_seconds, elements) for result in (on, old, off)), ""
+        "CPU µs an element",
+        "",
+        *(micro(result.cpu_seconds, elements) for result in (on, old, off)),
+        "",
+        micro(multi.cpu_seconds, elements),
     )
     table.add_row(
         f"left for Python at {TARGET_PER_SECOND:,} elements/s ({budget:.0f} µs an element)",
         "",
         *(f"{budget - result.total * 1e6 / elements:.1f}" for result in (on, old, off)),
         "",
+        f"{budget - multi.total * 1e6 / elements:.1f}",
     )
     console.print(
         f"SQLite {sqlite3.sqlite_version}, Python {sys.version.split()[0]}; {max(10, elements // 50):,} "

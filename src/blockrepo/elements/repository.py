@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, NamedTuple, TypeVar, cast
 
 from sqlalchemy import (
@@ -57,6 +58,9 @@ ELEMENT_COLUMNS = (
     "last_modified_at",
     "last_modified_by",
 )
+_PARENT_OF = itemgetter(ELEMENT_COLUMNS.index("parent_id"))
+_WITHOUT_PARENT = tuple(name for name in ELEMENT_COLUMNS if name != "parent_id")
+_PICK_WITHOUT_PARENT = itemgetter(*(ELEMENT_COLUMNS.index(name) for name in _WITHOUT_PARENT))
 _TYPED_COLUMNS = ("text_value", "number_value", "date_value", "date_end", "bool_value", "literal_id")
 VALUE_COLUMNS = ("element_id", "attribute_id", "position", *_TYPED_COLUMNS)
 RELATION_COLUMNS = ("relation_type_id", "source_id", "target_id", "position")
@@ -565,17 +569,20 @@ def insert_relations(db: Session, relations: Sequence[NewRelation]) -> None:
     COPY, each for relations and values)."""
     if not relations:
         return
-    open_positions = {(r.relation_type_id, r.source_id) for r in relations if r.position is None}
-    next_position = next_source_positions(db, open_positions)
-    rows = []
-    for r in relations:
-        position = r.position
-        if position is None:
-            key = (r.relation_type_id, r.source_id)
-            position = next_position.get(key, 0)
-            next_position[key] = position + 1
-        rows.append((r.relation_type_id, r.source_id, r.target_id, position))
-    bulk_insert.insert_tuples(db, RELATION, RELATION_COLUMNS, rows)
+    # Column by column (a bulk write makes two an element): the fields transposed at C level.
+    type_ids, source_ids, target_ids, positions, values = map(list, zip(*relations, strict=True))
+    if None in positions:
+        open_positions = {(r.relation_type_id, r.source_id) for r in relations if r.position is None}
+        next_position = next_source_positions(db, open_positions)
+        for index, r in enumerate(relations):
+            if r.position is None:
+                key = (r.relation_type_id, r.source_id)
+                positions[index] = position = next_position.get(key, 0)
+                next_position[key] = position + 1
+    columns = dict(zip(RELATION_COLUMNS, (type_ids, source_ids, target_ids, positions), strict=True))
+    bulk_insert.insert_columns(db, RELATION, columns)
+    if not any(values):  # mostly empty mappings
+        return
     with_values = [r for r in relations if any(r.values.values())]
     if not with_values:
         return
@@ -767,8 +774,13 @@ def insert_named_elements(db: Session, type_id: int, rows: Sequence[Sequence[Any
     if not rows:
         return {}
     if db.get_bind().dialect.name == "sqlite":
-        returned = bulk_insert.insert_returning(db, ELEMENT, ELEMENT_COLUMNS, rows, ("name", "id"))
-        return {name: element_id for name, element_id in returned}
+        names: Sequence[str] = ELEMENT_COLUMNS
+        if list(map(_PARENT_OF, rows)).count(None) == len(rows):
+            # Every row at the top: parent_id left out (NULL all the same), as sqlite3 binds a None
+            # through its adapter lookup.
+            names, rows = _WITHOUT_PARENT, list(map(_PICK_WITHOUT_PARENT, rows))
+        returned = bulk_insert.insert_returning(db, ELEMENT, names, rows, ("name", "id"))
+        return dict(returned)
     statement = insert(ELEMENT).returning(ELEMENT.c.name, ELEMENT.c.id)
     result = db.execute(statement, [dict(zip(ELEMENT_COLUMNS, row, strict=True)) for row in rows])
     return {name: element_id for name, element_id in result}
@@ -859,10 +871,67 @@ def insert_values(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
     bulk_insert.insert_rows(db, ELEMENT_VALUE, rows)
 
 
-def insert_value_rows(db: Session, rows: Sequence[Sequence[Any]]) -> None:
-    """Element values, each row a tuple of VALUE_COLUMNS (`value_row` makes one)."""
-    # Bucketed by attribute: the values of one attribute leave the same typed columns NULL.
-    bulk_insert.insert_tuples(db, ELEMENT_VALUE, VALUE_COLUMNS, rows, any_order=True, bucket_by=1)
+def insert_values_by_attribute(
+    db: Session, by_attribute: Mapping[int, Sequence[tuple[int, Sequence[TypedValue]]]]
+) -> None:
+    """Element values given per attribute: attribute id -> (element id, its values in order) of each
+    element that holds some (a bulk create's drafts, as they are).
+
+    Written column by column (`bulk_insert.insert_columns`), values that fill the same typed columns in
+    one insert without the columns they leave NULL (see `bulk_insert._without_nulls` for why), so that a
+    single-valued attribute's values cost no tuple per row: the values of one kind of attribute fill the
+    same columns, checked column by column at C level."""
+    groups: dict[tuple[int, ...], dict[str, list[Any]]] = {}
+
+    def group_of(filled: tuple[int, ...]) -> dict[str, list[Any]]:
+        group = groups.get(filled)
+        if group is None:
+            group = groups[filled] = {
+                "element_id": [],
+                "attribute_id": [],
+                "position": [],
+                **{_TYPED_COLUMNS[index]: [] for index in filled},
+            }
+        return group
+
+    for attribute_id, held in by_attribute.items():
+        holders = list(map(_FIRST, held))
+        lists = list(map(_SECOND, held))
+        if not lists or max(map(len, lists)) != 1 or min(map(len, lists)) != 1:
+            # Several (or no) values to some element: one row per value, then as below.
+            holders = [holder for holder, values in held for _ in values]
+            positions: list[int] = [position for values in lists for position in range(len(values))]
+            typed = [value for values in lists for value in values]
+        else:
+            positions = [0] * len(holders)
+            typed = list(map(_FIRST, lists))
+        if not typed:
+            continue
+        columns = [list(map(getter, typed)) for getter in _TYPED_GETTERS]
+        nulls = [column.count(None) for column in columns]
+        if all(count in (0, len(typed)) for count in nulls):
+            filled = tuple(index for index, count in enumerate(nulls) if not count)
+            group = group_of(filled)
+            group["element_id"] += holders
+            group["attribute_id"] += [attribute_id] * len(typed)
+            group["position"] += positions
+            for index in filled:
+                group[_TYPED_COLUMNS[index]] += columns[index]
+            continue
+        for holder, position, value in zip(holders, positions, typed, strict=True):  # a mixed attribute
+            group = group_of(tuple(index for index, column in enumerate(value) if column is not None))
+            group["element_id"].append(holder)
+            group["attribute_id"].append(attribute_id)
+            group["position"].append(position)
+            for index, column in enumerate(value):
+                if column is not None:
+                    group[_TYPED_COLUMNS[index]].append(column)
+    for group in groups.values():
+        bulk_insert.insert_columns(db, ELEMENT_VALUE, group)
+
+
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+_TYPED_GETTERS = [itemgetter(index) for index in range(len(_TYPED_COLUMNS))]
 
 
 def value_row(holder_id: int, attribute_id: int, position: int, value: TypedValue) -> tuple[Any, ...]:

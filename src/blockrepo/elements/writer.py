@@ -48,6 +48,9 @@ from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
 from blockrepo.revisions.recorder import UNRECORDED_KEYS, ChangeLog, apply_related_change
 
 NewKey = tuple[str, int]  # ("new", index of the item that creates the element)
+VALUES_BATCH = 5000  # created items whose values are inserted together
+# Builds a NamedTuple from its fields without the Python-level constructor (see values._typed).
+_NEW_TUPLE = tuple.__new__
 K = TypeVar("K", bound=Hashable)
 
 
@@ -589,6 +592,13 @@ def _self_contained(groups: Sequence[TypeItems], changed: dict[int, list[WriteIt
     names by now, and the relations it lists are made in its order."""
     entangled = {id(creator) for group in groups for item in group.items for _, creator in item.pending}
     updated = {item.element_id for items in changed.values() for item in items}
+    if not updated:  # nothing the creates refer to changes (a bulk create): no reference to look at
+        return {
+            id(item)
+            for group in groups
+            for item in group.items
+            if item.creating and id(item) not in entangled and item.draft is not None
+        }
     return {
         id(item)
         for group in groups
@@ -618,13 +628,18 @@ class _CreatedRecorder:
         self.end_position = {end.name: index for index, end in enumerate(view.ends)}
         self.ends = {
             end.name: (
-                end,
+                end.other_type,
+                end.opposite_name,
                 None
                 if (attributes := view.relation_attributes.get(end.relation_type.id)) is None
                 else [(a.id, a.name, value_encoder(a)) for a in attributes],
             )
             for end in view.ends
         }
+        # The drafts' keys (as they list them) -> those keys in the view's order with what records them:
+        # the items of a bulk write mostly name the same keys, so each order is sorted out once.
+        self.value_orders: dict[tuple[int, ...], list[tuple[int, str, Callable[[TypedValue], Any]]]] = {}
+        self.end_orders: dict[tuple[str, ...], list[str]] = {}
 
     def record(self, item: WriteItem) -> None:
         draft, element_id = item.draft, item.new_id
@@ -637,18 +652,33 @@ class _CreatedRecorder:
         if parent is not None:
             recorded.append({"property": "parent", "old": [], "new": [parent]})
         values = draft.values
-        properties = self.properties
-        for attribute_id in sorted(values, key=self.property_position.__getitem__):
+        value_keys = tuple(values)
+        value_order = self.value_orders.get(value_keys)
+        if value_order is None:
+            properties = self.properties
+            value_order = [
+                (attribute_id, *properties[attribute_id])
+                for attribute_id in sorted(values, key=self.property_position.__getitem__)
+            ]
+            if len(self.value_orders) < _ORDERS_KEPT:
+                self.value_orders[value_keys] = value_order
+        for attribute_id, key, encode in value_order:
             given = values[attribute_id]
             if given:
-                key, encode = properties[attribute_id]
                 recorded.append({"property": key, "old": [], "new": list(map(encode, given))})
         ends = self.ends
-        for end_name in sorted(draft.ends, key=self.end_position.__getitem__):
+        end_keys = tuple(draft.ends)
+        end_order = self.end_orders.get(end_keys)
+        if end_order is None:
+            end_order = sorted(draft.ends, key=self.end_position.__getitem__)
+            if len(self.end_orders) < _ORDERS_KEPT:
+                self.end_orders[end_keys] = end_order
+        mirror = self.mirror._mirror
+        for end_name in end_order:
             entries = draft.ends[end_name]
             if not entries:
                 continue
-            end, attributes = ends[end_name]
+            other_type, opposite_name, attributes = ends[end_name]
             rendered = []
             for entry in entries:
                 other = _entry(entry.reference)
@@ -660,13 +690,16 @@ class _CreatedRecorder:
                         for attribute_id, key, encode in attributes
                     }
                 rendered.append(other)
-                self.mirror.added(end.other_type, other, end.opposite_name, me)
+                mirror(other_type, other, opposite_name, me, "added")
             recorded.append({"property": end_name, "old": [], "new": rendered})
         if parent is not None:  # after the ends, as `NeighbourMirror.add` mirrors them
             self.mirror.added(self.type_name, parent, "children", {"id": element_id, "name": name})
         self.changes.element(
             "created", type_name=self.type_name, element_id=element_id, element_name=name, changes=recorded
         )
+
+
+_ORDERS_KEPT = 64  # orders of keys a _CreatedRecorder keeps (bodies may list their keys in any order)
 
 
 def _entry(reference: Reference) -> dict[str, Any]:
@@ -822,30 +855,41 @@ def _insert_contents(
             and item.aside_parent.resolved_id is not None
         },
     )
-    repository.insert_value_rows(
-        db,
-        [
-            (item.new_id, attribute_id, position, *value)  # repository.value_row, inlined: 5 an element
-            for item in creates
-            if item.draft is not None and item.new_id is not None
-            for attribute_id, values in item.draft.values.items()
-            for position, value in enumerate(values)
-        ],
-    )
+    # Values per attribute as the drafts hold them (5 an element in a bulk write): no row tuple per value;
+    # VALUES_BATCH items at a time, so that an import's columns do not all exist at once.
+    for start in range(0, len(creates), VALUES_BATCH):
+        by_attribute: dict[int, list[tuple[int, list[TypedValue]]]] = {}
+        for item in creates[start : start + VALUES_BATCH]:
+            draft, element_id = item.draft, item.new_id
+            if draft is None or element_id is None:
+                continue
+            for attribute_id, values in draft.values.items():
+                held = by_attribute.get(attribute_id)
+                if held is None:
+                    by_attribute[attribute_id] = [(element_id, values)]
+                else:
+                    held.append((element_id, values))
+        repository.insert_values_by_attribute(db, by_attribute)
     relations: list[NewRelation] = []
+    ends = {name: (end.relation_type.id, end.holder_is_source) for name, end in type_def.ends.items()}
     for item in creates:
-        assert item.draft is not None and item.new_id is not None
+        element_id = item.new_id
+        assert item.draft is not None and element_id is not None
         for end_name, entries in item.draft.ends.items():
-            end = type_def.ends[end_name]
+            relation_type_id, holder_is_source = ends[end_name]
             for index, entry in enumerate(entries):
                 other = entry.reference.resolved_id
                 assert other is not None
-                relation = new_relation(end, item.new_id, other, index, entry.attributes)
-                triple = (relation.relation_type_id, relation.source_id, relation.target_id)
+                # `new_relation`, inlined (two an element in a bulk write); a target end's relation
+                # goes last on the source's end.
+                if holder_is_source:
+                    triple, position = (relation_type_id, element_id, other), index
+                else:
+                    triple, position = (relation_type_id, other, element_id), None
                 if triple in inserted:
                     continue  # both elements list each other: one relation
                 inserted.add(triple)
-                relations.append(relation)
+                relations.append(_NEW_TUPLE(NewRelation, (*triple, position, entry.attributes or {})))
                 touched.add(other)
     repository.insert_relations(db, relations)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, cast
 
 import orjson
@@ -52,6 +53,18 @@ class _Entry:
     @property
     def empty(self) -> bool:
         return self.changes_json == "[]"
+
+
+# Change columns (`revisions.repository.CHANGE_COLUMNS` but revision) and the entry fields that fill them.
+_ENTRY_FIELDS = (
+    ("entity", attrgetter("entity")),
+    ("operation", attrgetter("operation")),
+    ("type_name", attrgetter("type_name")),
+    ("element_id", attrgetter("element_id")),
+    ("element_name", attrgetter("element_name")),
+    ("subject", attrgetter("subject")),
+    ("changes", attrgetter("changes_json")),
+)
 
 
 def _json_text(changes: list[dict[str, Any]]) -> str:
@@ -240,23 +253,12 @@ class ChangeLog:
             user_login=self.user_login,
             request_id=self.request_id,
         )
-        # In slices, so that only one slice of row dictionaries exists at a time.
+        # In slices, so that only one slice of parameters exists at a time; column by column, from the
+        # entries' fields at C level (a bulk write flushes an entry per element).
         for start in range(0, len(entries), FLUSH_SLICE):
-            repository.insert_change_rows(
-                db,
-                [
-                    (
-                        revision,
-                        e.entity,
-                        e.operation,
-                        e.type_name,
-                        e.element_id,
-                        e.element_name,
-                        e.subject,
-                        e.changes_json,
-                    )
-                    for e in entries[start : start + FLUSH_SLICE]
-                ],
+            part = entries[start : start + FLUSH_SLICE]
+            repository.insert_change_columns(
+                db, revision, {name: list(map(field, part)) for name, field in _ENTRY_FIELDS}
             )
         self._entries.clear()
         self._by_element.clear()

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
-from operator import itemgetter
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from sqlalchemy import Table, UpdateBase, bindparam, insert, update
 from sqlalchemy.orm import Session
 
 from blockrepo.revisions.models import Change, RepositoryState, Revision
-from blockrepo.storage.bulk_insert import insert_tuples
+from blockrepo.storage.bulk_insert import insert_columns
 from blockrepo.storage.engine import TypedStatement
 
 CHANGE = cast(Table, Change.__table__)
@@ -80,19 +79,17 @@ CHANGE_COLUMNS = (
     "changes",
 )
 
-_SUBJECT = CHANGE_COLUMNS.index("subject")
-_SUBJECT_OF = itemgetter(_SUBJECT)
-_WITHOUT_SUBJECT = tuple(name for name in CHANGE_COLUMNS if name != "subject")
-_PICK_WITHOUT_SUBJECT = itemgetter(*(index for index in range(len(CHANGE_COLUMNS)) if index != _SUBJECT))
 
-
-def insert_change_rows(db: Session, rows: Sequence[Sequence[Any]]) -> None:
-    """Change rows, each a tuple of CHANGE_COLUMNS whose `changes` is JSON text already (set-based, below
-    the ORM). Rows without a subject (every change of a bulk create) leave the column out: Python 3.11's
-    sqlite3 binds a None through its adapter lookup, and leaving it out keeps the rows in their order
-    (`any_order` would group mixed rows)."""
-    if rows and list(map(_SUBJECT_OF, rows)).count(None) == len(rows):
-        without = list(map(_PICK_WITHOUT_SUBJECT, rows))
-        insert_tuples(db, CHANGE, _WITHOUT_SUBJECT, without, verbatim={"changes"})
+def insert_change_columns(db: Session, revision: int, columns: Mapping[str, Sequence[Any]]) -> None:
+    """Change rows of one revision given column by column (set-based, below the ORM): each of
+    CHANGE_COLUMNS but `revision` with a value a row, `changes` as JSON text already. A column no row
+    fills (`subject` for every change of a bulk create) is left out: Python 3.11's sqlite3 binds a None
+    through its adapter lookup. The rows keep their order."""
+    count = len(columns["changes"])
+    if not count:
         return
-    insert_tuples(db, CHANGE, CHANGE_COLUMNS, rows, verbatim={"changes"})
+    filled: dict[str, Sequence[Any]] = {"revision": [revision] * count}
+    for name, column in columns.items():
+        if column.count(None) != count:
+            filled[name] = column
+    insert_columns(db, CHANGE, filled, verbatim={"changes"})
