@@ -62,16 +62,24 @@ def login_cookie_headers(
     ]
 
 
+_MARK = "\0"  # never in a cookie value
+
+
+def _around_value(line: str) -> tuple[bytes, bytes]:
+    before, after = line.split(_MARK)
+    return before.encode("latin-1"), after.encode("latin-1")
+
+
 class LoginCookieHeaders:
     """`login_cookie_headers` for one server's settings, one header at a time, with the constant parts
     encoded once: the GET lane hands a new signed session to every Basic answer without a cookie."""
 
     def __init__(self, *, secure: bool, csrf_enabled: bool) -> None:
         self.csrf_enabled = csrf_enabled
-        self._session_prefix = f"{SESSION_COOKIE}=".encode()
-        self._session_suffix = f"; Path=/; HttpOnly; SameSite=Lax{_suffix(secure)}".encode()
-        self._csrf_prefix = f"{CSRF_COOKIE}=".encode()
-        self._csrf_suffix = f"; Path=/; SameSite=Lax{_suffix(secure)}".encode()
+        # The parts around the value, cut from the lines `session_cookie` and `csrf_cookie` write, so
+        # that the attributes are defined in one place.
+        self._session_prefix, self._session_suffix = _around_value(session_cookie(_MARK, secure=secure))
+        self._csrf_prefix, self._csrf_suffix = _around_value(csrf_cookie(_MARK, secure=secure))
 
     def session(self, session_value: str) -> tuple[bytes, bytes]:
         """The session cookie's header, as `session_cookie` writes it."""
