@@ -70,11 +70,9 @@ def insert_tuples(
         return
     connection = db.connection()
     dialect = connection.dialect
-    quote = dialect.identifier_preparer.quote
     if dialect.name == "postgresql":
         _copy(connection, table, names, rows, _converter(connection, table, names, verbatim))
         return
-    placeholder = "?" if dialect.paramstyle == "qmark" else "%s"
     # Grouped first: a group's columns are all filled, so only their own processors run, on values that
     # are never None (a number value, say, needs none at all).
     groups = _without_nulls(table, names, rows, bucket_by) if any_order else [(names, rows)]
@@ -82,24 +80,7 @@ def insert_tuples(
         convert = _converter(connection, table, filled, verbatim)
         if convert is not None:
             group = [convert(row) for row in group]
-        head = f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in filled)}) VALUES "
-        one = f"({', '.join([placeholder] * len(filled))})"
-        if len(group) == 1:
-            # One row (a single write's change row): on the cursor, without the execution context of
-            # `exec_driver_sql`, which cost more than the insert (bench/hot_path.py).
-            driver_execute(connection, head + one, tuple(group[0]))
-            continue
-        # Multi-row VALUES rather than an executemany: Python 3.11's sqlite3 steps and resets the
-        # statement once per row of an executemany, which cost more than SQLite's own work for the row
-        # (bare sqlite3, 50,000 rows of 4 columns: 1.6 µs a row, 0.6 µs as VALUES of 500 rows). Rows go
-        # in their order, so ids follow the rows as they did. Statements of a few thousand parameters:
-        # SQLite compiles a VALUES list of 7,500 rows slower per row (0.85 µs) than one of 500.
-        per_statement = min(ROWS_PER_VALUES, SQLITE_PARAMETERS_PER_STATEMENT // len(filled))
-        full = head + ", ".join([one] * per_statement)
-        for start in range(0, len(group), per_statement):
-            chunk = group[start : start + per_statement]
-            sql = full if len(chunk) == per_statement else head + ", ".join([one] * len(chunk))
-            driver_execute(connection, sql, list(chain.from_iterable(chunk)))
+        _insert_values(connection, table, filled, len(group), _row_by_row(group))
 
 
 def insert_columns(
@@ -130,19 +111,49 @@ def insert_columns(
     if dialect.name == "postgresql":
         _copy(connection, table, names, list(zip(*values, strict=True)), None)
         return
-    quote = dialect.identifier_preparer.quote
     width = len(names)
+
+    def parameters(start: int, rows: int) -> list[Any]:
+        laid_out: list[Any] = [None] * (rows * width)
+        for offset, column in enumerate(values):
+            laid_out[offset::width] = column[start : start + rows]
+        return laid_out
+
+    _insert_values(connection, table, names, count, parameters)
+
+
+def _row_by_row(rows: Sequence[Sequence[Any]]) -> Callable[[int, int], list[Any]]:
+    """`_insert_values`'s parameters of rows given as tuples."""
+    return lambda start, count: list(chain.from_iterable(rows[start : start + count]))
+
+
+def _insert_values(
+    connection: Connection,
+    table: Table,
+    names: Sequence[str],
+    count: int,
+    parameters: Callable[[int, int], list[Any]],
+) -> None:
+    """SQLite: `count` rows of the columns `names` as multi-row INSERT … VALUES statements on the driver
+    cursor; `parameters(start, rows)` gives one statement's values, row after row.
+
+    Multi-row VALUES rather than an executemany: Python 3.11's sqlite3 steps and resets the statement once
+    per row of an executemany, which cost more than SQLite's own work for the row (bare sqlite3, 50,000
+    rows of 4 columns: 1.6 µs a row, 0.6 µs as VALUES of 500 rows). Rows go in their order, so ids follow
+    the rows as they did. Statements of a few thousand parameters: SQLite compiles a VALUES list of 7,500
+    rows slower per row (0.85 µs) than one of 500. On the cursor, without the execution context of
+    `exec_driver_sql`, which cost more than a single write's one-row insert (bench/hot_path.py)."""
+    dialect = connection.dialect
+    quote = dialect.identifier_preparer.quote
     head = f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) VALUES "
-    one = f"({', '.join(['?' if dialect.paramstyle == 'qmark' else '%s'] * width)})"
-    per_statement = min(ROWS_PER_VALUES, SQLITE_PARAMETERS_PER_STATEMENT // width)
-    full = head + ", ".join([one] * per_statement)
+    one = f"({', '.join(['?' if dialect.paramstyle == 'qmark' else '%s'] * len(names))})"
+    per_statement = min(ROWS_PER_VALUES, SQLITE_PARAMETERS_PER_STATEMENT // len(names))
+    # The full statement's text only when there is a full statement: a single write inserts one row.
+    full = head + ", ".join([one] * per_statement) if count >= per_statement else ""
     for start in range(0, count, per_statement):
         rows = min(per_statement, count - start)
-        parameters: list[Any] = [None] * (rows * width)
-        for offset, column in enumerate(values):
-            parameters[offset::width] = column[start : start + rows]
         sql = full if rows == per_statement else head + ", ".join([one] * rows)
-        driver_execute(connection, sql, parameters)
+        driver_execute(connection, sql, parameters(start, rows))
 
 
 def _copy(
