@@ -395,9 +395,11 @@ def new_relation(
 ) -> NewRelation:
     """The relation that lists `other_id` at `index` of the holder's `end` (a target end's list has no
     position of its own: the relation goes last on the source's end)."""
+    # Built by tuple.__new__: the NamedTuple's own constructor is a Python function, and a bulk write
+    # makes two relations an element.
     if end.holder_is_source:
-        return NewRelation(end.relation_type.id, holder_id, other_id, index, attributes or {})
-    return NewRelation(end.relation_type.id, other_id, holder_id, None, attributes or {})
+        return _NEW_TUPLE(NewRelation, (end.relation_type.id, holder_id, other_id, index, attributes or {}))
+    return _NEW_TUPLE(NewRelation, (end.relation_type.id, other_id, holder_id, None, attributes or {}))
 
 
 @dataclass
@@ -871,25 +873,21 @@ def _insert_contents(
                     held.append((element_id, values))
         repository.insert_values_by_attribute(db, by_attribute)
     relations: list[NewRelation] = []
-    ends = {name: (end.relation_type.id, end.holder_is_source) for name, end in type_def.ends.items()}
+    ends = type_def.ends
     for item in creates:
         element_id = item.new_id
         assert item.draft is not None and element_id is not None
         for end_name, entries in item.draft.ends.items():
-            relation_type_id, holder_is_source = ends[end_name]
+            end = ends[end_name]
             for index, entry in enumerate(entries):
                 other = entry.reference.resolved_id
                 assert other is not None
-                # `new_relation`, inlined (two an element in a bulk write); a target end's relation
-                # goes last on the source's end.
-                if holder_is_source:
-                    triple, position = (relation_type_id, element_id, other), index
-                else:
-                    triple, position = (relation_type_id, other, element_id), None
+                relation = new_relation(end, element_id, other, index, entry.attributes)
+                triple = relation[:3]
                 if triple in inserted:
                     continue  # both elements list each other: one relation
                 inserted.add(triple)
-                relations.append(_NEW_TUPLE(NewRelation, (*triple, position, entry.attributes or {})))
+                relations.append(relation)
                 touched.add(other)
     repository.insert_relations(db, relations)
 
