@@ -1,7 +1,7 @@
 """Turns an element body into a normalized draft with every problem listed, separate from persistence.
 
 Three steps, each usable for one element or a whole bulk batch:
-1. `parse_body`: pure; checks keys, value types, literals, cardinality of the element's own ends,
+1. `body_parser(...).parse`: pure; checks keys, value types, literals, cardinality of the element's own ends,
    permissions per property; collects references (relation targets, parent, user logins).
 2. `resolve_references`: looks up every reference of many drafts in a fixed number of queries.
 3. `check_partners` (and, in the service, name, hierarchy and lock checks): rules that need the database.
@@ -103,7 +103,7 @@ Handler = Callable[["ElementDraft", Any], None]
 
 
 class BodyParser:
-    """`parse_body` for the bodies of one type written by one actor: what a key means (a core key, a
+    """Parses the bodies of one type written by one actor: what a key means (a core key, a
     property, a relation end, nothing), whether the actor may write it and how its values decode is
     worked out once per key, the first time a body holds it, rather than for every body of a bulk write
     or an import. Each handler takes the usual shape of its key (one value, references by id) by a short
@@ -185,18 +185,6 @@ def body_parser(actor: Actor, type_def: BlockTypeDef) -> BodyParser:
         _PARSERS.clear()
     _PARSERS[key] = (type_def, actor, parser)
     return parser
-
-
-def parse_body(
-    metamodel: Metamodel,
-    actor: Actor,
-    type_def: BlockTypeDef,
-    body: dict[str, Any],
-    *,
-    element_id: int | None,
-) -> ElementDraft:
-    """Check a body against the metamodel and the actor's rights without touching the database."""
-    return body_parser(actor, type_def).parse(body, element_id=element_id)
 
 
 def _ignore(draft: ElementDraft, raw: Any) -> None:

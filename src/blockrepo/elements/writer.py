@@ -4,7 +4,7 @@ Every element write goes through here: the element API calls it with one item, b
 of one type, the importer with the records of every type of its file (`validate_types`,
 `persist_types`); metamodel edits use its diff and history parts. Order of work, with a fixed number of
 statements per chunk of items rather than per item:
-1. `validate`: `parse_body` per item; references to elements that other items create (`{"name": …}`:
+1. `validate`: `BodyParser.parse` per item; references to elements that other items create (`{"name": …}`:
    earlier items of the type, or with `forward` any item of the write) are set aside, every other
    reference is resolved at once (`resolve_references`, `check_partners`); then the rules across items:
    hierarchy cycles, single-valued partners claimed twice, names (against the database and the other
