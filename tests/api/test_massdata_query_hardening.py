@@ -156,6 +156,14 @@ def test_huge_limits_in_the_query_body_are_refused(editor: TestClient, limit: in
     assert response.status_code == 400, response.text
 
 
+def test_a_limit_written_as_a_whole_float_is_an_integer(editor: TestClient) -> None:
+    # JSON Schema's `integer`, which the description publishes, takes 2.0; schemathesis sends such values.
+    assert len(names(run_query(editor, "InformationSystem;", limit=2.0))) == 2
+    response = run_query(editor, "InformationSystem;", limit=2.5)
+    assert response.status_code == 400, response.text
+    assert response.json()["errors"][0]["pointer"] == "/limit"
+
+
 # --- at the limits ----------------------------------------------------------------------------------------
 
 

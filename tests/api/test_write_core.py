@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from fastapi import FastAPI
 from starlette.testclient import TestClient
 
+from blockrepo.elements import writer
 from tests.api.massdata_landscape import build_landscape
 
 
@@ -215,3 +217,61 @@ def test_create_update_and_delete_are_recorded_identically_by_single_bulk_and_im
             for index, (element_id, name) in enumerate(((alpha, "Alpha"), (beta, "Beta"), (gamma, "Gamma")))
         ]
         assert per_element[0] == per_element[1] == per_element[2], other_type
+
+
+def _large_write(
+    client: TestClient, prefix: str, count: int, components: list[int], updated: list[int]
+) -> list[int]:
+    """`count` new information systems with a value, a description and two components,
+    plus updates of `updated`; returns the ids of the created ones."""
+    items: list[dict[str, Any]] = [
+        {
+            "name": [f"{prefix} {n:04d}"],
+            "description": [f"system {n}"],
+            "Costs": [n * 2.5 + 0.25],  # never an id: `_normalized` would take it for one
+            "technicalComponents": [{"id": components[n % 3]}, {"id": components[(n + 1) % 3]}],
+        }
+        for n in range(count)
+    ]
+    items += [{"id": element_id, "Costs": [7.5], "technicalComponents": []} for element_id in updated]
+    response = client.post("/api/massdata/InformationSystem", json={"elements": items})
+    assert response.status_code == 200, response.text
+    return [item["id"] for item in response.json()["results"][:count]]
+
+
+def _as_written(client: TestClient, element_ids: list[int]) -> list[Any]:
+    """Each element and its history with its own name and id taken out: what two writes can share."""
+    seen = []
+    for element_id in element_ids:
+        element = client.get(f"/api/element/InformationSystem/{element_id}").json()
+        del element["lastModificationTime"]
+        history = [_recorded(changeset) for changeset in _history(client, "InformationSystem", element_id)]
+        seen.append(_normalized([element, history], element_id, element["name"][0]))
+    return seen
+
+
+def test_a_write_large_enough_for_the_insert_pipeline_stores_and_records_what_a_smaller_path_does(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One write runs its inserts on a second thread (storage.write_pipeline), the other as one thread.
+    attribute = {"name": "Costs", "valueType": "number", "types": ["InformationSystem"]}
+    assert client.post("/api/administration/attributes", json=attribute).status_code == 201
+    components = [_create(client, "TechnicalComponent", f"Component {n}") for n in range(3)]
+    first_updated = [_create(client, "InformationSystem", f"Updated by the first {n}") for n in range(3)]
+    second_updated = [_create(client, "InformationSystem", f"Updated by the second {n}") for n in range(3)]
+    components_history = [len(_history(client, "TechnicalComponent", c)) for c in components]
+
+    count = writer.PIPELINE_MIN_CREATES
+    piped = _large_write(client, "Piped", count, components, first_updated)
+    monkeypatch.setattr(writer, "PIPELINE_MIN_CREATES", count + 1)
+    plain = _large_write(client, "Plain", count, components, second_updated)
+
+    assert _as_written(client, piped) == _as_written(client, plain)
+    assert _as_written(client, first_updated) == _as_written(client, second_updated)
+    for component, known in zip(components, components_history, strict=True):
+        history = _history(client, "TechnicalComponent", component)
+        assert len(history) == known + 2  # one changeset per write
+        added = [[entry["name"] for entry in item["changes"][0]["added"]] for item in history[:2]]
+        assert [name.replace("Plain", "Piped") for name in added[0]] == added[1]
+        listed_by = [n for n in range(count) if component in (components[n % 3], components[(n + 1) % 3])]
+        assert len(added[1]) == len(listed_by)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -46,9 +47,11 @@ from blockrepo.elements.view import ElementView, view_of
 from blockrepo.errors import ErrorItem
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
 from blockrepo.revisions.recorder import UNRECORDED_KEYS, ChangeLog, apply_related_change
+from blockrepo.storage.write_pipeline import pipelined
 
 NewKey = tuple[str, int]  # ("new", index of the item that creates the element)
 VALUES_BATCH = 5000  # created items whose values are inserted together
+PIPELINE_MIN_CREATES = 500  # created elements from which a write's inserts run on a pipeline
 # Builds a NamedTuple from its fields without the Python-level constructor (see values._typed).
 _NEW_TUPLE = tuple.__new__
 K = TypeVar("K", bound=Hashable)
@@ -566,24 +569,28 @@ def persist_types(
         _insert_elements(writer, group.type_def, creates[group.type_def.id], touched)
     for group in groups:
         _resolve_pending(group.items)
-    for group in groups:
-        _insert_contents(writer, group.type_def, creates[group.type_def.id], touched, inserted)
-    plans = {
-        group.type_def.id: _apply_updates(
-            writer,
-            group.type_def,
-            updates[group.type_def.id],
-            before[group.type_def.id],
-            touched,
-            inserted,
-            order_counts=order_counts,
-        )
-        for group in groups
-    }
-    for _, ids in deletions:
-        repository.delete_elements(db, ids)
-    changed = {type_id: [item for item, _ in applied_plans] for type_id, applied_plans in plans.items()}
-    return _record(writer, groups, views, creates, changed, before, gone, order_counts, loaded, plans)
+    # A large write's values, relations and the rest of its rows go into SQLite on a second thread while
+    # this one records the history (`storage.write_pipeline`); a single write is not worth a thread.
+    created = sum(len(items) for items in creates.values())
+    with pipelined(db) if created >= PIPELINE_MIN_CREATES else nullcontext():
+        for group in groups:
+            _insert_contents(writer, group.type_def, creates[group.type_def.id], touched, inserted)
+        plans = {
+            group.type_def.id: _apply_updates(
+                writer,
+                group.type_def,
+                updates[group.type_def.id],
+                before[group.type_def.id],
+                touched,
+                inserted,
+                order_counts=order_counts,
+            )
+            for group in groups
+        }
+        for _, ids in deletions:
+            repository.delete_elements(db, ids)
+        changed = {type_id: [item for item, _ in applied_plans] for type_id, applied_plans in plans.items()}
+        return _record(writer, groups, views, creates, changed, before, gone, order_counts, loaded, plans)
 
 
 def _self_contained(groups: Sequence[TypeItems], changed: dict[int, list[WriteItem]]) -> set[int]:

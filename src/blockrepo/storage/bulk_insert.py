@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import chain
 from operator import is_, itemgetter
 from typing import Any
@@ -17,6 +17,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from blockrepo.storage.engine import driver_execute
+from blockrepo.storage.write_pipeline import submit_statement
 
 # Rows converted at a time by `insert_rows`: bounds the memory of one batch of parameter tuples.
 ROWS_PER_CALL = 5000
@@ -153,7 +154,7 @@ def _insert_values(
     for start in range(0, count, per_statement):
         rows = min(per_statement, count - start)
         sql = full if rows == per_statement else head + ", ".join([one] * rows)
-        driver_execute(connection, sql, parameters(start, rows))
+        submit_statement(connection, partial(driver_execute, connection, sql, parameters(start, rows)))
 
 
 def _copy(

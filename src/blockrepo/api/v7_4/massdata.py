@@ -419,9 +419,15 @@ async def _query_body(request: Request) -> dict[str, Any]:
     return body
 
 
+def _whole(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 def _query_request(body: dict[str, Any]) -> dict[str, Any]:
     """Check the members of a query body; every problem in one 400."""
     errors: list[ErrorItem] = []
+    # JSON does not tell 7 from 7.0; the published schema (`integer`) accepts both, and so does the query.
+    body = {key: _whole(value) if key in ("limit", "asOf") else value for key, value in body.items()}
     checks: dict[str, tuple[type | tuple[type, ...], str]] = {
         "query": (str, "a string"),
         "sort": (str, "a string"),
