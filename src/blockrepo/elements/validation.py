@@ -281,11 +281,16 @@ def _end_handler(actor: Actor, end: RelationEnd) -> Handler:
             pointers = known[0] = tuple(f"{end_pointer}/{index}" for index in range(len(raw)))
         entries: list[EndEntry] = []
         for index, item in enumerate(raw):
-            # The usual entry, {"id": n} with n in range, as `_parse_reference` reads it.
+            # The usual entries, {"id": n} with n in range and {"name": "…"} (an import's), as
+            # `_parse_reference` reads them.
             if item.__class__ is dict and len(item) == 1:
                 target = item.get("id")
                 if target.__class__ is int and 1 <= target <= LARGEST_ID:
                     entries.append(EndEntry(Reference(pointers[index], other_type_id, target)))
+                    continue
+                target = item.get("name")
+                if target.__class__ is str and len(target) <= NAME_MAX_LENGTH and "\x00" not in target:
+                    entries.append(EndEntry(Reference(pointers[index], other_type_id, name=target)))
                     continue
             entry = _parse_entry(draft, actor, end, item, index, pointers[index])
             if entry is not None:

@@ -674,7 +674,9 @@ class _CreatedRecorder:
         for attribute_id, key, encode in value_order:
             given = values[attribute_id]
             if given:
-                recorded.append({"property": key, "old": [], "new": list(map(encode, given))})
+                # One value mostly: no map and list over it.
+                new = [encode(given[0])] if len(given) == 1 else list(map(encode, given))
+                recorded.append({"property": key, "old": [], "new": new})
         ends = self.ends
         end_keys = tuple(draft.ends)
         end_order = self.end_orders.get(end_keys)
@@ -690,7 +692,8 @@ class _CreatedRecorder:
             other_type, opposite_name, attributes = ends[end_name]
             rendered = []
             for entry in entries:
-                other = _entry(entry.reference)
+                reference = entry.reference
+                other: dict[str, Any] = {"id": reference.resolved_id, "name": reference.resolved_name}
                 me: dict[str, Any] = {"id": element_id, "name": name}
                 if attributes is not None:
                     relation_values = entry.attributes or {}
@@ -703,9 +706,7 @@ class _CreatedRecorder:
             recorded.append({"property": end_name, "old": [], "new": rendered})
         if parent is not None:  # after the ends, as `NeighbourMirror.add` mirrors them
             self.mirror.added(self.type_name, parent, "children", {"id": element_id, "name": name})
-        self.changes.element(
-            "created", type_name=self.type_name, element_id=element_id, element_name=name, changes=recorded
-        )
+        self.changes.created(self.type_name, element_id, name, recorded)
 
 
 _ORDERS_KEPT = 64  # orders of keys a _CreatedRecorder keeps (bodies may list their keys in any order)
@@ -727,23 +728,35 @@ def _record(
     loaded: bool,
     plans: dict[int, list[tuple[WriteItem, UpdatePlan]]],
 ) -> Written:
-    """History of a write, in item order: a created element that nothing else in the write touches is
-    recorded from its draft (what was inserted is exactly what it says); the other written elements are
-    read back with the column-oriented reader (the same JSON as `full.render` of a loaded element, a
-    batch at a time, so that a large import never holds every element's JSON at once) and recorded as
-    created or as the diff of before and after; the deleted ones from their last state; then what the
-    neighbours saw. With `loaded` (one element: the caller renders its answer from it) they are loaded."""
+    """History of a write, type by type (those that need no read first), each in item order: a created
+    element that nothing else in the write touches is recorded from its draft (what was inserted is
+    exactly what it says); the other written elements are read back with the column-oriented reader (the
+    same JSON as `full.render` of a loaded element, a batch at a time, so that a large import never holds
+    every element's JSON at once) and recorded as created or as the diff of before and after; the deleted
+    ones from their last state; then what the neighbours saw. With `loaded` (one element: the caller
+    renders its answer from it) they are loaded."""
     db, changes = writer.db, writer.changes
     result = Written()
     written = {item.written_id for items in (*creates.values(), *changed.values()) for item in items}
     mirror = NeighbourMirror({i for i in written if i is not None} | {i for _, i, _ in gone})
     drafted = set() if loaded else _self_contained(groups, changed)
     unchanged: list[LoadedElement] = []
-    for group in groups:
+    unread_by_type = {
+        group.type_def.id: [
+            item.written_id or 0
+            for item in (*creates[group.type_def.id], *changed[group.type_def.id])
+            if id(item) not in drafted
+        ]
+        for group in groups
+    }
+    # Types recorded from their drafts alone first: a read waits for every pipelined insert, and what
+    # these types record in Python meanwhile overlaps them (an import's components, which the systems
+    # refer to by name, are read back; the systems are not).
+    for group in sorted(groups, key=lambda group: bool(unread_by_type[group.type_def.id])):
         type_def, full = group.type_def, views[group.type_def.id]
         type_creates, type_changed = creates[type_def.id], changed[type_def.id]
         old_elements = before[type_def.id]
-        unread = [item.written_id or 0 for item in (*type_creates, *type_changed) if id(item) not in drafted]
+        unread = unread_by_type[type_def.id]
         read: Iterator[dict[str, Any]]
         if loaded:
             # An update's plan may say all the element is now (its own row and values changed only).
@@ -765,6 +778,9 @@ def _record(
         for item in type_creates:
             if id(item) in drafted:
                 from_draft.record(item)
+                # Nothing reads a recorded draft again: freed here, while the inserts still run on the
+                # pipeline, rather than with the items once the answer is made.
+                item.draft = None
                 continue
             element = next(read)
             changes.element_created(type_def.name, element["id"][0], element)

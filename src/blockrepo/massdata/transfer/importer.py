@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -114,7 +115,9 @@ class _BodyBuilder:
             for name, end in type_def.ends.items()
         }
 
-    def body(self, raw: dict[str, Any], where: str) -> dict[str, Any] | None:
+    def body(self, raw: dict[str, Any], where: Callable[[], str]) -> dict[str, Any] | None:
+        """The element body of a record; `where` gives the record's pointer (made only for a problem:
+        an import turns every record into a body)."""
         type_def = self.type_def
         # What the record leaves out is emptied: the description and parent here, the attributes of an
         # updated element once it is a draft (`_empty_the_rest`; parsing an empty list per attribute and
@@ -133,11 +136,11 @@ class _BodyBuilder:
                     body["parent"] = [{"name": value}]
                 else:
                     self.problems.add(
-                        f"{where}/parent", "wrong_type", "parent is the name of an element of the same type"
+                        f"{where()}/parent", "wrong_type", "parent is the name of an element of the same type"
                     )
                     ok = False
             elif (end := type_def.ends.get(key)) is not None and isinstance(value, list):
-                entries = self.entries(end, value, f"{where}/{key}")
+                entries = self.entries(end, value, partial(_member_where, where, key))
                 if entries is None:
                     ok = False
                 elif entries:  # an end listed empty keeps its relations
@@ -146,7 +149,9 @@ class _BodyBuilder:
                 body[key] = value
         return body if ok else None
 
-    def entries(self, end: RelationEnd, raw: list[Any], where: str) -> list[dict[str, Any]] | None:
+    def entries(
+        self, end: RelationEnd, raw: list[Any], where: Callable[[], str]
+    ) -> list[dict[str, Any]] | None:
         emptied = self.relation_attributes[end.name]
         entries: list[dict[str, Any]] = []
         for position, item in enumerate(raw):
@@ -155,7 +160,7 @@ class _BodyBuilder:
             )
             if not isinstance(name, str) or not name:
                 self.problems.add(
-                    f"{where}/{position}",
+                    f"{where()}/{position}",
                     "wrong_type",
                     'a relation entry is a name or {"name": …, "attributes": {…}}',
                 )
@@ -283,17 +288,17 @@ def _type_import(
         # Each raw record is let go once it is a body: the parsed file and the drafts of a large type are
         # then not held in full at once (bench/massdata_scale.py, peak RSS).
         records[index] = None
-        record_where = f"{where}/{index}"
+        record_where = partial(_record_where, where, index)
         if not isinstance(raw, dict):
-            problems.add(record_where, "wrong_type", f"a record is an object, got {json_type(raw)}")
+            problems.add(record_where(), "wrong_type", f"a record is an object, got {json_type(raw)}")
             continue
         try:
             name = check_name(raw.get("name"))
         except ValueProblem as problem:
-            problems.add(f"{record_where}/name", problem.code, f"name: {problem.message}")
+            problems.add(f"{record_where()}/name", problem.code, f"name: {problem.message}")
             continue
         if name in seen:
-            problems.add(f"{record_where}/name", "duplicate", f"record {seen[name]} has this name already")
+            problems.add(f"{record_where()}/name", "duplicate", f"record {seen[name]} has this name already")
             continue
         seen[name] = index
         body = builder.body(raw, record_where)
@@ -318,6 +323,14 @@ def _type_import(
                         f"{attribute.name} is mandatory",
                     )
     return result
+
+
+def _record_where(where: str, index: int) -> str:
+    return f"{where}/{index}"
+
+
+def _member_where(record_where: Callable[[], str], key: str) -> str:
+    return f"{record_where()}/{key}"
 
 
 def _empty_the_rest(type_import: _TypeImport) -> None:
