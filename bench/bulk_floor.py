@@ -20,9 +20,9 @@ driver's binding only. The rows are bound as the best bare program would bind th
 INSERT … RETURNING their ids (as the server does), every row without the columns it leaves NULL; the old
 floor (full rows, ids read back by name) runs beside it for history. The same load runs again on a copy
 of the repository with foreign_keys=OFF, to show what the foreign-key checks cost, and once more with
-the value, relation and change rows as multi-row VALUES of 500 rows instead of executemany (as the server
-writes them since h15-rows, and so the floor massdata_scale.py's share is taken against); the
-variants run `--repeat` times in turn, on fresh copies, and the fastest run of each is shown. The table
+the value, relation and change rows as multi-row VALUES (as many rows as 30,000 parameters hold) instead
+of executemany (as the server writes them, and so the floor massdata_scale.py's share is taken against);
+the variants run `--repeat` times in turn, on fresh copies, and the fastest run of each is shown. The table
 gives the microseconds per element of each part and the elements per second in all, against the issue's target
 (≥ 20,000 elements/s, 50 µs an element): what is left of those 50 µs is all that parsing, validation
 and recording in Python may take.
@@ -103,7 +103,8 @@ INSERT_REVISION = "INSERT INTO revision (id, created_at, user_login, request_id)
 ELEMENT_COLUMNS = (
     "type_id, name, description, position, revision, created_at, last_modified_at, last_modified_by"
 )
-ROWS_PER_VALUES = 500  # storage.bulk_insert.ROWS_PER_VALUES (here too, to run against older code)
+ROWS_PER_VALUES = 7500  # storage.bulk_insert.ROWS_PER_VALUES (here too, to run against older code)
+PARAMETERS_PER_STATEMENT = 30_000  # storage.bulk_insert.SQLITE_PARAMETERS_PER_STATEMENT
 ELEMENTS_PER_STATEMENT = 30_000 // 8  # storage.bulk_insert.SQLITE_PARAMETERS_PER_STATEMENT
 CHANGE_WITHOUT_SUBJECT = (
     "INSERT INTO change (revision, entity, operation, type_name, element_id, element_name, changes) "
@@ -349,12 +350,13 @@ class Result:
 
 
 def many_rows(connection: sqlite3.Connection, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
-    """The rows of an `INSERT … VALUES (?, …)` as multi-row VALUES statements of 500 rows each (as
-    storage.bulk_insert writes them since h15-rows): Python 3.11's sqlite3 steps and resets a statement once
-    per row of an executemany."""
+    """The rows of an `INSERT … VALUES (?, …)` as multi-row VALUES statements of as many rows as 30,000
+    parameters hold, at most ROWS_PER_VALUES (as storage.bulk_insert writes them): Python 3.11's sqlite3
+    steps and resets a statement once per row of an executemany."""
     head, _, group = sql.partition(" VALUES ")
-    for start in range(0, len(rows), ROWS_PER_VALUES):
-        chunk = rows[start : start + ROWS_PER_VALUES]
+    per_statement = min(ROWS_PER_VALUES, PARAMETERS_PER_STATEMENT // group.count("?"))
+    for start in range(0, len(rows), per_statement):
+        chunk = rows[start : start + per_statement]
         values = ", ".join([group] * len(chunk))
         connection.execute(f"{head} VALUES {values}", list(itertools.chain.from_iterable(chunk)))
 

@@ -44,15 +44,17 @@ def _count(db: Session, prefix: str) -> int:
 def test_what_runs_next_on_the_connection_sees_every_pipelined_row(database_url: str) -> None:
     engine = build_engine(database_url)
     try:
+        # More rows than one statement holds: the block runs several.
+        per_batch = bulk_insert.SQLITE_PARAMETERS_PER_STATEMENT // len(_columns([])) + 7
         with Session(engine) as db, db.begin():
             with pipelined(db):
                 for batch in range(4):
-                    names = [f"piped {batch} {n}" for n in range(bulk_insert.ROWS_PER_VALUES + 7)]
+                    names = [f"piped {batch} {n}" for n in range(per_batch)]
                     bulk_insert.insert_columns(db, ELEMENT, _columns(names))
                     # A read of the request's own thread waits for the inserts before it.
                     assert _count(db, "piped ") == (batch + 1) * len(names)
                 bulk_insert.insert_columns(db, ELEMENT, _columns(["piped last"]))
-            assert _count(db, "piped ") == 4 * (bulk_insert.ROWS_PER_VALUES + 7) + 1
+            assert _count(db, "piped ") == 4 * per_batch + 1
             # Rows keep the order they were given in: ids follow it.
             rows = db.execute(
                 select(Element.id, Element.name).where(Element.name.like("piped %")).order_by(Element.id)
