@@ -256,8 +256,10 @@ def _check_across_items(writer: Writer, type_def: BlockTypeDef, items: Sequence[
         pending = _pending_keys(item) if item.pending else _NO_PENDING
         for end_name, entries in draft.ends.items():
             end = type_def.ends[end_name]
-            if not pending and _opposite_multiple(end):
-                continue  # nothing to check: duplicates are looked for among pending references only
+            if _opposite_multiple(end) and (not pending or len(entries) < 2):
+                # Nothing to check: duplicates are looked for among pending references only, and one
+                # entry cannot repeat (an import's systems list their components by name).
+                continue
             seen: set[int | NewKey] = set()
             for entry in entries:
                 key = _key_of(entry.reference, pending)
@@ -572,9 +574,10 @@ def persist_types(
     # A large write's values, relations and the rest of its rows go into SQLite on a second thread while
     # this one records the history (`storage.write_pipeline`); a single write is not worth a thread.
     created = sum(len(items) for items in creates.values())
+    received = {} if loaded else _receivers(groups)
     with pipelined(db) if created >= PIPELINE_MIN_CREATES else nullcontext():
         for group in groups:
-            _insert_contents(writer, group.type_def, creates[group.type_def.id], touched, inserted)
+            _insert_contents(writer, group.type_def, creates[group.type_def.id], touched, inserted, received)
         plans = {
             group.type_def.id: _apply_updates(
                 writer,
@@ -590,33 +593,60 @@ def persist_types(
         for _, ids in deletions:
             repository.delete_elements(db, ids)
         changed = {type_id: [item for item, _ in applied_plans] for type_id, applied_plans in plans.items()}
-        return _record(writer, groups, views, creates, changed, before, gone, order_counts, loaded, plans)
+        return _record(
+            writer, groups, views, creates, changed, before, gone, order_counts, loaded, plans, received
+        )
 
 
-def _self_contained(groups: Sequence[TypeItems], changed: dict[int, list[WriteItem]]) -> set[int]:
-    """The created items (by `id()`) whose element is, once written, exactly what their draft says: no
-    other item refers to them (as parent or relation end), and none of the elements they refer to is
-    changed by an update of the write (a renamed parent would show its new name). An item may refer to
-    elements that other items create (an import's records mostly do): its references hold their ids and
-    names by now, and the relations it lists are made in its order."""
+# Received entries: new id of a created element -> its end -> (id, name, relation attributes) of each
+# created element that lists it on the opposite end, in the order the relations are made.
+Received = dict[int, dict[str, list[tuple[int, str, dict[int, list[TypedValue]] | None]]]]
+
+
+def _receivers(groups: Sequence[TypeItems]) -> Received:
+    """The created elements that other created items refer to on a relation end of theirs only (not as
+    parent, not from an update): an import's components, which its systems list by name. Their element
+    once written is their draft plus what those items list (`_insert_contents` collects it), so they
+    can be recorded without reading them back."""
+    listed: dict[int, WriteItem] = {}
+    refused: set[int] = set()
+    for group in groups:
+        for item in group.items:
+            for reference, creator in item.pending:
+                if not item.creating or reference is item.aside_parent:
+                    refused.add(id(creator))
+                else:
+                    listed[id(creator)] = creator
+    return {
+        creator.new_id: {}
+        for key, creator in listed.items()
+        if key not in refused and creator.new_id is not None
+    }
+
+
+def _self_contained(
+    groups: Sequence[TypeItems], changed: dict[int, list[WriteItem]], received: Received
+) -> set[int]:
+    """The created items (by `id()`) whose element is, once written, exactly what their draft says (and,
+    for those in `received`, what other created items list them in): no other item refers to them
+    otherwise (as parent, on an end of theirs they list themselves), and none of the elements they refer
+    to is changed by an update of the write (a renamed parent would show its new name). An item may refer
+    to elements that other items create (an import's records mostly do): its references hold their ids
+    and names by now, and the relations it lists are made in its order."""
     entangled = {id(creator) for group in groups for item in group.items for _, creator in item.pending}
     updated = {item.element_id for items in changed.values() for item in items}
-    if not updated:  # nothing the creates refer to changes (a bulk create): no reference to look at
-        return {
-            id(item)
-            for group in groups
-            for item in group.items
-            if item.creating and id(item) not in entangled and item.draft is not None
-        }
-    return {
-        id(item)
-        for group in groups
-        for item in group.items
-        if item.creating
-        and id(item) not in entangled
-        and item.draft is not None
-        and not any(reference.resolved_id in updated for reference in item.draft.references())
-    }
+
+    def drafted(item: WriteItem) -> bool:
+        draft = item.draft
+        if not item.creating or draft is None:
+            return False
+        if id(item) in entangled:
+            gets = received.get(item.new_id or 0)
+            if gets is None or any(draft.ends.get(end_name) for end_name in gets):
+                return False
+        return not updated or not any(reference.resolved_id in updated for reference in draft.references())
+
+    return {id(item) for group in groups for item in group.items if drafted(item)}
 
 
 class _CreatedRecorder:
@@ -650,7 +680,12 @@ class _CreatedRecorder:
         self.value_orders: dict[tuple[int, ...], list[tuple[int, str, Callable[[TypedValue], Any]]]] = {}
         self.end_orders: dict[tuple[str, ...], list[str]] = {}
 
-    def record(self, item: WriteItem) -> None:
+    def record(
+        self,
+        item: WriteItem,
+        received: dict[str, list[tuple[int, str, dict[int, list[TypedValue]] | None]]] | None,
+    ) -> None:
+        """Record `item`'s element; `received`: what other created elements list it in, per end."""
         draft, element_id = item.draft, item.new_id
         assert draft is not None and draft.name is not None and element_id is not None
         name = draft.name
@@ -679,13 +714,19 @@ class _CreatedRecorder:
                 recorded.append({"property": key, "old": [], "new": new})
         ends = self.ends
         end_keys = tuple(draft.ends)
+        if received:
+            end_keys += tuple(end_name for end_name in received if end_name not in draft.ends)
         end_order = self.end_orders.get(end_keys)
         if end_order is None:
-            end_order = sorted(draft.ends, key=self.end_position.__getitem__)
+            end_order = sorted(end_keys, key=self.end_position.__getitem__)
             if len(self.end_orders) < _ORDERS_KEPT:
                 self.end_orders[end_keys] = end_order
         mirror = self.mirror._mirror
         for end_name in end_order:
+            if received and end_name in received:
+                # Elements of this write: nothing to mirror to them (they have their own records).
+                recorded.append({"property": end_name, "old": [], "new": self._listed(end_name, received)})
+                continue
             entries = draft.ends[end_name]
             if not entries:
                 continue
@@ -708,6 +749,22 @@ class _CreatedRecorder:
             self.mirror.added(self.type_name, parent, "children", {"id": element_id, "name": name})
         self.changes.created(self.type_name, element_id, name, recorded)
 
+    def _listed(
+        self, end_name: str, received: dict[str, list[tuple[int, str, dict[int, list[TypedValue]] | None]]]
+    ) -> list[dict[str, Any]]:
+        attributes = self.ends[end_name][2]
+        rendered = []
+        for other_id, other_name, relation_values in received[end_name]:
+            entry: dict[str, Any] = {"id": other_id, "name": other_name}
+            if attributes is not None:
+                given = relation_values or {}
+                entry["attributes"] = {
+                    key: list(map(encode, given.get(attribute_id, ())))
+                    for attribute_id, key, encode in attributes
+                }
+            rendered.append(entry)
+        return rendered
+
 
 _ORDERS_KEPT = 64  # orders of keys a _CreatedRecorder keeps (bodies may list their keys in any order)
 
@@ -727,6 +784,7 @@ def _record(
     order_counts: bool,
     loaded: bool,
     plans: dict[int, list[tuple[WriteItem, UpdatePlan]]],
+    received: Received,
 ) -> Written:
     """History of a write, type by type (those that need no read first), each in item order: a created
     element that nothing else in the write touches is recorded from its draft (what was inserted is
@@ -739,7 +797,7 @@ def _record(
     result = Written()
     written = {item.written_id for items in (*creates.values(), *changed.values()) for item in items}
     mirror = NeighbourMirror({i for i in written if i is not None} | {i for _, i, _ in gone})
-    drafted = set() if loaded else _self_contained(groups, changed)
+    drafted = set() if loaded else _self_contained(groups, changed, received)
     unchanged: list[LoadedElement] = []
     unread_by_type = {
         group.type_def.id: [
@@ -777,7 +835,7 @@ def _record(
         from_draft = _CreatedRecorder(full, changes, mirror)
         for item in type_creates:
             if id(item) in drafted:
-                from_draft.record(item)
+                from_draft.record(item, received.get(item.new_id or 0))
                 # Nothing reads a recorded draft again: freed here, while the inserts still run on the
                 # pipeline, rather than with the items once the answer is made.
                 item.draft = None
@@ -864,9 +922,12 @@ def _insert_contents(
     creates: Sequence[WriteItem],
     touched: set[int],
     inserted: set[tuple[int, int, int]],
+    received: Received,
 ) -> None:
     """Parents created by the write, values and relations of the created items (every element row of
-    the write exists by now)."""
+    the write exists by now). What an item lists on an end of an element in `received` is noted there;
+    an element that an item's relation would make a source (whose position the database gives) leaves
+    `received`."""
     if not creates:
         return
     db = writer.db
@@ -912,6 +973,12 @@ def _insert_contents(
                 inserted.add(triple)
                 relations.append(relation)
                 touched.add(other)
+                if received and (gets := received.get(other)) is not None:
+                    if end.holder_is_source:
+                        listed = (element_id, item.draft.name or "", entry.attributes)
+                        gets.setdefault(end.opposite_name, []).append(listed)
+                    else:
+                        del received[other]
     repository.insert_relations(db, relations)
 
 
