@@ -11,14 +11,15 @@ SQLAlchemy. The repository is created by the project's own initialisation (migra
 schema, indexes and foreign keys are production's), the attributes and the technical components through
 the API in-process; the file is then opened with the server's PRAGMAs (WAL, foreign_keys=ON,
 synchronous=NORMAL, cache_size=-65536). Each batch of `--batch` elements is one `BEGIN IMMEDIATE …
-COMMIT` holding what one request writes: the element rows, their ids read back by name (as the server does,
-500 names a query), the value rows (typed columns as SQLAlchemy's bind processors fill them), the relation
-rows, the revision (`repository_state` bumped, one `revision` row), one change row per element with its
-JSON changes, one mirrored change row per technical component the batch touched and its revision bump.
+COMMIT` holding what one request writes: the element rows with the ids the transaction hands out (the
+next id read first, as the server does on SQLite), the value rows (typed columns as SQLAlchemy's bind
+processors fill them), the relation rows, the revision (`repository_state` bumped, one `revision` row),
+one change row per element with its JSON changes, one mirrored change row per technical component the
+batch touched and its revision bump.
 Every parameter tuple and every JSON text is made before the clock starts, so the time is SQLite and the
-driver's binding only. The rows are bound as the best bare program would bind them: elements as multi-row
-INSERT … RETURNING their ids (as the server does), every row without the columns it leaves NULL; the old
-floor (full rows, ids read back by name) runs beside it for history. The same load runs again on a copy
+driver's binding only. The rows are bound as the best bare program would bind them: elements as
+multi-row INSERTs with their ids, every row without the columns it leaves NULL; the old floor (full rows,
+ids read back by name) runs beside it for history. The same load runs again on a copy
 of the repository with foreign_keys=OFF, to show what the foreign-key checks cost, and once more with
 the value, relation and change rows as multi-row VALUES (as many rows as 30,000 parameters hold) instead
 of executemany (as the server writes them, and so the floor massdata_scale.py's share is taken against);
@@ -95,8 +96,13 @@ NEXT_REVISION = (
     "RETURNING repository_state.revision"
 )
 INSERT_REVISION = "INSERT INTO revision (id, created_at, user_login, request_id) VALUES (?, ?, ?, ?)"
+NEXT_ELEMENT_ID = (  # elements.repository._NEXT_ELEMENT_ID
+    "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'element'), 0), "
+    "coalesce((SELECT max(id) FROM element), 0)) + 1"
+)
 # The floor writes what the server writes the way the best bare-sqlite3 program would: element rows as
-# multi-row INSERT … RETURNING (as the server does; it replaces an executemany and a lookup by name), and
+# multi-row INSERTs with the ids the transaction hands out (as the server does on SQLite: no lookup by
+# name, no RETURNING), and
 # every row without the columns it leaves NULL (Python 3.11's sqlite3 sends each None through its adapter
 # lookup: a value row of 9 columns with 5 NULLs binds about three times slower than its 4 filled ones).
 # The old floor (executemany of full rows, ids looked up by name) is kept beside it for history.
@@ -105,14 +111,14 @@ ELEMENT_COLUMNS = (
 )
 ROWS_PER_VALUES = 7500  # storage.bulk_insert.ROWS_PER_VALUES (here too, to run against older code)
 PARAMETERS_PER_STATEMENT = 30_000  # storage.bulk_insert.SQLITE_PARAMETERS_PER_STATEMENT
-ELEMENTS_PER_STATEMENT = 30_000 // 8  # storage.bulk_insert.SQLITE_PARAMETERS_PER_STATEMENT
+ELEMENTS_PER_STATEMENT = 30_000 // 9  # storage.bulk_insert.SQLITE_PARAMETERS_PER_STATEMENT
 CHANGE_WITHOUT_SUBJECT = (
     "INSERT INTO change (revision, entity, operation, type_name, element_id, element_name, changes) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
 VALUE_COLUMNS = ("text_value", "number_value", "date_value", "date_end", "bool_value", "literal_id")
 PARTS = (
-    ("elements", "BEGIN IMMEDIATE, element rows (floor: INSERT … RETURNING their ids)"),
+    ("elements", "BEGIN IMMEDIATE, element rows (floor: the next id read, rows with their ids)"),
     ("ids", f"old floor: their ids read back by name ({CHUNK_SIZE} a query)"),
     ("values", f"value rows ({len(ATTRIBUTES)} an element)"),
     ("relations", "relation rows (2 an element)"),
@@ -218,21 +224,25 @@ class Batch:
     expected_ids: dict[str, int]
     # The same rows as the best bare program binds them (see ELEMENT_COLUMNS): statement, parameters.
     element_statements: list[tuple[str, tuple[Any, ...]]]
+    first_id: int  # the id the server's transaction hands the batch's first element
     value_groups: list[tuple[str, list[tuple[Any, ...]]]]
     changes_without_subject: list[tuple[Any, ...]]
 
 
-def element_statements(rows: Sequence[tuple[Any, ...]]) -> list[tuple[str, tuple[Any, ...]]]:
-    """Multi-row INSERT … RETURNING name, id of the element rows, without parent_id (NULL at the top)."""
-    group = "(" + ", ".join("?" * 8) + ")"
+def element_statements(rows: Sequence[tuple[Any, ...]], first_id: int) -> list[tuple[str, tuple[Any, ...]]]:
+    """Multi-row INSERTs of the element rows with the ids the transaction hands out (from `first_id`, as
+    the server does on SQLite), without parent_id (NULL at the top)."""
+    group = "(" + ", ".join("?" * 9) + ")"
     statements = []
     for start in range(0, len(rows), ELEMENTS_PER_STATEMENT):
         chunk = rows[start : start + ELEMENTS_PER_STATEMENT]
-        sql = (
-            f"INSERT INTO element ({ELEMENT_COLUMNS}) VALUES {', '.join([group] * len(chunk))} "
-            "RETURNING name, id"
+        sql = f"INSERT INTO element (id, {ELEMENT_COLUMNS}) VALUES {', '.join([group] * len(chunk))}"
+        parameters = tuple(
+            value
+            for offset, row in enumerate(chunk, first_id + start)
+            for value in (offset, *row[:3], *row[4:])
         )
-        statements.append((sql, tuple(value for row in chunk for value in (*row[:3], *row[4:]))))
+        statements.append((sql, parameters))
     return statements
 
 
@@ -332,7 +342,8 @@ def build_batch(
         revision=(revision, REVISION_STAMP(now), USER, uuid.uuid4().hex),
         bumps=[(1, stamp, USER, *touched[i : i + CHUNK_SIZE]) for i in range(0, len(touched), CHUNK_SIZE)],
         expected_ids=expected,
-        element_statements=element_statements(element_rows),
+        element_statements=element_statements(element_rows, first_id),
+        first_id=first_id,
         value_groups=value_groups(value_rows),
         changes_without_subject=[(*row[:6], row[7]) for row in created],
     )
@@ -392,8 +403,11 @@ def write(
         lap("ids")
         connection.executemany(INSERT_VALUE, batch.values)
     else:
+        # The server's way on SQLite: the next id read in the transaction, the rows written with their ids.
+        (first_id,) = connection.execute(NEXT_ELEMENT_ID).fetchone()
         for sql, parameters in batch.element_statements:
-            ids.update(connection.execute(sql, parameters).fetchall())
+            connection.execute(sql, parameters)
+        ids = batch.expected_ids if first_id == batch.first_id else {}
         lap("elements")
         lap("ids")
         for sql, rows in batch.value_groups:

@@ -196,3 +196,14 @@ def test_a_further_version_publishes_its_own_description() -> None:
     assert document["info"]["version"] == "9.9"
     assert list(document["paths"]) == ["/api/ping"]
     assert document["tags"] == [{"name": "authentication", "description": "Login"}]
+
+
+def test_a_type_in_a_massdata_path_is_never_the_segment_of_another_operation(
+    document: dict[str, Any], client: TestClient
+) -> None:
+    # GET /api/massdata/export is the export, not the listing of a type "export" (no type may be called
+    # so): the description says so, and a schema-driven client does not send it as a type.
+    for method, operation in document["paths"]["/api/massdata/{type}"].items():
+        (schema,) = [p["schema"] for p in operation["parameters"] if p.get("name") == "type"]
+        assert schema["not"] == {"enum": ["export", "import", "query"]}, method
+    assert "format" in client.get("/api/massdata/export").json()

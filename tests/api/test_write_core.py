@@ -339,3 +339,23 @@ def test_elements_an_import_lists_by_name_are_recorded_as_reading_them_back_reco
             ],
         ]
     ]
+
+
+def test_a_large_write_never_hands_out_the_id_of_a_deleted_element(client: TestClient) -> None:
+    # On SQLite a large write hands out the ids itself (elements.repository.insert_named_elements), as
+    # AUTOINCREMENT does: history knows an element by its id forever.
+    def bulk_create(prefix: str) -> list[int]:
+        items = [{"name": [f"{prefix} {n}"]} for n in range(writer.PIPELINE_MIN_CREATES)]
+        response = client.post("/api/massdata/TechnicalComponent", json={"elements": items})
+        assert response.status_code == 200, response.text
+        return [item["id"] for item in response.json()["results"]]
+
+    first = bulk_create("First")
+    assert first == list(range(first[0], first[0] + len(first)))
+    newest = first[-10:]
+    deleted = client.request("DELETE", "/api/massdata/TechnicalComponent", json={"ids": newest})
+    assert deleted.status_code == 200, deleted.text
+    second = bulk_create("Second")
+    assert second[0] > max(first)
+    assert second == list(range(second[0], second[0] + len(second)))
+    assert _create(client, "TechnicalComponent", "Single") > max(second)

@@ -34,7 +34,7 @@ from blockrepo.elements.models import Element, ElementValue, Relation, RelationV
 from blockrepo.elements.values import TypedValue
 from blockrepo.metamodel.snapshot import RelationEnd
 from blockrepo.storage import bulk_insert
-from blockrepo.storage.engine import TypedStatement
+from blockrepo.storage.engine import TypedStatement, driver_rows
 
 # Ids per IN list: far below the bind-parameter limits of SQLite (32766) and PostgreSQL (65535).
 CHUNK_SIZE = 500
@@ -766,11 +766,16 @@ def insert_elements(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
 
 
 def insert_named_elements(db: Session, type_id: int, rows: Sequence[Sequence[Any]]) -> dict[str, int]:
-    """Insert elements of one type, each row a tuple of ELEMENT_COLUMNS; returns name -> new id. SQLite
-    writes and reads back in one multi-row INSERT … RETURNING per 3,000 rows; PostgreSQL in SQLAlchemy's
-    batched INSERT … RETURNING. (Copying the rows and looking their ids up by name took 26 s for 20,000
-    elements written into an empty repository: a table the planner still believes empty is scanned once
-    per name, whatever the query's shape.)"""
+    """Insert elements of one type, each row a tuple of ELEMENT_COLUMNS; returns name -> new id.
+
+    SQLite: the ids are handed out here, in row order, as AUTOINCREMENT would hand them out (one past the
+    largest ever used), and the rows go in with them, on the write pipeline when one runs: nothing is read
+    back. That is safe in a transaction: a SQLite write transaction is the only writer from its first
+    write on, and one whose snapshot went stale before it could write is refused (SQLITE_BUSY_SNAPSHOT),
+    so no other writer can take these ids in between. PostgreSQL: SQLAlchemy's batched INSERT …
+    RETURNING. (Copying the rows and looking their ids up by name took 26 s for 20,000 elements written
+    into an empty repository: a table the planner still believes empty is scanned once per name,
+    whatever the query's shape.)"""
     if not rows:
         return {}
     if db.get_bind().dialect.name == "sqlite":
@@ -779,11 +784,30 @@ def insert_named_elements(db: Session, type_id: int, rows: Sequence[Sequence[Any
             # Every row at the top: parent_id left out (NULL all the same), as sqlite3 binds a None
             # through its adapter lookup.
             names, rows = _WITHOUT_PARENT, list(map(_PICK_WITHOUT_PARENT, rows))
-        returned = bulk_insert.insert_returning(db, ELEMENT, names, rows, ("name", "id"))
-        return dict(returned)
+        first = _next_element_id(db)
+        ids = range(first, first + len(rows))
+        bulk_insert.insert_tuples(db, ELEMENT, ("id", *names), list(map(_with_id, ids, rows)))
+        return dict(zip(map(_NAME_OF, rows), ids, strict=True))
     statement = insert(ELEMENT).returning(ELEMENT.c.name, ELEMENT.c.id)
     result = db.execute(statement, [dict(zip(ELEMENT_COLUMNS, row, strict=True)) for row in rows])
     return {name: element_id for name, element_id in result}
+
+
+_NAME_OF = itemgetter(ELEMENT_COLUMNS.index("name"))  # the same index without parent_id, which follows
+_NEXT_ELEMENT_ID = (
+    "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'element'), 0), "
+    "coalesce((SELECT max(id) FROM element), 0)) + 1"
+)
+
+
+def _with_id(element_id: int, row: Sequence[Any]) -> tuple[Any, ...]:
+    return (element_id, *row)
+
+
+def _next_element_id(db: Session) -> int:
+    """SQLite: the id AUTOINCREMENT gives the next element (ids are never used twice, deleted or not)."""
+    ((next_id,),) = driver_rows(db.connection(), _NEXT_ELEMENT_ID, ())
+    return int(next_id)
 
 
 def ids_by_name(db: Session, type_id: int, names: Iterable[str]) -> dict[str, int]:

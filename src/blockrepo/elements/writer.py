@@ -9,14 +9,16 @@ statements per chunk of items rather than per item:
    reference is resolved at once (`resolve_references`, `check_partners`); then the rules across items:
    hierarchy cycles, single-valued partners claimed twice, names (against the database and the other
    items), items depending on a failed item;
-2. `persist`: creates as rows of tuples, inserted and their ids read back in one multi-row INSERT …
-   RETURNING per 3,000 (SQLite; PostgreSQL: COPY and a lookup by name) for every type before any value
-   or relation, then values and relations in executemany batches (COPY); updates: each item's
-   `plan_update` applied in batches; deletions last;
-3. history: created elements that nothing else in the write touches are recorded from their drafts, the
-   other written elements are re-read a batch at a time; each is recorded (created, or the diff of
-   before and after), deleted ones from their last state; the elements at the other end of changed
-   relations and parents get one mirrored changeset each and a new revision (`NeighbourMirror`).
+2. `persist`: creates as rows of tuples for every type before any value or relation (SQLite: with the
+   ids handed out as AUTOINCREMENT would; PostgreSQL: INSERT … RETURNING), then values and relations as
+   multi-row VALUES (COPY); updates: each item's `plan_update` applied in batches; deletions last. From
+   PIPELINE_MIN_CREATES created elements on, SQLite runs these inserts on the write pipeline
+   (`storage.write_pipeline`) while this thread goes on;
+3. history: created elements are recorded from their drafts (with what other created items list them
+   in, when that is all that refers to them), the other written elements are re-read a batch at a time;
+   each is recorded (created, or the diff of before and after), deleted ones from their last state; the
+   elements at the other end of changed relations and parents get one mirrored changeset each and a new
+   revision (`NeighbourMirror`).
 """
 
 from __future__ import annotations
@@ -567,15 +569,15 @@ def persist_types(
         gone += [(type_def, element_id, view.render(last[element_id])) for element_id in ids]
     touched: set[int] = set()
     inserted: set[tuple[int, int, int]] = set()
-    for group in groups:
-        _insert_elements(writer, group.type_def, creates[group.type_def.id], touched)
-    for group in groups:
-        _resolve_pending(group.items)
-    # A large write's values, relations and the rest of its rows go into SQLite on a second thread while
-    # this one records the history (`storage.write_pipeline`); a single write is not worth a thread.
+    # A large write's rows go into SQLite on a second thread while this one goes on to build the next
+    # ones and record the history (`storage.write_pipeline`); a single write is not worth a thread.
     created = sum(len(items) for items in creates.values())
-    received = {} if loaded else _receivers(groups)
     with pipelined(db) if created >= PIPELINE_MIN_CREATES else nullcontext():
+        for group in groups:
+            _insert_elements(writer, group.type_def, creates[group.type_def.id], touched)
+        for group in groups:
+            _resolve_pending(group.items)
+        received = {} if loaded else _receivers(groups)
         for group in groups:
             _insert_contents(writer, group.type_def, creates[group.type_def.id], touched, inserted, received)
         plans = {

@@ -21,7 +21,7 @@ from blockrepo.storage.write_pipeline import submit_statement
 
 # Rows converted at a time by `insert_rows`: bounds the memory of one batch of parameter tuples.
 ROWS_PER_CALL = 5000
-# Bind parameters per statement of a multi-row INSERT … RETURNING on SQLite (its limit is 32,766).
+# Bind parameters per statement of a multi-row INSERT on SQLite (its limit is 32,766).
 SQLITE_PARAMETERS_PER_STATEMENT = 30_000
 # Rows per multi-row INSERT … VALUES of `insert_tuples` on SQLite (see there), at most as many as
 # SQLITE_PARAMETERS_PER_STATEMENT allows: the same for every table, so that a write's statement count
@@ -237,32 +237,6 @@ def _without_nulls(
         pick = itemgetter(*kept)
         result.append(([names[index] for index in kept], list(map(pick, group))))
     return result
-
-
-def insert_returning(
-    db: Session, table: Table, names: Sequence[str], rows: Sequence[Sequence[Any]], returning: Sequence[str]
-) -> list[tuple[Any, ...]]:
-    """SQLite: INSERT many rows (tuples of the columns `names`) as multi-row `INSERT … VALUES (…), (…)
-    RETURNING` statements of up to SQLITE_PARAMETERS_PER_STATEMENT parameters, and give the `returning`
-    columns of every row written, in no particular order. One statement writes and reads back what an
-    executemany and a lookup per 500 rows did."""
-    connection = db.connection()
-    dialect = connection.dialect
-    if dialect.name != "sqlite":
-        raise NotImplementedError("insert_returning is SQLite's; PostgreSQL writes with COPY")
-    convert = _converter(connection, table, names, ()) or tuple
-    quote = dialect.identifier_preparer.quote
-    head = f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) VALUES "
-    tail = f" RETURNING {', '.join(quote(n) for n in returning)}"
-    group = "(" + ", ".join("?" * len(names)) + ")"
-    per_statement = max(1, SQLITE_PARAMETERS_PER_STATEMENT // len(names))
-    found: list[tuple[Any, ...]] = []
-    for start in range(0, len(rows), per_statement):
-        chunk = rows[start : start + per_statement]
-        parameters = tuple(chain.from_iterable(map(convert, chunk)))
-        sql = head + ", ".join([group] * len(chunk)) + tail
-        found.extend(tuple(row) for row in connection.exec_driver_sql(sql, parameters))
-    return found
 
 
 def _converter(

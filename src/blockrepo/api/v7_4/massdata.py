@@ -31,9 +31,16 @@ from blockrepo.massdata.transfer.xlsx import read_workbook, stream_xlsx
 router = APIRouter(tags=["Massdata"])
 
 NDJSON = "application/x-ndjson"
+# Path segments beside `{type}` that route to other operations (GET export, POST import and query);
+# reserved words, which no type may be called (metamodel.names).
+_OTHER_OPERATIONS = ["export", "import", "query"]
 TypeName = Annotated[
     str,
-    Path(alias="type", description="persistent name of a building block type, e.g. `InformationSystem`"),
+    Path(
+        alias="type",
+        description="persistent name of a building block type, e.g. `InformationSystem`",
+        json_schema_extra={"not": {"enum": _OTHER_OPERATIONS}},
+    ),
 ]
 
 ELEMENT_SCHEMA: dict[str, Any] = {
