@@ -765,32 +765,48 @@ def insert_elements(db: Session, rows: Sequence[Mapping[str, Any]]) -> None:
     bulk_insert.insert_rows(db, ELEMENT, rows)
 
 
-def insert_named_elements(db: Session, type_id: int, rows: Sequence[Sequence[Any]]) -> dict[str, int]:
-    """Insert elements of one type, each row a tuple of ELEMENT_COLUMNS; returns name -> new id.
+def insert_named_elements(
+    db: Session, rows_by_type: Sequence[Sequence[Sequence[Any]]]
+) -> list[dict[str, int]]:
+    """Insert elements, each row a tuple of ELEMENT_COLUMNS, the rows of one type per list; returns
+    name -> new id for each list.
 
     SQLite: the ids are handed out here, in row order, as AUTOINCREMENT would hand them out (one past the
     largest ever used), and the rows go in with them, on the write pipeline when one runs: nothing is read
-    back. That is safe in a transaction: a SQLite write transaction is the only writer from its first
-    write on, and one whose snapshot went stale before it could write is refused (SQLITE_BUSY_SNAPSHOT),
-    so no other writer can take these ids in between. PostgreSQL: SQLAlchemy's batched INSERT …
-    RETURNING. (Copying the rows and looking their ids up by name took 26 s for 20,000 elements written
-    into an empty repository: a table the planner still believes empty is scanned once per name,
-    whatever the query's shape.)"""
-    if not rows:
-        return {}
-    if db.get_bind().dialect.name == "sqlite":
+    back, and the next id is read once for every type. That is safe in a transaction: a SQLite write
+    transaction is the only writer from its first write on, and one whose snapshot went stale before it
+    could write is refused (SQLITE_BUSY_SNAPSHOT), so no other writer can take these ids in between.
+    PostgreSQL: SQLAlchemy's batched INSERT … RETURNING. (Copying the rows and looking their ids up by
+    name took 26 s for 20,000 elements written into an empty repository: a table the planner still
+    believes empty is scanned once per name, whatever the query's shape.)"""
+    if not any(rows_by_type):
+        return [{} for _ in rows_by_type]
+    if db.get_bind().dialect.name != "sqlite":
+        statement = insert(ELEMENT).returning(ELEMENT.c.name, ELEMENT.c.id)
+        return [
+            {
+                name: element_id
+                for name, element_id in db.execute(
+                    statement, [dict(zip(ELEMENT_COLUMNS, row, strict=True)) for row in rows]
+                )
+            }
+            if rows
+            else {}
+            for rows in rows_by_type
+        ]
+    first = _next_element_id(db)
+    handed_out = []
+    for rows in rows_by_type:
         names: Sequence[str] = ELEMENT_COLUMNS
         if list(map(_PARENT_OF, rows)).count(None) == len(rows):
             # Every row at the top: parent_id left out (NULL all the same), as sqlite3 binds a None
             # through its adapter lookup.
             names, rows = _WITHOUT_PARENT, list(map(_PICK_WITHOUT_PARENT, rows))
-        first = _next_element_id(db)
         ids = range(first, first + len(rows))
         bulk_insert.insert_tuples(db, ELEMENT, ("id", *names), list(map(_with_id, ids, rows)))
-        return dict(zip(map(_NAME_OF, rows), ids, strict=True))
-    statement = insert(ELEMENT).returning(ELEMENT.c.name, ELEMENT.c.id)
-    result = db.execute(statement, [dict(zip(ELEMENT_COLUMNS, row, strict=True)) for row in rows])
-    return {name: element_id for name, element_id in result}
+        handed_out.append(dict(zip(map(_NAME_OF, rows), ids, strict=True)))
+        first += len(rows)
+    return handed_out
 
 
 _NAME_OF = itemgetter(ELEMENT_COLUMNS.index("name"))  # the same index without parent_id, which follows

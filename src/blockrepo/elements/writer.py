@@ -573,8 +573,7 @@ def persist_types(
     # ones and record the history (`storage.write_pipeline`); a single write is not worth a thread.
     created = sum(len(items) for items in creates.values())
     with pipelined(db) if created >= PIPELINE_MIN_CREATES else nullcontext():
-        for group in groups:
-            _insert_elements(writer, group.type_def, creates[group.type_def.id], touched)
+        _insert_elements(writer, [(group.type_def, creates[group.type_def.id]) for group in groups], touched)
         for group in groups:
             _resolve_pending(group.items)
         received = {} if loaded else _receivers(groups)
@@ -875,12 +874,25 @@ def _record(
 
 
 def _insert_elements(
-    writer: Writer, type_def: BlockTypeDef, creates: Sequence[WriteItem], touched: set[int]
+    writer: Writer, groups: Sequence[tuple[BlockTypeDef, Sequence[WriteItem]]], touched: set[int]
 ) -> None:
-    """The element rows of the created items, in item order, each last among its siblings; sets their
-    `new_id`. Parents created by the write itself are set by `_insert_contents`."""
+    """The element rows of the created items of every type, in item order, each last among its
+    siblings; sets their `new_id`. Parents created by the write itself are set by `_insert_contents`.
+    Every type's positions are read before any row is written: on the write pipeline a read waits for
+    the rows before it."""
+    rows = [_element_rows(writer, type_def, creates, touched) for type_def, creates in groups]
+    for (_, creates), ids in zip(groups, repository.insert_named_elements(writer.db, rows), strict=True):
+        for item in creates:
+            assert item.draft is not None and item.draft.name is not None
+            item.new_id = ids[item.draft.name]
+
+
+def _element_rows(
+    writer: Writer, type_def: BlockTypeDef, creates: Sequence[WriteItem], touched: set[int]
+) -> list[tuple[Any, ...]]:
+    """The element rows (repository.ELEMENT_COLUMNS) of the created items of one type."""
     if not creates:
-        return
+        return []
     db, now, login = writer.db, writer.changes.now, writer.actor.login
     stored_parents = {
         item.draft.parent.resolved_id
@@ -912,10 +924,7 @@ def _insert_elements(
         )
         if stored_parent is not None:
             touched.add(stored_parent)
-    ids = repository.insert_named_elements(db, type_id, rows)
-    for item in creates:
-        assert item.draft is not None and item.draft.name is not None
-        item.new_id = ids[item.draft.name]
+    return rows
 
 
 def _insert_contents(

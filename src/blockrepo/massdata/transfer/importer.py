@@ -119,12 +119,7 @@ class _BodyBuilder:
         """The element body of a record; `where` gives the record's pointer (made only for a problem:
         an import turns every record into a body)."""
         type_def = self.type_def
-        # What the record leaves out is emptied: the description and parent here, the attributes of an
-        # updated element once it is a draft (`_empty_the_rest`; parsing an empty list per attribute and
-        # record would cost a tenth of an import).
-        body: dict[str, Any] = {"description": [""]}
-        if type_def.hierarchical:
-            body["parent"] = []
+        body: dict[str, Any] = {}
         ok = True
         for key, value in raw.items():
             if key == "id":
@@ -314,7 +309,14 @@ def _type_import(
     for item in result.items:
         assert item.body is not None
         item.element_id = owners.get(item.body["name"][0])
-        if item.element_id is not None:  # the core demands mandatory values of what a body names
+        if item.element_id is not None:
+            # What the record of a stored element leaves out is emptied: the description and parent
+            # here, its attributes once it is a draft (`_empty_the_rest`; parsing an empty list per
+            # attribute and record would cost a tenth of an import). A created element has none.
+            item.body.setdefault("description", [""])
+            if type_def.hierarchical:
+                item.body.setdefault("parent", [])
+            # The core demands mandatory values of what a body names.
             for attribute in result.writable:
                 if attribute.mandatory and attribute.name not in item.body:
                     problems.add(
