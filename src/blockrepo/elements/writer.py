@@ -748,7 +748,9 @@ class _CreatedRecorder:
             recorded.append({"property": end_name, "old": [], "new": rendered})
         if parent is not None:  # after the ends, as `NeighbourMirror.add` mirrors them
             self.mirror.added(self.type_name, parent, "children", {"id": element_id, "name": name})
-        self.changes.created(self.type_name, element_id, name, recorded)
+        self.changes.element(
+            "created", type_name=self.type_name, element_id=element_id, element_name=name, changes=recorded
+        )
 
     def _listed(
         self, end_name: str, received: dict[str, list[tuple[int, str, dict[int, list[TypedValue]] | None]]]

@@ -176,7 +176,11 @@ class ChangeLog:
         one request fold into one changeset."""
         known = self._by_element.get(element_id)
         if known is None:
-            self._first_of(operation, type_name, element_id, element_name, changes)
+            entry = _Entry(
+                "element", operation, type_name, element_id, element_name, None, _json_text(changes)
+            )
+            self._entries.append(entry)
+            self._by_element[element_id] = entry
             return
         if known.operation == "created" and operation == "deleted":
             self._entries.remove(known)
@@ -192,33 +196,6 @@ class ChangeLog:
         else:
             known.changes = _merge_property_changes(known.changes, changes)
         known.element_name = element_name
-
-    def created(
-        self, type_name: str, element_id: int, element_name: str, changes: list[dict[str, Any]]
-    ) -> None:
-        """`element("created", ...)` by position: a bulk write records thousands of created elements."""
-        if element_id in self._by_element:
-            self.element(
-                "created",
-                type_name=type_name,
-                element_id=element_id,
-                element_name=element_name,
-                changes=changes,
-            )
-        else:
-            self._first_of("created", type_name, element_id, element_name, changes)
-
-    def _first_of(
-        self,
-        operation: str,
-        type_name: str,
-        element_id: int,
-        element_name: str,
-        changes: list[dict[str, Any]],
-    ) -> None:
-        entry = _Entry("element", operation, type_name, element_id, element_name, None, _json_text(changes))
-        self._entries.append(entry)
-        self._by_element[element_id] = entry
 
     def element_created(self, type_name: str, element_id: int, element: dict[str, Any]) -> None:
         """Record a created element from its JSON: every recorded property that holds something, as new."""
