@@ -738,11 +738,7 @@ class _CreatedRecorder:
                 other: dict[str, Any] = {"id": reference.resolved_id, "name": reference.resolved_name}
                 me: dict[str, Any] = {"id": element_id, "name": name}
                 if attributes is not None:
-                    relation_values = entry.attributes or {}
-                    other["attributes"] = me["attributes"] = {
-                        key: list(map(encode, relation_values.get(attribute_id, ())))
-                        for attribute_id, key, encode in attributes
-                    }
+                    other["attributes"] = me["attributes"] = _encoded(attributes, entry.attributes)
                 rendered.append(other)
                 mirror(other_type, other, opposite_name, me, "added")
             recorded.append({"property": end_name, "old": [], "new": rendered})
@@ -760,13 +756,19 @@ class _CreatedRecorder:
         for other_id, other_name, relation_values in received[end_name]:
             entry: dict[str, Any] = {"id": other_id, "name": other_name}
             if attributes is not None:
-                given = relation_values or {}
-                entry["attributes"] = {
-                    key: list(map(encode, given.get(attribute_id, ())))
-                    for attribute_id, key, encode in attributes
-                }
+                entry["attributes"] = _encoded(attributes, relation_values)
             rendered.append(entry)
         return rendered
+
+
+def _encoded(
+    attributes: Sequence[tuple[int, str, Callable[[TypedValue], Any]]],
+    relation_values: Mapping[int, Sequence[TypedValue]] | None,
+) -> dict[str, list[Any]]:
+    """A relation entry's `attributes` as the element JSON shows them: every relation attribute of the
+    view, with the values the relation was given (none: empty)."""
+    given = relation_values or {}
+    return {key: list(map(encode, given.get(attribute_id, ()))) for attribute_id, key, encode in attributes}
 
 
 _ORDERS_KEPT = 64  # orders of keys a _CreatedRecorder keeps (bodies may list their keys in any order)
