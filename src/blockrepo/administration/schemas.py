@@ -8,6 +8,7 @@ from pydantic import BeforeValidator, ConfigDict, Field
 from pydantic.config import JsonDict, JsonValue
 
 from blockrepo.errors import ErrorItem, ValidationFailed
+from blockrepo.json_integers import integral_number_as_int
 from blockrepo.metamodel.names import attribute_name_schema
 from blockrepo.metamodel.schemas import DESCRIPTION_LENGTH, READ_ONLY, ApiModel, LiteralIn, ValueType
 
@@ -43,14 +44,6 @@ def require_matching_id(body_id: int | None, path_id: int) -> None:
         raise ValidationFailed(
             "id does not match the path", errors=[ErrorItem("/id", "id_mismatch", "must match")]
         )
-
-
-def integral_number_as_int(value: object) -> object:
-    """`2390.0` as 2390: JSON Schema counts a number with a zero fraction as an integer, which the strict
-    models would otherwise refuse; any other value is left for the field's own validation."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
 
 
 # The bounds come before the validator so that the description states them as minimum and maximum.

@@ -28,6 +28,7 @@ from blockrepo.errors import (
     PayloadTooLarge,
     ValidationFailed,
 )
+from blockrepo.json_integers import integral_number_as_int
 from blockrepo.massdata.listing import require_massdata
 from blockrepo.metamodel.snapshot import BlockTypeDef
 
@@ -210,8 +211,7 @@ def parse_delete(body: dict[str, Any], max_elements: int) -> list[int]:
         ids = []
     elif len(ids) > max_elements:
         raise PayloadTooLarge(f"at most {max_elements} ids per request, got {len(ids)}")
-    # JSON does not tell 7 from 7.0; the published schema (`integer`) accepts both, and so does the service.
-    ids = [int(raw) if isinstance(raw, float) and raw.is_integer() else raw for raw in ids]
+    ids = list(map(integral_number_as_int, ids))
     for index, raw in enumerate(ids):
         if _single_id(raw) is None or isinstance(raw, list):
             errors.append(ErrorItem(f"/ids/{index}", "wrong_type", "an id is a positive integer"))

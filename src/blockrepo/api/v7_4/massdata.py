@@ -18,6 +18,7 @@ from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.elements.service import Writer
 from blockrepo.errors import BadRequest, ErrorItem, UnsupportedMediaType
+from blockrepo.json_integers import integral_number_as_int
 from blockrepo.massdata import asof as past
 from blockrepo.massdata import bulk, listing
 from blockrepo.massdata.collector import collector_paused
@@ -426,15 +427,11 @@ async def _query_body(request: Request) -> dict[str, Any]:
     return body
 
 
-def _whole(value: Any) -> Any:
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
 def _query_request(body: dict[str, Any]) -> dict[str, Any]:
     """Check the members of a query body; every problem in one 400."""
     errors: list[ErrorItem] = []
-    # JSON does not tell 7 from 7.0; the published schema (`integer`) accepts both, and so does the query.
-    body = {key: _whole(value) if key in ("limit", "asOf") else value for key, value in body.items()}
+    whole = ("limit", "asOf")  # as the published schema's `integer` reads them: 7.0 is 7
+    body = {key: integral_number_as_int(value) if key in whole else value for key, value in body.items()}
     checks: dict[str, tuple[type | tuple[type, ...], str]] = {
         "query": (str, "a string"),
         "sort": (str, "a string"),
