@@ -599,9 +599,10 @@ def persist_types(
         )
 
 
-# Received entries: new id of a created element -> its end -> (id, name, relation attributes) of each
-# created element that lists it on the opposite end, in the order the relations are made.
-Received = dict[int, dict[str, list[tuple[int, str, dict[int, list[TypedValue]] | None]]]]
+# What one created element receives: its end -> (id, name, relation attributes) of each created element
+# that lists it on the opposite end, in the order the relations are made; by the element's new id.
+ReceivedEnds = dict[str, list[tuple[int, str, dict[int, list[TypedValue]] | None]]]
+Received = dict[int, ReceivedEnds]
 
 
 def _receivers(groups: Sequence[TypeItems]) -> Received:
@@ -684,7 +685,7 @@ class _CreatedRecorder:
     def record(
         self,
         item: WriteItem,
-        received: dict[str, list[tuple[int, str, dict[int, list[TypedValue]] | None]]] | None,
+        received: ReceivedEnds | None,
     ) -> None:
         """Record `item`'s element; `received`: what other created elements list it in, per end."""
         draft, element_id = item.draft, item.new_id
@@ -748,9 +749,7 @@ class _CreatedRecorder:
             "created", type_name=self.type_name, element_id=element_id, element_name=name, changes=recorded
         )
 
-    def _listed(
-        self, end_name: str, received: dict[str, list[tuple[int, str, dict[int, list[TypedValue]] | None]]]
-    ) -> list[dict[str, Any]]:
+    def _listed(self, end_name: str, received: ReceivedEnds) -> list[dict[str, Any]]:
         attributes = self.ends[end_name][2]
         rendered = []
         for other_id, other_name, relation_values in received[end_name]:
