@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 from fastapi import FastAPI
+from starlette.testclient import TestClient
 
 from blockrepo.app import create_app
 from tests.api.auth_support import bare_client
@@ -155,5 +156,15 @@ def test_a_trusted_proxy_cannot_hide_repeated_failures_of_one_address(database_u
             client.get("/api/auth-scheme", auth=("system", ADMIN_PASSWORD), headers=spoofed).status_code
             == 429
         )
+    finally:
+        app.state.services.dispose()
+
+
+def test_the_description_publishes_the_body_read_timeout(database_url: str) -> None:
+    app = create_app(make_settings(database_url, body_read_timeout=7))
+    try:
+        with TestClient(app, base_url="http://127.0.0.1") as client:
+            description = client.get("/api/7_4/openapi.json").json()["info"]["description"]
+        assert "pauses longer than 7 s gets 408 `request_timeout`" in description
     finally:
         app.state.services.dispose()
