@@ -9,15 +9,17 @@ from functools import partial
 from typing import Any
 
 from fastapi import FastAPI
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from blockrepo import API_VERSION, __version__
+from blockrepo.api.body_arrival import WholeBodyFirst
 from blockrepo.api.context import AppServices
 from blockrepo.api.docs import publish_description
 from blockrepo.api.element_lane import ElementReadLane
 from blockrepo.api.errors import install_error_handlers
 from blockrepo.api.methods import MethodsMiddleware
-from blockrepo.api.middleware import RequestContextMiddleware
+from blockrepo.api.middleware import IMPORT_PATH, RequestContextMiddleware
 from blockrepo.api.v7_4.elements import ElementWriteLane
 from blockrepo.api.versions import API_VERSIONS
 from blockrepo.auth.csrf import CsrfMiddleware
@@ -32,14 +34,25 @@ GC_YOUNG_THRESHOLD = 50_000  # allocations between collections of the youngest g
 class Application(FastAPI):
     """FastAPI with the element GET lane in front of everything: a GET by id that the lane can answer never
     enters FastAPI's own entry (its telemetry check), the middleware stack or the routing, each of which
-    costs about as much as the lane's whole answer; any other request passes the lane unchanged."""
+    costs about as much as the lane's whole answer; any other request passes the lane unchanged.
+
+    In front of the lane, with `trusted_proxies` configured, uvicorn's proxy-headers middleware takes the
+    client's address (and scheme) from `X-Forwarded-For` (`-Proto`) of requests from those addresses only:
+    login throttling counts per address, and a header any client can send must not choose that address.
+    `blockrepo serve` turns uvicorn's own copy of it off (it trusts 127.0.0.1 and `FORWARDED_ALLOW_IPS`)."""
 
     def __init__(self, services: AppServices, **options: Any) -> None:
         super().__init__(**options)
-        self.lane = ElementReadLane(partial(FastAPI.__call__, self), services=services)
+        lane = ElementReadLane(partial(FastAPI.__call__, self), services=services)
+        proxies = [address.strip() for address in services.settings.trusted_proxies.split(",")]
+        trusted = [address for address in proxies if address]
+        self.entry: ASGIApp = lane
+        if trusted:
+            # uvicorn types ASGI apps with its own protocols; the lane is one, typed with Starlette's.
+            self.entry = ProxyHeadersMiddleware(lane, trusted_hosts=trusted)  # type: ignore[arg-type,assignment]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.lane(scope, receive, send)
+        await self.entry(scope, receive, send)
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -71,9 +84,11 @@ def create_app(settings: Settings) -> FastAPI:
 
     # Added innermost first, so a request passes them in the reverse order: request context, the web
     # interface's challenge, authentication (sessions), CSRF, OPTIONS and methods a path does not serve,
-    # the element PUT/PATCH lane (a hot path, answered without FastAPI's routing), then the routes. The
-    # element GET lane is in front of them all (`Application`).
+    # the whole body read (no route takes a lock before it has arrived), the element PUT/PATCH lane (a hot
+    # path, answered without FastAPI's routing), then the routes. The element GET lane is in front of them
+    # all (`Application`).
     app.add_middleware(ElementWriteLane, services=services)
+    app.add_middleware(WholeBodyFirst, timeout=settings.body_read_timeout, streamed=frozenset({IMPORT_PATH}))
     app.add_middleware(MethodsMiddleware)
     app.add_middleware(CsrfMiddleware, enabled=settings.csrf_enabled)
     app.add_middleware(AuthMiddleware, backends=services.auth, settings=settings)

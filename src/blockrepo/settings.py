@@ -61,6 +61,19 @@ class Settings(BaseSettings):
     argon2_parallelism: int = Field(4, ge=1, description="Argon2id lanes")
     db_pool_size: int = Field(10, ge=1, description="connections kept per process (as many more on demand)")
     log_level: str = Field("info", description="log level")
+    body_read_timeout: int = Field(
+        30,
+        ge=1,
+        description="seconds a request body may pause before the request gets 408 (connection closed)",
+    )
+    header_read_timeout: int = Field(
+        10, ge=1, description="seconds a client has to send a request's line and headers before it is closed"
+    )
+    trusted_proxies: str = Field(
+        "",
+        description="comma-separated addresses/CIDRs of proxies whose X-Forwarded-For/-Proto are believed "
+        "(empty: none)",
+    )
 
     @property
     def is_sqlite(self) -> bool:

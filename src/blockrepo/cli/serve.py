@@ -8,6 +8,7 @@ import typer
 import uvicorn
 from rich.markup import escape
 
+from blockrepo.cli.http_protocol import HeadDeadlineProtocol
 from blockrepo.cli.options import build_settings, console
 from blockrepo.cli.repository import initialize_repository
 from blockrepo.demo import DemoLoadFailed, load_demo
@@ -87,6 +88,11 @@ def register(app: typer.Typer) -> None:
             log_level=settings.log_level,
             access_log=False,
             server_header=False,
+            # Request heads have a deadline (`header_read_timeout`), which uvicorn alone does not give.
+            http=HeadDeadlineProtocol,
+            # uvicorn's own proxy-headers middleware believes X-Forwarded-For from 127.0.0.1 (and from
+            # FORWARDED_ALLOW_IPS): off, the application believes only `trusted_proxies` (app.Application).
+            proxy_headers=False,
         )
 
 

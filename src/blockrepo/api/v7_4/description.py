@@ -52,6 +52,8 @@ a version this service does not publish gets 400 `unsupported_api_version` with 
 Request bodies up to {setting:max_body_bytes} (imports 20 times as much), else 413; pages of
 {setting:page_size} elements by default and at most {setting:max_page_size}, else 400; at most
 {setting:bulk_max_elements} elements or ids per bulk request, else 413. These are this service's settings.
+A request body that pauses longer than {setting:body_read_timeout} s gets 408 `request_timeout` and the
+connection is closed; nothing is locked or written before the whole body has arrived.
 """
 
 # Keyed by lower-case tag name, so that route modules may spell their tag in either case.

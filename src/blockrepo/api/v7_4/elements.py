@@ -242,8 +242,8 @@ UPDATE_RESPONSES: dict[int | str, Any] = {
 def put_element(
     type_name: TypeName,
     element_id: ElementId,
+    body: Annotated[dict[str, Any], Depends(json_body)],  # parsed before the write lock is taken
     ctx: Annotated[RequestContext, Depends(request_context)],
-    body: Annotated[dict[str, Any], Depends(json_body)],
     if_match: IfMatch = None,
 ) -> JsonResponse:
     return _update(type_name, element_id, body, ctx, if_match)
@@ -261,8 +261,8 @@ def put_element(
 def patch_element(
     type_name: TypeName,
     element_id: ElementId,
+    body: Annotated[dict[str, Any], Depends(json_body)],  # parsed before the write lock is taken
     ctx: Annotated[RequestContext, Depends(request_context)],
-    body: Annotated[dict[str, Any], Depends(json_body)],
     if_match: IfMatch = None,
 ) -> JsonResponse:
     return _update(type_name, element_id, body, ctx, if_match)
@@ -285,8 +285,8 @@ def patch_element(
 )
 def post_element(
     type_name: TypeName,
+    body: Annotated[dict[str, Any], Depends(json_body)],  # parsed before the write lock is taken
     ctx: Annotated[RequestContext, Depends(request_context)],
-    body: Annotated[dict[str, Any], Depends(json_body)],
 ) -> JsonResponse:
     element = service.create_element(_writer(ctx), type_name, body)
     ctx.commit()
