@@ -5,6 +5,7 @@ believed only from the configured proxies (§1 rule 8)."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Iterator
 
 import httpx
@@ -13,6 +14,7 @@ from fastapi import FastAPI
 from starlette.testclient import TestClient
 
 from blockrepo.app import create_app
+from blockrepo.storage.transactions import begin_write
 from tests.api.auth_support import bare_client
 from tests.conftest import ADMIN_PASSWORD, make_settings
 from tests.helpers import create_role, create_user
@@ -168,3 +170,45 @@ def test_the_description_publishes_the_body_read_timeout(database_url: str) -> N
         assert "pauses longer than 7 s gets 408 `request_timeout`" in description
     finally:
         app.state.services.dispose()
+
+
+# Bodies their route's model refuses: answered before the route's context takes the write lock.
+REFUSED_MODEL_BODIES = {
+    "administration": ("POST", "/api/administration/roles", {"name": 17}),
+    "metamodel": ("POST", "/api/metamodel/types", {"name": ["not", "a", "name"]}),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED_MODEL_BODIES, ids=list(REFUSED_MODEL_BODIES))
+def test_a_body_its_model_refuses_takes_no_write_lock(app: FastAPI, case: str) -> None:
+    method, path, body = REFUSED_MODEL_BODIES[case]
+    services = app.state.services
+    holding, release = threading.Event(), threading.Event()
+
+    def hold_the_write_lock() -> None:
+        with services.write_queue.turn(), services.write_sessions() as db:
+            begin_write(db)
+            holding.set()
+            release.wait(60)
+            db.rollback()
+
+    holder = threading.Thread(target=hold_the_write_lock)
+    holder.start()
+    try:
+        assert holding.wait(30)
+        answers: list[httpx.Response] = []
+        sender = threading.Thread(
+            target=lambda: answers.append(
+                TestClient(app, base_url="http://127.0.0.1").request(
+                    method, path, json=body, auth=("system", ADMIN_PASSWORD)
+                )
+            )
+        )
+        sender.start()
+        sender.join(30)
+        assert answers, "the refused body waited for the write lock another request holds"
+        assert answers[0].status_code == 400, answers[0].text
+        assert answers[0].json()["code"] == "validation_failed"
+    finally:
+        release.set()
+        holder.join()

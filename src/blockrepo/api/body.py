@@ -7,6 +7,8 @@ from typing import Any, NoReturn
 
 import orjson
 from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 
 from blockrepo.errors import BadRequest, UnsupportedMediaType
 from blockrepo.nul_characters import refuse_nul_in_json
@@ -66,10 +68,21 @@ async def read_json_object(request: Request) -> dict[str, Any]:
 
 async def require_json_body(request: Request) -> None:
     """Route dependency for Pydantic-typed bodies: a body not declared as JSON gets 415 (FastAPI would
-    otherwise report it as a validation error), one holding NUL gets 400. Dependencies run after FastAPI
-    has read and parsed the body (both cached on the request) and before it is validated."""
+    otherwise report it as a validation error), one holding NUL gets 400, and one its model refuses gets
+    FastAPI's own validation error. Dependencies run after FastAPI has read and parsed the body (both
+    cached on the request) but before it validates it, and the route's other dependencies include the
+    request context, which takes the write lock: the body is checked here so that no lock is taken for a
+    body that will be refused (API.md section 9)."""
     if not is_json_media_type(request.headers.get("content-type")):
         raise UnsupportedMediaType("the body must be application/json")
     raw = await request.body()
+    value = await request.json() if raw else None
     if raw:
-        refuse_nul_in_json(raw, await request.json())
+        refuse_nul_in_json(raw, value)
+    route = request.scope.get("route")
+    if isinstance(route, APIRoute) and len(route.dependant.body_params) == 1:
+        field = route.dependant.body_params[0]
+        if raw or field.field_info.is_required():
+            _, errors = field.validate(value, {}, loc=("body",))
+            if errors:
+                raise RequestValidationError(errors, body=value)
