@@ -95,7 +95,7 @@ def reader_with_former_names(client: Any) -> tuple[str, str]:
     )
     assert response.status_code == 200, response.text
     for n in range(20):
-        body = {
+        body: dict[str, Any] = {
             "name": f"Bench {n}",
             "valueType": "text",
             "group": "Restricted",
