@@ -95,13 +95,13 @@ def reader_with_former_names(client: Any) -> tuple[str, str]:
     )
     assert response.status_code == 200, response.text
     for n in range(20):
-        body: dict[str, Any] = {
+        attribute_body: dict[str, Any] = {
             "name": f"Bench {n}",
             "valueType": "text",
             "group": "Restricted",
             "types": ["BusinessProcess"],
         }
-        response = client.post("/api/administration/attributes", json=body)
+        response = client.post("/api/administration/attributes", json=attribute_body)
         assert response.status_code == 201, response.text
         attribute = f"/api/administration/attributes/{response.json()['id']}"
         edited = (
