@@ -17,6 +17,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 from harness import cheap_settings, latency, scratch_database
 from rich.console import Console
@@ -65,6 +66,62 @@ def write_filler(app_engine: object, first_revision: int, count: int, rng_seed: 
         )
 
 
+def reader_with_former_names(client: Any) -> tuple[str, str]:
+    """A user who reads BusinessProcess and its history but not the group `Restricted`, after ten attributes
+    were renamed and ten deleted (so that history has former names to resolve); returns its credentials."""
+    for path, body in (
+        ("attributegroups", {"name": "Restricted"}),
+        (
+            "roles",
+            {
+                "name": "Historians",
+                "typePermissions": {"BusinessProcess": ["read"]},
+                "functionalPermissions": ["VIEW_HISTORY"],
+            },
+        ),
+    ):
+        response = client.post(f"/api/administration/{path}", json=body)
+        assert response.status_code == 201, response.text
+    response = client.put(
+        "/api/administration/attributegroups/"
+        + str(
+            next(
+                g["id"]
+                for g in client.get("/api/administration/attributegroups").json()
+                if g["name"] == "Restricted"
+            )
+        ),
+        json={"permissions": [{"role": "Supervisor", "read": True, "write": True}]},
+    )
+    assert response.status_code == 200, response.text
+    for n in range(20):
+        attribute_body: dict[str, Any] = {
+            "name": f"Bench {n}",
+            "valueType": "text",
+            "group": "Restricted",
+            "types": ["BusinessProcess"],
+        }
+        response = client.post("/api/administration/attributes", json=attribute_body)
+        assert response.status_code == 201, response.text
+        attribute = f"/api/administration/attributes/{response.json()['id']}"
+        edited = (
+            client.put(attribute, json={"name": f"Bench {n} renamed"}) if n % 2 else client.delete(attribute)
+        )
+        assert edited.status_code in (200, 204), edited.text
+    login = ("historian", "a long bench passphrase 42")
+    user = {
+        "login": login[0],
+        "password": login[1],
+        "firstName": "H",
+        "lastName": "B",
+        "email": "",
+        "roles": ["Historians"],
+    }
+    response = client.post("/api/administration/users", json=user)
+    assert response.status_code == 201, response.text
+    return login
+
+
 def run(database_url: str, element_revisions: int, total_changes: int, repeat: int, console: Console) -> None:
     settings = cheap_settings(database_url, PASSWORD)
     engine = build_engine(database_url)
@@ -110,9 +167,11 @@ def run(database_url: str, element_revisions: int, total_changes: int, repeat: i
             f"the element has {element_changes:,} changesets (built in {time.perf_counter() - built:.0f} s)"
         )
 
-        def get(url: str, **params: object) -> Callable[[], object]:
+        reader = reader_with_former_names(client)
+
+        def get(url: str, as_reader: bool = False, **params: object) -> Callable[[], object]:
             def call() -> object:
-                response = client.get(url, params=params)
+                response = client.get(url, params=params, auth=reader if as_reader else client.auth)
                 assert response.status_code == 200, response.text
                 return response
 
@@ -131,6 +190,11 @@ def run(database_url: str, element_revisions: int, total_changes: int, repeat: i
                 get(path, asOf=middle_revision),
             ),
             (f"element GET asOf newest revision ({element_revisions:,} folded)", get(path, asOf=newest)),
+            # A reader's pages are filtered by attribute groups, through the attributes' former names.
+            ("reader: element history, newest page", get(history, as_reader=True)),
+            ("reader: type history, newest page", get("/api/history/BusinessProcess", as_reader=True)),
+            ("reader: feed, last 100", get("/api/history", as_reader=True, sinceRevision=newest - 100)),
+            ("reader: element GET asOf mid-history", get(path, as_reader=True, asOf=middle_revision)),
         ]
         table = Table(title=f"History read latency, {app_engine.dialect.name}, {repeat} runs each (ms)")
         table.add_column("request")

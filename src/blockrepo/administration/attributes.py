@@ -371,6 +371,8 @@ def update_attribute(
                 record.append({"property": _wire_name(column), "old": [old], "new": [new]})
     if record:
         changes.metamodel("updated", f"attribute {name}", record)
+    if name != current.name:
+        changes.attribute_renamed(attribute_id, current.name)
 
 
 def delete_attribute(
@@ -390,6 +392,7 @@ def delete_attribute(
     remove_element_values(db, metamodel, changes, current, login=actor.login, now=now)
     remove_relation_values(db, metamodel, changes, current, login=actor.login, now=now)
     repository.delete_attribute(db, attribute_id)
+    changes.attribute_deleted(attribute_id, current.name, current.group_id)
     changes.metamodel(
         "deleted",
         f"attribute {current.name}",

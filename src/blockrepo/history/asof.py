@@ -8,7 +8,7 @@ elements are named as they were named at that revision.
 
 For list reads (massdata), `element_ids_as_of` gives the ids of a type that existed at a revision and
 `read_elements_as_of` their JSON, batched: a fixed number of queries per 1,000 ids. Attributes renamed
-since a change was recorded are read under today's name.
+since a change was recorded are read under today's name, deleted ones not at all (`AttributeNames`).
 """
 
 from __future__ import annotations
@@ -23,13 +23,21 @@ from blockrepo.access.actor import Actor
 from blockrepo.elements.view import ElementView
 from blockrepo.errors import ErrorItem, NotFound, ValidationFailed
 from blockrepo.history import repository
+from blockrepo.history.identities import AttributeIdentities
 from blockrepo.history.repository import ChangesetRow
-from blockrepo.history.service import end_of_moment, format_timestamp, parse_moment, require_history
+from blockrepo.history.service import (
+    attribute_identities,
+    end_of_moment,
+    format_timestamp,
+    parse_moment,
+    require_history,
+)
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
 from blockrepo.revisions.recorder import apply_related_change
 
 # Properties whose values are related elements ({"id", "name", ...}) besides the type's relation ends.
 _ELEMENT_REFERENCES = ("parent", "children")
+_VALUE_LISTS = ("old", "new", "added", "removed")
 
 
 def resolve_as_of(db: Session, raw: str) -> int:
@@ -60,7 +68,7 @@ class _Folded:
     exists: bool = False
     last: ChangesetRow | None = None
 
-    def apply(self, row: ChangesetRow, names: AttributeNames) -> None:
+    def apply(self, row: ChangesetRow, names: AttributeNames | None) -> None:
         self.changesets += 1
         self.last = row
         self.type_name = row.type_name
@@ -71,7 +79,8 @@ class _Folded:
         elif row.operation == "deleted":
             self.exists = False
             return
-        for change in names.today(row.changes, row.revision):
+        changes = row.changes if names is None else names.today(row.type_name, row.changes, row.revision)
+        for change in changes:
             prop = change["property"]
             if "added" in change or "removed" in change:
                 self.properties[prop] = apply_related_change(self.properties.get(prop, []), change)
@@ -81,47 +90,55 @@ class _Folded:
 
 @dataclass(frozen=True)
 class AttributeNames:
-    """Attribute renames after a change was recorded: history keeps the name an attribute had then, and
-    reads render today's names. `renames` are (revision, old name, new name), oldest first."""
+    """Recorded attribute names as an `asOf` read has them: history keeps the name an attribute had when a
+    change was recorded, and an `asOf` read has today's shape, so a renamed attribute's values read under
+    its name of today and a deleted attribute's not at all (its name may belong to another attribute by
+    now, whose key must not show them)."""
 
-    renames: tuple[tuple[int, str, str], ...] = ()
+    identities: AttributeIdentities
+    metamodel: Metamodel
 
-    def current(self, name: str, recorded_at: int) -> str:
-        for revision, old, new in self.renames:
-            if revision > recorded_at and name == old:
-                name = new
-        return name
-
-    def today(self, changes: list[dict[str, Any]], recorded_at: int) -> list[dict[str, Any]]:
-        """The change list with attribute names (properties and relation attributes) as they are today."""
-        if not self.renames:
+    def today(
+        self, type_name: str | None, changes: list[dict[str, Any]], recorded_at: int
+    ) -> list[dict[str, Any]]:
+        """The change list with attribute names (properties and relation attributes) as they are today,
+        changes of deleted attributes left out."""
+        if self.identities.empty:
             return changes
-        return [
-            {
-                key: self.current(value, recorded_at)
-                if key == "property"
-                else [self._entry(v, recorded_at) for v in value]
-                if key in ("old", "new", "added", "removed")
-                else value
-                for key, value in change.items()
-            }
-            for change in changes
-        ]
+        block_type = self.metamodel.type_named(type_name) if type_name else None
+        result = []
+        for change in changes:
+            bearer = self.identities.recorded_attribute(block_type, change, recorded_at)
+            if bearer is not None:
+                if bearer.attribute is None:
+                    continue
+                change = {**change, "property": bearer.attribute.name}
+            result.append(
+                {
+                    key: [self._entry(v, recorded_at) for v in value] if key in _VALUE_LISTS else value
+                    for key, value in change.items()
+                }
+            )
+        return result
 
     def _entry(self, value: Any, recorded_at: int) -> Any:
-        if isinstance(value, dict) and isinstance(value.get("attributes"), dict):
-            attributes = {self.current(k, recorded_at): v for k, v in value["attributes"].items()}
-            return {**value, "attributes": attributes}
-        return value
+        if not isinstance(value, dict) or not isinstance(value.get("attributes"), dict):
+            return value
+        attributes = {}
+        for name, values in value["attributes"].items():
+            bearer = self.identities.former(name, recorded_at)
+            if bearer is None:
+                attributes[name] = values
+            elif bearer.attribute is not None:
+                attributes[bearer.attribute.name] = values
+        return {**value, "attributes": attributes}
 
 
-def attribute_names(db: Session) -> AttributeNames:
-    return AttributeNames(tuple(repository.attribute_renames(db)))
+def attribute_names(db: Session, metamodel: Metamodel) -> AttributeNames:
+    return AttributeNames(attribute_identities(db, metamodel), metamodel)
 
 
-def fold_elements(
-    rows: Iterable[ChangesetRow], names: AttributeNames = AttributeNames()
-) -> dict[int, _Folded]:
+def fold_elements(rows: Iterable[ChangesetRow], names: AttributeNames | None = None) -> dict[int, _Folded]:
     folded: dict[int, _Folded] = {}
     for row in rows:
         if row.element_id is None:
@@ -156,7 +173,9 @@ def read_elements_as_of(
     1,000 ids. The keys shown follow today's metamodel and permissions (a property since deleted from the
     metamodel is not shown). Checks no type permission itself."""
     view = view or ElementView.build(metamodel, actor, type_def, fields)
-    folded = fold_elements(repository.element_changesets_up_to(db, ids, revision), attribute_names(db))
+    folded = fold_elements(
+        repository.element_changesets_up_to(db, ids, revision), attribute_names(db, metamodel)
+    )
     alive = [
         folded[i]
         for i in dict.fromkeys(ids)

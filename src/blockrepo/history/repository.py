@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select, true
 from sqlalchemy.orm import Session, aliased
 
-from blockrepo.revisions.models import Change, RepositoryState, Revision
+from blockrepo.revisions.models import AttributeFormerName, Change, RepositoryState, Revision
 
 # Ids per IN (...) list: well under SQLite's bound-parameter limit; a page of 1,000 ids is one query.
 _IN_CHUNK = 1000
@@ -222,32 +222,19 @@ def names_at(db: Session, element_ids: Iterable[int], revision: int) -> dict[int
     return found
 
 
-def attribute_renames(db: Session) -> list[tuple[int, str, str]]:
-    """(revision, old name, new name) of every attribute rename, oldest first. Metamodel changes carry no
-    type name, so the (type_name, revision) index finds them among few rows."""
-    statement = (
-        select(Change.revision, Change.subject, Change.changes)
-        .where(
-            Change.type_name.is_(None),
-            Change.entity == "metamodel",
-            Change.operation == "updated",
-            Change.subject.like("attribute %"),
-        )
-        .order_by(Change.revision, Change.id)
+def former_attribute_names(db: Session) -> list[tuple[int | None, str, int, int | None]]:
+    """(attribute id, name, until revision, group id at deletion) of every name an attribute bore before
+    a rename or its deletion: one row per rename or deletion, so few."""
+    statement = select(
+        AttributeFormerName.attribute_id,
+        AttributeFormerName.name,
+        AttributeFormerName.until_revision,
+        AttributeFormerName.group_id,
     )
-    renames = []
-    for revision, subject, changes in db.execute(statement):
-        for change in changes:
-            old, new = change.get("old"), change.get("new")
-            if (
-                change.get("property") == "name"
-                and isinstance(old, list)
-                and isinstance(new, list)
-                and len(old) == len(new) == 1
-                and subject == f"attribute {new[0]}"
-            ):
-                renames.append((int(revision), str(old[0]), str(new[0])))
-    return renames
+    return [
+        (attribute_id, name, int(until), group_id)
+        for attribute_id, name, until, group_id in db.execute(statement)
+    ]
 
 
 def element_ids_alive_at(db: Session, type_name: str, revision: int) -> list[int]:

@@ -14,7 +14,8 @@ class PropertyChange(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     property: str = Field(
-        description="property name as of that revision (attribute, built-in or relation end)"
+        description="property name as of that revision (attribute, built-in or relation end); an attribute "
+        "renamed since keeps the name it had then"
     )
     old: list[Any] | None = Field(None, description="values before (plain properties)")
     new: list[Any] | None = Field(None, description="values after (plain properties)")
@@ -98,7 +99,15 @@ class HistoryPage(BaseModel):
     nextCursor: str | None
 
 
-FEED_DESCRIPTION = """Every changeset after revision `sinceRevision` (default 0), in commit order (ascending
+# How history names attributes and who reads their past values (API.md 9), said alike by every history read.
+ATTRIBUTE_IDENTITY_NOTE = """A change names an attribute as it was named when the change was recorded (a
+rename is a metamodel changeset of its own). Who may read it follows that attribute, never the name: a renamed
+attribute keeps its visibility (its group of today), and a deleted one stays readable only to those who may
+read the group it was in when it was deleted (only to supervisors once that group is deleted too), even when
+another attribute bears its name now."""
+
+FEED_DESCRIPTION = (
+    """Every changeset after revision `sinceRevision` (default 0), in commit order (ascending
 revision, then the order of the changes within it), including metamodel and administration changes.
 
 Revisions become visible strictly in order (revision n+1 cannot commit before n), so the feed has no gaps:
@@ -112,15 +121,29 @@ changesets; a page that would have to skip more than 20,000 of them ends early (
 with a `nextCursor` past them, so a restricted caller too never misses or repeats what it may see.
 Administration changes are shown to holders of the matching administration permission (`user` and `role`
 subjects: ADMIN_USERS / ADMIN_ROLES; `attribute`, `attribute group`: ADMIN_ATTRIBUTES). Needs
-VIEW_HISTORY."""
+VIEW_HISTORY.
 
-ELEMENT_HISTORY_DESCRIPTION = """The changesets of one element, newest first, including its deletion. Relation
+"""
+    + ATTRIBUTE_IDENTITY_NOTE
+)
+
+ELEMENT_HISTORY_DESCRIPTION = (
+    """The changesets of one element, newest first, including its deletion. Relation
 changes appear on both ends as `added`/`removed`. Needs VIEW_HISTORY and read on the type; properties in
 attribute groups the caller may not read, and relation ends to types the caller may not read, are left out;
-a changeset that changed nothing else is left out whole."""
+a changeset that changed nothing else is left out whole.
 
-TYPE_HISTORY_DESCRIPTION = """The changesets of every element of the type, deleted ones included, newest
-first. Same permissions and filtering as the history of one element."""
+"""
+    + ATTRIBUTE_IDENTITY_NOTE
+)
+
+TYPE_HISTORY_DESCRIPTION = (
+    """The changesets of every element of the type, deleted ones included, newest
+first. Same permissions and filtering as the history of one element.
+
+"""
+    + ATTRIBUTE_IDENTITY_NOTE
+)
 
 FROM_DESCRIPTION = (
     "lower bound, inclusive: a revision number, or an ISO-8601 time (changesets stamped at or after it)"
@@ -131,7 +154,13 @@ TO_DESCRIPTION = (
 LIMIT_DESCRIPTION = "page size: default {setting:page_size}, at most {setting:max_page_size}"
 CURSOR_DESCRIPTION = "the `nextCursor` of the previous page (opaque)"
 SINCE_DESCRIPTION = "the last revision the client has seen completely (default 0: from the beginning)"
+# An `asOf` read has today's shape, so it names attributes as today; identity, not name, picks the values.
+AS_OF_ATTRIBUTE_NAMES = (
+    "An attribute's past values appear under its name of today; a deleted attribute's do not appear at all, "
+    "even when another attribute bears its name now."
+)
 AS_OF_DESCRIPTION = (
     "read the repository as it stood at a revision (an integer) or a time (ISO-8601; the newest revision "
-    "stamped at or before it); deleted elements are readable as they were before their deletion"
+    "stamped at or before it); deleted elements are readable as they were before their deletion. "
+    + AS_OF_ATTRIBUTE_NAMES
 )

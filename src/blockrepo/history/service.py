@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from blockrepo.access.actor import Actor
 from blockrepo.errors import ErrorItem, Forbidden, NotFound, UnknownType, ValidationFailed
 from blockrepo.history import repository
+from blockrepo.history.identities import AttributeIdentities, FormerName, no_former_names
 from blockrepo.history.repository import ChangesetRow, FeedScope, Window
 from blockrepo.history.visibility import PropertyVisibility
 from blockrepo.metamodel.snapshot import Metamodel
@@ -207,12 +208,24 @@ def _readable_type(actor: Actor, metamodel: Metamodel, type_name: str) -> None:
         raise Forbidden(f"no read permission on {type_name}")
 
 
+def attribute_identities(db: Session, metamodel: Metamodel) -> AttributeIdentities:
+    """Which attribute each name recorded in history meant (one query over the few former names)."""
+    return AttributeIdentities((FormerName(*row) for row in repository.former_attribute_names(db)), metamodel)
+
+
+def property_visibility(db: Session, actor: Actor, metamodel: Metamodel) -> PropertyVisibility:
+    """What `actor` may read of recorded changes; a supervisor reads everything, whatever it was named,
+    so the former names are not read for one."""
+    identities = no_former_names(metamodel) if actor.supervisor else attribute_identities(db, metamodel)
+    return PropertyVisibility(actor, metamodel, identities)
+
+
 def changeset_json(row: ChangesetRow, visibility: PropertyVisibility) -> dict[str, Any] | None:
     """The API form of one changeset, with what the reader may not see left out; None when the reader may
     see none of its changes (API.md 5: such a changeset is left out whole, as it would still tell who
     changed the element and when)."""
     element = row.entity == "element"
-    changes = visibility.filter_changes(row.type_name, row.changes) if element else row.changes
+    changes = visibility.filter_changes(row.type_name, row.changes, row.revision) if element else row.changes
     if element and not changes and not visibility.sees_everything:
         return None
     return {
@@ -298,7 +311,7 @@ def element_history(
         lambda part: repository.element_changesets(db, element_id, part),
         window,
         scope,
-        PropertyVisibility(actor, metamodel),
+        property_visibility(db, actor, metamodel),
         first=rows,
     )
 
@@ -320,7 +333,7 @@ def type_history(
         lambda part: repository.type_changesets(db, type_name, part),
         window,
         scope,
-        PropertyVisibility(actor, metamodel),
+        property_visibility(db, actor, metamodel),
     )
 
 
@@ -367,5 +380,5 @@ def feed(
         lambda part: repository.feed_changesets(db, since, scope, part),
         window,
         "f",
-        PropertyVisibility(actor, metamodel),
+        property_visibility(db, actor, metamodel),
     )

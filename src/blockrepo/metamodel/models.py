@@ -33,6 +33,8 @@ class BlockType(Base):
 
 class AttributeGroup(Base):
     __tablename__ = "attribute_group"
+    # A deleted attribute's history stays readable by its group's id: SQLite must not reuse deleted ids.
+    __table_args__ = {"sqlite_autoincrement": True}
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(NAME_LENGTH), unique=True, nullable=False)
@@ -46,6 +48,8 @@ class Attribute(Base):
     name is unique across the repository."""
 
     __tablename__ = "attribute"
+    # History knows an attribute by its id after a rename or deletion: SQLite must not reuse deleted ids.
+    __table_args__ = {"sqlite_autoincrement": True}
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(NAME_LENGTH), nullable=False, index=True)

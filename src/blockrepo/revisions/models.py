@@ -60,3 +60,26 @@ class Change(Base):
     element_name: Mapped[str | None] = mapped_column(String(255), nullable=True)
     subject: Mapped[str | None] = mapped_column(String(255), nullable=True)
     changes: Mapped[list[dict[str, Any]]] = mapped_column(JSON, nullable=False)
+
+
+class AttributeFormerName(Base):
+    """A name an attribute bore until a revision: the one it was renamed away from, or the one it had when it
+    was deleted (then with the group it was in).
+
+    Change rows name attributes as they were named when written, and a name passes on: renamed or deleted,
+    an attribute leaves its name to the next one that takes it. A name recorded at revision r means the
+    attribute of the row with that name and the smallest `until_revision` >= r, or, without such a row, the
+    attribute that bears the name today; so history is read, and its visibility decided, by the attribute's
+    identity. `attribute_id` is None for an attribute deleted before these rows were kept (migration 0007):
+    its group is unknown, so only a supervisor reads its past values.
+    """
+
+    __tablename__ = "attribute_former_name"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # No foreign key: the row outlives the attribute (its identity after deletion).
+    attribute_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    name: Mapped[str] = mapped_column(String(255), nullable=False)
+    until_revision: Mapped[int] = mapped_column(Integer, nullable=False)
+    # Set on the row of a deletion: the group the attribute was in, which keeps deciding who reads it.
+    group_id: Mapped[int | None] = mapped_column(Integer, nullable=True)

@@ -158,6 +158,8 @@ class ChangeLog:
     access_changed: bool = False
     _entries: list[_Entry] = field(default_factory=list)
     _by_element: dict[int, _Entry] = field(default_factory=dict)
+    # (attribute id, name, group id at deletion or None): names attributes stop bearing with this revision.
+    _former_names: list[tuple[int, str, int | None]] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -238,6 +240,16 @@ class ChangeLog:
             _Entry("administration", operation, None, None, None, subject, _json_text(changes))
         )
 
+    def attribute_renamed(self, attribute_id: int, old_name: str) -> None:
+        """Record that an attribute bears `old_name` no longer after this revision (history keeps naming
+        it so in what it recorded until then, and a later attribute may take the name)."""
+        self._former_names.append((attribute_id, old_name, None))
+
+    def attribute_deleted(self, attribute_id: int, name: str, group_id: int) -> None:
+        """Record that an attribute is deleted with this revision: its name is free from then on, and its
+        past values stay readable to those who may read `group_id`, the group it was in."""
+        self._former_names.append((attribute_id, name, group_id))
+
     def flush(self, db: Session) -> int | None:
         """Allocate the next revision and write every entry; returns the revision (None if nothing changed).
 
@@ -260,6 +272,9 @@ class ChangeLog:
             repository.insert_change_columns(
                 db, revision, {name: list(map(field, part)) for name, field in _ENTRY_FIELDS}
             )
+        if self._former_names:
+            repository.insert_former_names(db, revision, self._former_names)
+            self._former_names.clear()
         self._entries.clear()
         self._by_element.clear()
         self.metamodel_changed = self.access_changed = False

@@ -9,7 +9,7 @@ from typing import Any, cast
 from sqlalchemy import Table, UpdateBase, bindparam, insert, update
 from sqlalchemy.orm import Session
 
-from blockrepo.revisions.models import Change, RepositoryState, Revision
+from blockrepo.revisions.models import AttributeFormerName, Change, RepositoryState, Revision
 from blockrepo.storage.bulk_insert import insert_columns
 from blockrepo.storage.engine import TypedStatement
 
@@ -93,3 +93,17 @@ def insert_change_columns(db: Session, revision: int, columns: Mapping[str, Sequ
         if column.count(None) != count:
             filled[name] = column
     insert_columns(db, CHANGE, filled, verbatim={"changes"})
+
+
+def insert_former_names(
+    db: Session, revision: int, former_names: Sequence[tuple[int, str, int | None]]
+) -> None:
+    """Rows of `attribute_former_name` for (attribute id, name, group id at deletion or None), all borne
+    until `revision`."""
+    db.execute(
+        insert(AttributeFormerName),
+        [
+            {"attribute_id": attribute_id, "name": name, "until_revision": revision, "group_id": group_id}
+            for attribute_id, name, group_id in former_names
+        ],
+    )

@@ -18,6 +18,7 @@ from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.elements.service import Writer
 from blockrepo.errors import BadRequest, ErrorItem, UnsupportedMediaType
+from blockrepo.history.schemas import AS_OF_ATTRIBUTE_NAMES
 from blockrepo.json_integers import integral_number_as_int
 from blockrepo.massdata import asof as past
 from blockrepo.massdata import bulk, listing
@@ -136,7 +137,7 @@ AS_OF_HELP = (
     "With `asOf` (a revision number or an ISO-8601 time) the answer is the repository as it stood then, "
     "deleted elements included: filter, sort, cursor and `count` apply to that state, evaluated on the "
     "elements folded from history (cost in proportion to the type's history, not the page). Needs "
-    "VIEW_HISTORY as well."
+    "VIEW_HISTORY as well. " + AS_OF_ATTRIBUTE_NAMES
 )
 
 
