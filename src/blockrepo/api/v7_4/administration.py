@@ -125,6 +125,7 @@ def update_user(
     ctx.commit()
     if outcome.credentials_changed:
         ctx.services.credentials.forget_user(id)
+        ctx.services.auth.throttle.forget_user(id)
     return model_response(users.read_user(ctx.db, id))
 
 
@@ -142,6 +143,7 @@ def delete_user(id: int = Id, ctx: RequestContext = Depends(request_context)) ->
     users.delete_user(ctx.db, ctx.actor, ctx.changes, id)
     ctx.commit()
     ctx.services.credentials.forget_user(id)
+    ctx.services.auth.throttle.forget_user(id)
     return Response(status_code=204)
 
 
