@@ -120,10 +120,10 @@ def update_user(
 ) -> StarletteResponse:
     """Needs ADMIN_USERS. Absent keys stay. A new password follows the rules of `createUser` (400
     `weak_password`; the new login counts if it changes too). A new password, a new login or disabling
-    invalidates the user's sessions and cached credentials at once, in every process. The last enabled supervisor cannot
-    be disabled or demoted (409 `last_supervisor`). Only a supervisor may change a user who is a
-    supervisor (holds a role that carries Supervisor, enabled or not) or grant a role that carries
-    Supervisor; anybody else gets 403 `supervisor_only` and nothing changes."""
+    invalidates the user's sessions and cached credentials at once, in every process. The last enabled
+    supervisor cannot be disabled or demoted (409 `last_supervisor`). Only a supervisor may change a user
+    who is a supervisor (holds a role that carries Supervisor, enabled or not) or grant a role that
+    carries Supervisor; anybody else gets 403 `supervisor_only` and nothing changes."""
     outcome = users.update_user(ctx.db, ctx.actor, ctx.changes, id, body, ctx.services.passwords.hash)
     ctx.commit()
     if outcome.credentials_changed:

@@ -32,9 +32,7 @@ _SECRET = sa.table("server_secret", sa.column("name", sa.String), sa.column("val
 
 def upgrade() -> None:
     op.execute(
-        _SECRET.update()
-        .where(_SECRET.c.name == "session_signing")
-        .values(value=secrets.token_urlsafe(48))
+        _SECRET.update().where(_SECRET.c.name == "session_signing").values(value=secrets.token_urlsafe(48))
     )
     if op.get_bind().dialect.name != "sqlite":
         return
