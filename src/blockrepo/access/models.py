@@ -13,6 +13,9 @@ SUPERVISOR_ROLE = "Supervisor"
 
 class User(Base):
     __tablename__ = "app_user"
+    # Session cookies and cached credentials name a user by id: SQLite must never give a deleted user's id
+    # to a new account, or the old cookie would act as the new one (PostgreSQL's sequence never does).
+    __table_args__ = {"sqlite_autoincrement": True}
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     login: Mapped[str] = mapped_column(String(255), unique=True, nullable=False)

@@ -19,6 +19,7 @@ from blockrepo.administration.schemas import (
     UserUpdate,
     require_matching_id,
 )
+from blockrepo.auth.password_policy import password_refusal
 from blockrepo.auth.passwords import generate_password
 from blockrepo.errors import Conflict, ErrorItem, Forbidden, NameConflict, NotFound, ValidationFailed
 from blockrepo.metamodel.snapshot import Metamodel
@@ -85,6 +86,15 @@ def _role_ids(db: Session, names: list[str]) -> dict[str, int]:
     return found
 
 
+def refuse_weak_password(password: str, login: str) -> None:
+    """400 at `/password` for a password nobody may have (API.md rule 1.9): the login, or a common one."""
+    refusal = password_refusal(password, login)
+    if refusal is not None:
+        raise ValidationFailed(
+            "the password is too easy to guess", errors=[ErrorItem("/password", "weak_password", refusal)]
+        )
+
+
 def _ensure_a_supervisor_remains(db: Session) -> None:
     if repository.count_enabled_supervisors(db) == 0:
         raise Conflict(
@@ -96,6 +106,7 @@ def create_user(
     db: Session, actor: Actor, changes: ChangeLog, body: UserCreate, hash_password: Callable[[str], str]
 ) -> int:
     _require_admin(actor)
+    refuse_weak_password(body.password, body.login)
     role_ids = _role_ids(db, body.roles)
     supervision.refuse_granting(db, actor, body.roles, "/roles", "grant")
     if repository.login_taken(db, body.login):
@@ -174,6 +185,8 @@ def update_user(
     require_matching_id(body.id, user_id)
     current = _existing(db, user_id)
     supervision.refuse_touching_user(db, actor, current.login, current.roles, "change")
+    if body.password is not None:
+        refuse_weak_password(body.password, body.login or current.login)
     values: dict[str, Any] = {}
     record: list[dict[str, Any]] = []
     for attr, prop in (

@@ -160,6 +160,8 @@ class LoginThrottle:
             principal = self.authenticator.cached(login, password)
             if principal is not None:
                 return LoginOutcome(principal=principal)
+            # Its account is gone, disabled or has new credentials (in any process): the entry is dead.
+            self._verified.forget(verified_here)
         limits = self._limits(login, address)
         retry_after = self.retry_after(limits)
         if retry_after is not None:
@@ -190,9 +192,16 @@ class LoginThrottle:
         ):
             return None
         principal = self.authenticator.cached(login, password)
-        if principal is not None:
+        if principal is None:
+            self._verified.forget(verified_here)
+        else:
             self._verified.put(verified_here, principal)
         return principal
+
+    def forget_user(self, user_id: int) -> None:
+        """Drop the credentials of this user verified here (deleted, disabled or given new credentials by
+        this process; other processes drop theirs at their next use, which reads the account)."""
+        self._verified.forget_user(user_id)
 
     def verified_here(self, login: str, password: str, address: str) -> Principal | None:
         """The principal of credentials this process verified from this address before, as it was then,

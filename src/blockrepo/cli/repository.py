@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from blockrepo.auth.passwords import Passwords
 from blockrepo.bootstrap import InitResult, initialize
 from blockrepo.cli.options import build_settings, console
+from blockrepo.errors import BlockrepoError
 from blockrepo.settings import Settings
 from blockrepo.storage.engine import build_engine
 
@@ -18,6 +20,10 @@ def initialize_repository(settings: Settings) -> InitResult:
     engine = build_engine(settings.database_url)
     try:
         result = initialize(engine, settings, Passwords(settings))
+    except BlockrepoError as exc:
+        problems = "; ".join(f"{e.pointer}: {e.message}" for e in exc.errors)
+        console.print(f"[red]{escape(exc.detail)}[/red] ({escape(problems)})", soft_wrap=True)
+        raise typer.Exit(1) from exc
     finally:
         engine.dispose()
     if result.generated_password:

@@ -10,6 +10,7 @@ import typer
 from blockrepo.access.models import SUPERVISOR_ROLE
 from blockrepo.administration import repository
 from blockrepo.administration.schemas import LOGIN_PATTERN, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH
+from blockrepo.auth.password_policy import password_refusal
 from blockrepo.auth.passwords import Passwords
 from blockrepo.cli.options import build_settings, console
 from blockrepo.cli.repository import initialize_repository
@@ -24,7 +25,7 @@ DatabaseOption = Annotated[
 ]
 
 
-def _ask_password(password: str | None) -> str:
+def _ask_password(password: str | None, login: str) -> str:
     """The given password, or one typed twice; refused (exit 1) when the API would refuse it."""
     secret: str = (
         password
@@ -35,6 +36,10 @@ def _ask_password(password: str | None) -> str:
         console.print(
             f"[red]the password must have {PASSWORD_MIN_LENGTH} to {PASSWORD_MAX_LENGTH} characters[/red]"
         )
+        raise typer.Exit(1)
+    refusal = password_refusal(secret, login)
+    if refusal is not None:
+        console.print(f"[red]{refusal}[/red]")
         raise typer.Exit(1)
     return secret
 
@@ -63,7 +68,7 @@ def add_user(
     initialize_repository(settings)
     roles = list(role or []) + ([SUPERVISOR_ROLE] if supervisor else [])
     # Hashed before the write lock is taken: Argon2id takes a noticeable time, on purpose.
-    password_hash = Passwords(settings).hash(_ask_password(password))
+    password_hash = Passwords(settings).hash(_ask_password(password, login))
     engine = build_engine(settings.database_url)
     try:
         with build_session_factory(engine.execution_options(begin_immediate=True))() as db:
@@ -98,7 +103,7 @@ def change_password(
     """Set a user's password; existing sessions and cached credentials of the user stop working."""
     settings = build_settings(database_url=database)
     initialize_repository(settings)
-    password_hash = Passwords(settings).hash(_ask_password(password))
+    password_hash = Passwords(settings).hash(_ask_password(password, login))
     engine = build_engine(settings.database_url)
     try:
         with build_session_factory(engine.execution_options(begin_immediate=True))() as db:

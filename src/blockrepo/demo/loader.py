@@ -23,6 +23,7 @@ from blockrepo.administration.groups import create_group
 from blockrepo.administration.roles import create_role
 from blockrepo.administration.schemas import AttributeCreate, AttributeGroupCreate, RoleCreate, UserCreate
 from blockrepo.administration.users import create_user
+from blockrepo.auth.password_policy import password_refusal
 from blockrepo.auth.passwords import Passwords, generate_password
 from blockrepo.demo import landscape
 from blockrepo.elements import repository as elements_repository
@@ -57,6 +58,12 @@ class DemoResult:
 
 def load_demo(engine: Engine, settings: Settings) -> DemoResult:
     """Load the demo if the repository has no elements; raises DemoLoadFailed (and writes nothing)."""
+    given = settings.demo_password.get_secret_value() if settings.demo_password else None
+    if given:
+        for user in landscape.USERS:
+            refusal = password_refusal(given, user["login"])
+            if refusal is not None:
+                raise DemoLoadFailed(f"BLOCKREPO_DEMO_PASSWORD: {refusal} (for {user['login']!r})")
     # BEGIN IMMEDIATE on SQLite: a running server's writers queue behind the load instead of failing.
     sessions = build_session_factory(engine.execution_options(begin_immediate=True))
     with sessions() as db:
@@ -69,7 +76,6 @@ def load_demo(engine: Engine, settings: Settings) -> DemoResult:
             if system is None:
                 raise DemoLoadFailed(f"there is no user {SYSTEM_LOGIN!r}; run `blockrepo init` first")
             actor = load_actor(db, system)
-            given = settings.demo_password.get_secret_value() if settings.demo_password else None
             password = given or generate_password()
 
             accounts = ChangeLog(user_login=SYSTEM_LOGIN, request_id=REQUEST_ID)

@@ -82,9 +82,11 @@ def list_users(ctx: RequestContext = Depends(request_context)) -> StarletteRespo
     summary="Create a user",
 )
 def create_user(body: UserCreate, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
-    """Needs ADMIN_USERS. The password is write-only and stored as an Argon2id hash. Only a supervisor may
-    grant a role that carries Supervisor (`Supervisor` itself, or a role with it among its sub-roles,
-    directly or through others); anybody else gets 403 `supervisor_only`."""
+    """Needs ADMIN_USERS. The password is write-only and stored as an Argon2id hash; the login itself and
+    the 30,000 most common passwords (ignoring case) are refused with 400 `validation_failed`, item code
+    `weak_password` at `/password`. A user id is never handed out again, not even after its user was
+    deleted. Only a supervisor may grant a role that carries Supervisor (`Supervisor` itself, or a role
+    with it among its sub-roles, directly or through others); anybody else gets 403 `supervisor_only`."""
     user_id = users.create_user(ctx.db, ctx.actor, ctx.changes, body, ctx.services.passwords.hash)
     ctx.commit()
     return model_response(
@@ -116,15 +118,17 @@ def get_user(id: int = Id, ctx: RequestContext = Depends(request_context)) -> St
 def update_user(
     body: UserUpdate, id: int = Id, ctx: RequestContext = Depends(request_context)
 ) -> StarletteResponse:
-    """Needs ADMIN_USERS. Absent keys stay. A new password, a new login or disabling invalidates the
-    user's sessions and cached credentials at once, in every process. The last enabled supervisor cannot
-    be disabled or demoted (409 `last_supervisor`). Only a supervisor may change a user who is a
-    supervisor (holds a role that carries Supervisor, enabled or not) or grant a role that carries
-    Supervisor; anybody else gets 403 `supervisor_only` and nothing changes."""
+    """Needs ADMIN_USERS. Absent keys stay. A new password follows the rules of `createUser` (400
+    `weak_password`; the new login counts if it changes too). A new password, a new login or disabling
+    invalidates the user's sessions and cached credentials at once, in every process. The last enabled
+    supervisor cannot be disabled or demoted (409 `last_supervisor`). Only a supervisor may change a user
+    who is a supervisor (holds a role that carries Supervisor, enabled or not) or grant a role that
+    carries Supervisor; anybody else gets 403 `supervisor_only` and nothing changes."""
     outcome = users.update_user(ctx.db, ctx.actor, ctx.changes, id, body, ctx.services.passwords.hash)
     ctx.commit()
     if outcome.credentials_changed:
         ctx.services.credentials.forget_user(id)
+        ctx.services.auth.throttle.forget_user(id)
     return model_response(users.read_user(ctx.db, id))
 
 
@@ -142,6 +146,7 @@ def delete_user(id: int = Id, ctx: RequestContext = Depends(request_context)) ->
     users.delete_user(ctx.db, ctx.actor, ctx.changes, id)
     ctx.commit()
     ctx.services.credentials.forget_user(id)
+    ctx.services.auth.throttle.forget_user(id)
     return Response(status_code=204)
 
 

@@ -20,6 +20,11 @@ this API, compatible with the LUY/iteraplan repository API **7.4**.
   `XSRF-TOKEN` cookie in the header `X-XSRF-TOKEN` (else 403 `csrf_token_missing`/`csrf_token_invalid`).
   Requests that carry Basic credentials are exempt.
 * Too many failed logins for one account or address give 429 with `Retry-After`.
+* **Accounts are never reused.** A user id is never handed out twice; a deleted, disabled or re-created
+  account's cookies and cached credentials authenticate nobody, in every process, from the next request on.
+  No password may equal its login or be one of the 30,000 most common passwords (400 `weak_password`).
+* **Cookies** are host-only (no `Domain`), `Path=/`, `SameSite=Lax`, `Secure` when configured; the names
+  `JSESSIONID` and `XSRF-TOKEN` are fixed by API 7.4, so they carry no `__Host-` prefix.
 
 Public without authentication: `/api/auth-scheme`, the login and logout paths, this description and the
 interactive page. On this page, **Authorize** with Basic credentials, then *Try it out*.

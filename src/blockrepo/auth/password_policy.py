@@ -1,0 +1,30 @@
+"""Which passwords no account may have (API.md rule 1.9): its own login and the most common passwords."""
+
+from __future__ import annotations
+
+from functools import cache
+
+# Where the list of common passwords comes from, for the description and the README.
+COMMON_PASSWORDS_SOURCE = (
+    "the 30,000 most common passwords of the zxcvbn package (its `passwords` frequency list, MIT licence)"
+)
+
+
+@cache
+def common_passwords() -> frozenset[str]:
+    """The common passwords in lower case, read when a password is first set (not at start-up: the
+    package's lists are most of a megabyte, and most processes never set a password)."""
+    from zxcvbn.frequency_lists import FREQUENCY_LISTS
+
+    return frozenset(FREQUENCY_LISTS["passwords"])
+
+
+def password_refusal(password: str, login: str) -> str | None:
+    """Why `password` may not be the password of `login`, or None if it may. Compared ignoring case: the
+    list is in lower case, and `Password1` is guessed as early as `password1`."""
+    folded = password.lower()
+    if folded == login.lower():
+        return "the password must not be the login"
+    if folded in common_passwords():
+        return "the password is one of the most common passwords; choose a longer or less predictable one"
+    return None
