@@ -143,7 +143,7 @@ def test_user_ids_come_from_a_counter_that_never_goes_back(client: TestClient) -
 
 @pytest.mark.skipif(PG_URL is not None, reason="the rebuild concerns SQLite only")
 def test_upgrading_an_sqlite_repository_keeps_users_and_voids_signed_cookies(tmp_path: Path) -> None:
-    """Migration 0007 rebuilds `app_user` with AUTOINCREMENT (foreign keys off: roles and sessions of the
+    """Migration 0008 rebuilds `app_user` with AUTOINCREMENT (foreign keys off: roles and sessions of the
     users survive it) and replaces the secret that signed the cookies made before it."""
     engine = build_engine(f"sqlite:///{tmp_path / 'old.db'}")
     try:

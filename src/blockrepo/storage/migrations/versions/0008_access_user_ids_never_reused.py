@@ -11,8 +11,8 @@ to such a user could still come back. Replacing the signing secret voids every s
 the upgrade (a Basic client simply gets a new one; stored sessions are unaffected, and a deleted user's
 stored sessions went with the user).
 
-Revision ID: 0007
-Revises: 0006
+Revision ID: 0008
+Revises: 0007
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import secrets
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0007"
-down_revision = "0006"
+revision = "0008"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
