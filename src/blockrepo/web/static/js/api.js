@@ -44,7 +44,12 @@ export async function api(method, path, { body, query, headers = {} } = {}) {
     sent["Content-Type"] = "application/json";
     payload = JSON.stringify(body);
   }
-  const response = await fetch(withQuery(path, query), { method, headers: sent, body: payload, credentials: "same-origin" });
+  const response = await fetch(withQuery(path, query), {
+    method,
+    headers: sent,
+    body: payload,
+    credentials: "same-origin",
+  });
   const data = response.status === 204 ? null : await response.json().catch(() => null);
   if (response.status === 401) {
     unauthenticatedHandler();
@@ -91,7 +96,10 @@ export async function allElements(type, fields, filter) {
   let cursor = null;
   do {
     const { data } = await get(`/api/massdata/${encodeURIComponent(type)}`, {
-      fields: fields.join(","), limit: 1000, cursor, filter,
+      fields: fields.join(","),
+      limit: 1000,
+      cursor,
+      filter,
     });
     items.push(...data.items);
     cursor = data.nextCursor;

@@ -5,7 +5,10 @@ import { get } from "./api.js";
 export const session = { user: null, metamodel: null };
 
 export async function loadSession() {
-  const [user, metamodel] = await Promise.all([get("/api/administration/users/current"), get("/api/metamodel")]);
+  const [user, metamodel] = await Promise.all([
+    get("/api/administration/users/current"),
+    get("/api/metamodel"),
+  ]);
   session.user = user.data;
   session.metamodel = metamodel.data;
   return session;
@@ -27,7 +30,12 @@ export function hasFunction(name) {
 
 function groupRights(group) {
   const name = group || "[Default Attribute Group]";
-  return (session.user?.attributeGroups || []).find((entry) => entry.name === name) || { read: false, write: false };
+  return (
+    (session.user?.attributeGroups || []).find((entry) => entry.name === name) || {
+      read: false,
+      write: false,
+    }
+  );
 }
 
 export const groupReadable = (group) => groupRights(group).read;
