@@ -1,6 +1,8 @@
 // The only way the interface talks to the server: blockrepo's public REST API, with the session cookie and
 // X-XSRF-TOKEN on every write. A 401 sends the user to the login page and back to where they were.
 
+import { massdataPath, withQuery } from "./paths.js";
+
 export class ApiError extends Error {
   constructor(status, problem) {
     super((problem && (problem.detail || problem.title)) || `HTTP ${status}`);
@@ -22,15 +24,6 @@ function cookie(name) {
     if (key === name) return decodeURIComponent(rest.join("="));
   }
   return null;
-}
-
-export function withQuery(path, query = {}) {
-  const params = new URLSearchParams();
-  for (const [key, value] of Object.entries(query)) {
-    if (value !== undefined && value !== null && value !== "") params.set(key, String(value));
-  }
-  const text = params.toString();
-  return text ? `${path}?${text}` : path;
 }
 
 export async function api(method, path, { body, query, headers = {} } = {}) {
@@ -77,25 +70,12 @@ export async function logout() {
   await api("POST", "/j_service_logout").catch(() => null);
 }
 
-export function elementPath(type, id) {
-  return `/api/element/${encodeURIComponent(type)}/${encodeURIComponent(id)}`;
-}
-
-// A string literal for an iteraQL predicate.
-export function quoted(text) {
-  return `"${String(text).replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
-}
-
-export function propertyRef(name) {
-  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? `@${name}` : `@${quoted(name)}`;
-}
-
 // Every element of a type (following the cursor), with only the given fields.
 export async function allElements(type, fields, filter) {
   const items = [];
   let cursor = null;
   do {
-    const { data } = await get(`/api/massdata/${encodeURIComponent(type)}`, {
+    const { data } = await get(massdataPath(type), {
       fields: fields.join(","),
       limit: 1000,
       cursor,

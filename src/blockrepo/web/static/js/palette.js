@@ -1,4 +1,4 @@
-// Colours shared by pages and diagrams: the built-in statuses, and an enum literal's own colour if it has one.
+// Colours shared by pages and diagrams: the built-in statuses, and an enum literal's own colour if any.
 
 export const STATUS_COLORS = {
   CURRENT: "#2f7d4f",

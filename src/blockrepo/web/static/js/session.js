@@ -1,6 +1,7 @@
 // Who is logged in, what they may do, and the metamodel they may see (both read once per login).
 
 import { get } from "./api.js";
+import { DEFAULT_GROUP } from "./format.js";
 
 export const session = { user: null, metamodel: null };
 
@@ -29,7 +30,7 @@ export function hasFunction(name) {
 }
 
 function groupRights(group) {
-  const name = group || "[Default Attribute Group]";
+  const name = group || DEFAULT_GROUP;
   return (
     (session.user?.attributeGroups || []).find((entry) => entry.name === name) || {
       read: false,
