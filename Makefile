@@ -1,12 +1,16 @@
-# Two commands work on a fresh clone: `make run` and `make test` (Python >= 3.11 with venv, and PyPI).
+# Two commands work on a fresh clone: `make run` and `make test` (Python >= 3.11 with venv, and PyPI;
+# `make test` also needs Node >= 20 with npm, for the web interface's JS tooling; `make run` does not).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8080
 PYTEST_ARGS ?=
+# The web interface's JS, its unit tests and the linter's config: what Prettier and ESLint check.
+JS := src/blockrepo/web/static/js tests/js eslint.config.js
+NODE_STAMP := node_modules/.installed
 
-.PHONY: setup run test lint typecheck format bench clean
+.PHONY: setup run test test-js lint typecheck format bench clean
 
 # The interpreter check runs first, so that an old Python fails with a message instead of a pip error.
 $(BIN)/python:
@@ -21,26 +25,39 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 setup: $(VENV)/.installed
 
+# The JS tools (package.json: Prettier, ESLint), exactly as package-lock.json pins them; reinstalled when it
+# changes, and the stamp is written only after a successful install.
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
 run: setup
 	$(BIN)/blockrepo serve --host $(HOST) --port $(PORT) --demo
 
-lint: setup
+lint: setup $(NODE_STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	npx --no-install prettier --check $(JS)
+	npx --no-install eslint $(JS)
 
-format: setup
+format: setup $(NODE_STAMP)
 	$(BIN)/ruff check --fix src tests bench
 	$(BIN)/ruff format src tests bench
+	npx --no-install prettier --write $(JS)
+
+# The pure JS modules' unit tests and the import-cycle check: Node's own test runner, no npm package.
+test-js:
+	node --test tests/js/*.test.mjs
 
 typecheck: setup
 	$(BIN)/mypy
 
 # pytest exits non-zero when a test fails and also when it collects nothing (5): both fail the target.
-test: setup lint typecheck
+test: setup lint typecheck test-js
 	$(BIN)/pytest -n 2 $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python bench/get_by_id.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache node_modules

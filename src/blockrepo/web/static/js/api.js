@@ -1,6 +1,8 @@
 // The only way the interface talks to the server: blockrepo's public REST API, with the session cookie and
 // X-XSRF-TOKEN on every write. A 401 sends the user to the login page and back to where they were.
 
+import { massdataPath, withQuery } from "./paths.js";
+
 export class ApiError extends Error {
   constructor(status, problem) {
     super((problem && (problem.detail || problem.title)) || `HTTP ${status}`);
@@ -24,15 +26,6 @@ function cookie(name) {
   return null;
 }
 
-export function withQuery(path, query = {}) {
-  const params = new URLSearchParams();
-  for (const [key, value] of Object.entries(query)) {
-    if (value !== undefined && value !== null && value !== "") params.set(key, String(value));
-  }
-  const text = params.toString();
-  return text ? `${path}?${text}` : path;
-}
-
 export async function api(method, path, { body, query, headers = {} } = {}) {
   const sent = { "X-Requested-With": "XMLHttpRequest", Accept: "application/json", ...headers };
   if (WRITE_METHODS.has(method)) {
@@ -44,7 +37,12 @@ export async function api(method, path, { body, query, headers = {} } = {}) {
     sent["Content-Type"] = "application/json";
     payload = JSON.stringify(body);
   }
-  const response = await fetch(withQuery(path, query), { method, headers: sent, body: payload, credentials: "same-origin" });
+  const response = await fetch(withQuery(path, query), {
+    method,
+    headers: sent,
+    body: payload,
+    credentials: "same-origin",
+  });
   const data = response.status === 204 ? null : await response.json().catch(() => null);
   if (response.status === 401) {
     unauthenticatedHandler();
@@ -72,26 +70,16 @@ export async function logout() {
   await api("POST", "/j_service_logout").catch(() => null);
 }
 
-export function elementPath(type, id) {
-  return `/api/element/${encodeURIComponent(type)}/${encodeURIComponent(id)}`;
-}
-
-// A string literal for an iteraQL predicate.
-export function quoted(text) {
-  return `"${String(text).replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
-}
-
-export function propertyRef(name) {
-  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? `@${name}` : `@${quoted(name)}`;
-}
-
 // Every element of a type (following the cursor), with only the given fields.
 export async function allElements(type, fields, filter) {
   const items = [];
   let cursor = null;
   do {
-    const { data } = await get(`/api/massdata/${encodeURIComponent(type)}`, {
-      fields: fields.join(","), limit: 1000, cursor, filter,
+    const { data } = await get(massdataPath(type), {
+      fields: fields.join(","),
+      limit: 1000,
+      cursor,
+      filter,
     });
     items.push(...data.items);
     cursor = data.nextCursor;

@@ -1,7 +1,20 @@
 // The single-page shell: hash routes, the top bar, the login page and the landscape overview.
 
-import { ApiError, login, logout, onUnauthenticated, get, quoted } from "./api.js";
+import { ApiError, login, logout, onUnauthenticated, get } from "./api.js";
+import { pageHead } from "./components.js";
 import { h, clear, toast } from "./dom.js";
+import { loginFailure } from "./format.js";
+import { searchFilter } from "./iteraql.js";
+import {
+  elementRoute,
+  href,
+  listRoute,
+  massdataPath,
+  matchRoute,
+  navActive,
+  parseHash,
+  safeNext,
+} from "./paths.js";
 import { session, loadSession, resetSession, visibleTypes, hasFunction } from "./session.js";
 import { renderList } from "./list.js";
 import { renderElement, renderHistory } from "./element.js";
@@ -24,18 +37,11 @@ const routes = [
 ];
 
 export function currentRoute() {
-  const hash = location.hash.replace(/^#/, "") || "/";
-  const [path, queryText = ""] = hash.split("?");
-  return { path, query: new URLSearchParams(queryText), hash };
+  return parseHash(location.hash);
 }
 
 export function navigate(path, query = {}) {
-  const params = new URLSearchParams();
-  for (const [key, value] of Object.entries(query)) {
-    if (value !== undefined && value !== null && value !== "") params.set(key, value);
-  }
-  const text = params.toString();
-  location.hash = `#${path}${text ? `?${text}` : ""}`;
+  location.hash = href(path, query);
 }
 
 function sendToLogin() {
@@ -66,13 +72,20 @@ async function route() {
     }
   }
   showTopbar(true);
-  const match = routes.find(([pattern]) => pattern.test(path));
+  const match = matchRoute(routes, path);
   if (!match) {
-    clear(main).append(h("section", { class: "panel" }, h("h1", {}, "Page not found"), h("p", {}, h("a", { href: "#/" }, "Back to the landscape"))));
+    clear(main).append(
+      h(
+        "section",
+        { class: "panel" },
+        h("h1", {}, "Page not found"),
+        h("p", {}, h("a", { href: "#/" }, "Back to the landscape")),
+      ),
+    );
     return;
   }
-  const params = path.match(match[0]).slice(1).map(decodeURIComponent);
-  const view = match[1]();
+  const { params } = match;
+  const view = match.target();
   clear(main).append(h("p", { class: "loading" }, "Loading…"));
   try {
     const content = await view({ params, query, navigate, isCurrent: () => ticket === renderCount });
@@ -89,10 +102,19 @@ async function route() {
 
 function showFailure(error) {
   clear(main).append(
-    h("section", { class: "panel error-panel", role: "alert" },
-      h("h1", {}, error instanceof ApiError ? `${error.status}: ${error.problem.title || "Request failed"}` : "Something went wrong"),
+    h(
+      "section",
+      { class: "panel error-panel", role: "alert" },
+      h(
+        "h1",
+        {},
+        error instanceof ApiError
+          ? `${error.status}: ${error.problem.title || "Request failed"}`
+          : "Something went wrong",
+      ),
       h("p", {}, error.message),
-      h("p", {}, h("a", { href: "#/" }, "Back to the landscape"))),
+      h("p", {}, h("a", { href: "#/" }, "Back to the landscape")),
+    ),
   );
 }
 
@@ -103,47 +125,76 @@ function showTopbar(visible) {
     document.getElementById("current-user").textContent = session.user.login;
     const { path } = currentRoute();
     for (const link of bar.querySelectorAll("[data-nav]")) {
-      const active = (link.dataset.nav === "home" && (path === "/" || path.startsWith("/list"))) || path.endsWith(`/${link.dataset.nav}`);
-      if (active) link.setAttribute("aria-current", "page");
+      if (navActive(link.dataset.nav, path)) link.setAttribute("aria-current", "page");
       else link.removeAttribute("aria-current");
     }
   }
 }
 
-function renderLogin(query) {
-  const next = query.get("next") || "#/";
+function loginForm(next) {
   const error = h("p", { class: "form-error", role: "alert", id: "login-error" });
-  const username = h("input", { id: "j_username", name: "j_username", autocomplete: "username", required: true, autofocus: true });
-  const password = h("input", { id: "j_password", name: "j_password", type: "password", autocomplete: "current-password", required: true });
+  const username = h("input", {
+    id: "j_username",
+    name: "j_username",
+    autocomplete: "username",
+    required: true,
+    autofocus: true,
+  });
+  const password = h("input", {
+    id: "j_password",
+    name: "j_password",
+    type: "password",
+    autocomplete: "current-password",
+    required: true,
+  });
   const submit = h("button", { type: "submit", class: "button primary wide" }, "Log in");
-  const form = h("form", {
-    class: "login-form", method: "post", action: "/j_service_security_check",
-    onsubmit: async (event) => {
-      event.preventDefault();
-      submit.disabled = true;
-      error.textContent = "";
-      try {
-        await login(username.value, password.value);
-        resetSession();
-        location.hash = next.startsWith("#/") && !next.startsWith("#/login") ? next : "#/";
-      } catch (failure) {
-        error.textContent = failure.status === 401 ? "Wrong user name or password." : failure.status === 429 ? "Too many failed attempts; try again later." : failure.message;
-        password.select();
-      } finally {
-        submit.disabled = false;
-      }
-    },
-  },
-  h("div", { class: "field" }, h("label", { for: "j_username" }, "User name"), username),
-  h("div", { class: "field" }, h("label", { for: "j_password" }, "Password"), password),
-  error, submit);
+  const onsubmit = async (event) => {
+    event.preventDefault();
+    submit.disabled = true;
+    error.textContent = "";
+    try {
+      await login(username.value, password.value);
+      resetSession();
+      location.hash = safeNext(next);
+    } catch (failure) {
+      error.textContent = loginFailure(failure.status, failure.message);
+      password.select();
+    } finally {
+      submit.disabled = false;
+    }
+  };
+  const form = h(
+    "form",
+    { class: "login-form", method: "post", action: "/j_service_security_check", onsubmit },
+    h("div", { class: "field" }, h("label", { for: "j_username" }, "User name"), username),
+    h("div", { class: "field" }, h("label", { for: "j_password" }, "Password"), password),
+    error,
+    submit,
+  );
+  return { form, username };
+}
+
+function renderLogin(query) {
+  const { form, username } = loginForm(query.get("next") || "#/");
+  const brand = h(
+    "div",
+    { class: "login-brand" },
+    h("img", { src: "/web/icon.svg", alt: "", width: 40, height: 40 }),
+    h("span", {}, "blockrepo"),
+  );
   clear(main).append(
-    h("section", { class: "login-page" },
-      h("div", { class: "login-card" },
-        h("div", { class: "login-brand" }, h("img", { src: "/web/icon.svg", alt: "", width: 40, height: 40 }), h("span", {}, "blockrepo")),
+    h(
+      "section",
+      { class: "login-page" },
+      h(
+        "div",
+        { class: "login-card" },
+        brand,
         h("h1", {}, "Log in"),
         h("p", { class: "muted" }, "Your enterprise-architecture repository."),
-        form)),
+        form,
+      ),
+    ),
   );
   main.dataset.page = "login";
   document.title = "Log in · blockrepo";
@@ -156,53 +207,104 @@ async function renderHome({ isCurrent }) {
   const grid = h("ul", { class: "type-grid" });
   for (const type of types) {
     const count = h("span", { class: "count", "data-count-of": type.name }, counted ? "…" : "");
-    grid.append(h("li", {},
-      h("a", { class: "type-card", href: `#/list/${encodeURIComponent(type.name)}`, "data-type": type.name },
-        h("span", { class: "abbr" }, type.abbreviation || type.name.slice(0, 2)),
-        h("span", { class: "type-name" }, type.displayName || type.name),
-        count)));
+    grid.append(
+      h(
+        "li",
+        {},
+        h(
+          "a",
+          { class: "type-card", href: href(listRoute(type.name)), "data-type": type.name },
+          h("span", { class: "abbr" }, type.abbreviation || type.name.slice(0, 2)),
+          h("span", { class: "type-name" }, type.displayName || type.name),
+          count,
+        ),
+      ),
+    );
     if (counted) {
-      get(`/api/massdata/${encodeURIComponent(type.name)}`, { limit: 1, fields: "id", count: "true" })
-        .then(({ data }) => { if (isCurrent()) count.textContent = `${data.total.toLocaleString()} elements`; })
-        .catch(() => { count.textContent = ""; });
+      get(massdataPath(type.name), { limit: 1, fields: "id", count: "true" })
+        .then(({ data }) => {
+          if (isCurrent()) count.textContent = `${data.total.toLocaleString()} elements`;
+        })
+        .catch(() => {
+          count.textContent = "";
+        });
     }
   }
-  return h("div", {},
-    h("div", { class: "page-head" },
-      h("div", {}, h("h1", {}, "Landscape"), h("p", { class: "muted" }, `${types.length} building block types`))),
-    counted ? null : h("p", { class: "notice" }, "Lists and search need the MASSDATA permission; open elements from their links."),
-    grid);
+  return h(
+    "div",
+    {},
+    pageHead(
+      h(
+        "div",
+        {},
+        h("h1", {}, "Landscape"),
+        h("p", { class: "muted" }, `${types.length} building block types`),
+      ),
+    ),
+    counted
+      ? null
+      : h(
+          "p",
+          { class: "notice" },
+          "Lists and search need the MASSDATA permission; open elements from their links.",
+        ),
+    grid,
+  );
+}
+
+// Up to eight matches of one type, and how many there are; nothing when the type cannot be listed.
+async function searchType(type, text) {
+  try {
+    const { data } = await get(massdataPath(type.name), {
+      filter: searchFilter(text),
+      fields: "name,description",
+      limit: 8,
+      count: "true",
+      sort: "name",
+    });
+    return { type, data };
+  } catch (error) {
+    if (error.status === 401) throw error;
+    return { type, data: { items: [], total: 0 } };
+  }
+}
+
+function searchGroup(type, data, text) {
+  const more =
+    data.total > data.items.length
+      ? h(
+          "a",
+          { href: `${href(listRoute(type.name))}?q=${encodeURIComponent(text)}` },
+          `all ${data.total} in ${type.displayName}`,
+        )
+      : null;
+  const item = (found) =>
+    h(
+      "li",
+      {},
+      h("a", { href: href(elementRoute(type.name, found.id[0])) }, found.name[0]),
+      found.description?.[0]
+        ? h("span", { class: "muted" }, ` — ${found.description[0].slice(0, 120)}`)
+        : null,
+    );
+  return h(
+    "section",
+    { class: "panel search-group", "data-type": type.name },
+    h("h2", {}, type.displayName, h("span", { class: "badge" }, String(data.total))),
+    h("ul", { class: "result-list" }, data.items.map(item)),
+    more,
+  );
 }
 
 async function renderSearch({ query }) {
   const text = (query.get("q") || "").trim();
   document.getElementById("global-search-input").value = text;
-  const section = h("div", {}, h("div", { class: "page-head" }, h("h1", {}, `Search: “${text}”`)));
+  const section = h("div", {}, pageHead(h("h1", {}, `Search: “${text}”`)));
   if (!text) return section;
-  const results = await Promise.all(visibleTypes().map(async (type) => {
-    try {
-      const { data } = await get(`/api/massdata/${encodeURIComponent(type.name)}`, {
-        filter: `@name.containsIgnoreCase(${quoted(text)}) | @description.containsIgnoreCase(${quoted(text)})`,
-        fields: "name,description", limit: 8, count: "true", sort: "name",
-      });
-      return { type, data };
-    } catch (error) {
-      if (error.status === 401) throw error;
-      return { type, data: { items: [], total: 0 } };
-    }
-  }));
+  const results = await Promise.all(visibleTypes().map((type) => searchType(type, text)));
   const found = results.filter(({ data }) => data.items.length);
   if (!found.length) section.append(h("p", { class: "empty" }, "Nothing matches."));
-  for (const { type, data } of found) {
-    const more = data.total > data.items.length
-      ? h("a", { href: `#/list/${encodeURIComponent(type.name)}?q=${encodeURIComponent(text)}` }, `all ${data.total} in ${type.displayName}`) : null;
-    section.append(h("section", { class: "panel search-group", "data-type": type.name },
-      h("h2", {}, type.displayName, h("span", { class: "badge" }, String(data.total))),
-      h("ul", { class: "result-list" }, data.items.map((item) => h("li", {},
-        h("a", { href: `#/element/${encodeURIComponent(type.name)}/${item.id[0]}` }, item.name[0]),
-        item.description?.[0] ? h("span", { class: "muted" }, ` — ${item.description[0].slice(0, 120)}`) : null))),
-      more));
-  }
+  for (const { type, data } of found) section.append(searchGroup(type, data, text));
   return section;
 }
 

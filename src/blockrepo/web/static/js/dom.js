@@ -27,12 +27,6 @@ export function clear(node) {
   return node;
 }
 
-export function formatTime(iso) {
-  if (!iso) return "";
-  const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? iso : date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
-}
-
 export function toast(message, kind = "info") {
   const box = document.getElementById("toast");
   box.textContent = message;

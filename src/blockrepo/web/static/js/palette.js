@@ -1,6 +1,11 @@
-// Colours shared by pages and diagrams: the built-in statuses, and an enum literal's own colour if it has one.
+// Colours shared by pages and diagrams: the built-in statuses, and an enum literal's own colour if any.
 
-export const STATUS_COLORS = { CURRENT: "#2f7d4f", PLANNED: "#2b6cb0", TARGET: "#805ad5", INACTIVE: "#8a94a6" };
+export const STATUS_COLORS = {
+  CURRENT: "#2f7d4f",
+  PLANNED: "#2b6cb0",
+  TARGET: "#805ad5",
+  INACTIVE: "#8a94a6",
+};
 
 // Only plain hex colours go into a style attribute: a literal's colour is data an administrator typed.
 const HEX_COLOR = /^#[0-9a-fA-F]{3,8}$/;

@@ -1,11 +1,15 @@
 // Who is logged in, what they may do, and the metamodel they may see (both read once per login).
 
 import { get } from "./api.js";
+import { DEFAULT_GROUP } from "./format.js";
 
 export const session = { user: null, metamodel: null };
 
 export async function loadSession() {
-  const [user, metamodel] = await Promise.all([get("/api/administration/users/current"), get("/api/metamodel")]);
+  const [user, metamodel] = await Promise.all([
+    get("/api/administration/users/current"),
+    get("/api/metamodel"),
+  ]);
   session.user = user.data;
   session.metamodel = metamodel.data;
   return session;
@@ -26,8 +30,13 @@ export function hasFunction(name) {
 }
 
 function groupRights(group) {
-  const name = group || "[Default Attribute Group]";
-  return (session.user?.attributeGroups || []).find((entry) => entry.name === name) || { read: false, write: false };
+  const name = group || DEFAULT_GROUP;
+  return (
+    (session.user?.attributeGroups || []).find((entry) => entry.name === name) || {
+      read: false,
+      write: false,
+    }
+  );
 }
 
 export const groupReadable = (group) => groupRights(group).read;
