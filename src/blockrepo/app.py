@@ -15,9 +15,10 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from blockrepo import API_VERSION, __version__
 from blockrepo.api.body_arrival import WholeBodyFirst
 from blockrepo.api.context import AppServices
-from blockrepo.api.docs import publish_description
+from blockrepo.api.docs import assets_path, publish_description
 from blockrepo.api.element_lane import ElementReadLane
 from blockrepo.api.errors import install_error_handlers
+from blockrepo.api.headers import ResponseHeadersMiddleware
 from blockrepo.api.methods import MethodsMiddleware
 from blockrepo.api.middleware import IMPORT_PATH, RequestContextMiddleware
 from blockrepo.api.v7_4.elements import ElementWriteLane
@@ -26,7 +27,7 @@ from blockrepo.auth.csrf import CsrfMiddleware
 from blockrepo.auth.middleware import AuthMiddleware
 from blockrepo.settings import Settings
 from blockrepo.web.challenge import ScriptChallengeMiddleware
-from blockrepo.web.routes import mount_web_interface
+from blockrepo.web.routes import ASSETS_PREFIX, mount_web_interface
 
 GC_YOUNG_THRESHOLD = 50_000  # allocations between collections of the youngest generation (CPython: 700)
 
@@ -34,7 +35,9 @@ GC_YOUNG_THRESHOLD = 50_000  # allocations between collections of the youngest g
 class Application(FastAPI):
     """FastAPI with the element GET lane in front of everything: a GET by id that the lane can answer never
     enters FastAPI's own entry (its telemetry check), the middleware stack or the routing, each of which
-    costs about as much as the lane's whole answer; any other request passes the lane unchanged.
+    costs about as much as the lane's whole answer; any other request passes the lane unchanged. Between
+    the two, `ResponseHeadersMiddleware` gives every other answer its caching and security headers (the
+    lane adds the same to its own).
 
     In front of the lane, with `trusted_proxies` configured, uvicorn's proxy-headers middleware takes the
     client's address (and scheme) from `X-Forwarded-For` (`-Proto`) of requests from those addresses only:
@@ -43,13 +46,15 @@ class Application(FastAPI):
 
     def __init__(self, services: AppServices, **options: Any) -> None:
         super().__init__(**options)
-        lane = ElementReadLane(partial(FastAPI.__call__, self), services=services)
+        public = (ASSETS_PREFIX, *(f"{assets_path(version)}/" for version in API_VERSIONS))
+        headed = ResponseHeadersMiddleware(partial(FastAPI.__call__, self), public_prefixes=public)
+        self.lane = ElementReadLane(headed, services=services)
         proxies = [address.strip() for address in services.settings.trusted_proxies.split(",")]
         trusted = [address for address in proxies if address]
-        self.entry: ASGIApp = lane
+        self.entry: ASGIApp = self.lane
         if trusted:
             # uvicorn types ASGI apps with its own protocols; the lane is one, typed with Starlette's.
-            self.entry = ProxyHeadersMiddleware(lane, trusted_hosts=trusted)  # type: ignore[arg-type,assignment]
+            self.entry = ProxyHeadersMiddleware(self.lane, trusted_hosts=trusted)  # type: ignore[arg-type,assignment]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.entry(scope, receive, send)

@@ -32,6 +32,11 @@ CONTENT_SECURITY_POLICY = (
 INITIALIZER = "swagger-initializer.js"
 
 
+def assets_path(version: ApiVersion) -> str:
+    """Where the Swagger UI assets of `version`'s page are mounted (public, no data)."""
+    return f"{version.base_path}/assets"
+
+
 def swagger_ui_directory() -> Path:
     """The directory of Swagger UI's static files in the installed `swagger-ui-py` package."""
     spec = importlib.util.find_spec("swagger_ui")
@@ -128,10 +133,10 @@ def publish_description(
     app.add_api_route(version.base_path, to_page, methods=read, include_in_schema=False)
     # Registered before the mount, so it wins over the package's own (petstore) initializer.
     app.add_api_route(
-        f"{version.base_path}/assets/{INITIALIZER}", initializer_js, methods=read, include_in_schema=False
+        f"{assets_path(version)}/{INITIALIZER}", initializer_js, methods=read, include_in_schema=False
     )
     app.mount(
-        f"{version.base_path}/assets",
+        assets_path(version),
         StaticFiles(directory=swagger_ui_directory()),
         name=f"api-assets-{version.segment}",
     )

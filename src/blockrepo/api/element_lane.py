@@ -13,7 +13,8 @@ from blockrepo import API_VERSION, SUPPORTED_API_VERSIONS
 from blockrepo.access.repository import current_revisions
 from blockrepo.api.context import AppServices
 from blockrepo.api.element_path import element_in_path
-from blockrepo.api.etag import element_etag, if_match_check
+from blockrepo.api.etag import element_etag, none_match
+from blockrepo.api.headers import DATA_HEADERS
 from blockrepo.api.middleware import REQUEST_ID_PATTERN
 from blockrepo.auth.cookies import session_cookie_in
 from blockrepo.auth.middleware import client_address
@@ -132,20 +133,27 @@ class ElementReadLane:
                 )
         if rendered is None:
             return None
-        etag = element_etag(rendered.revision).encode()
+        etag = element_etag(rendered.revision, rendered.view_tag)
         sent_id = headers.get(b"x-request-id")
         request_id = (
             sent_id
             if sent_id is not None and REQUEST_ID_PATTERN.match(sent_id.decode("latin-1"))
             else os.urandom(16).hex().encode()  # the shape of uuid4().hex, for less
         )
-        common = [*found.set_cookies, (b"x-request-id", request_id), (b"api-version", _API_VERSION)]
+        common = [
+            *found.set_cookies,
+            (b"x-request-id", request_id),
+            (b"api-version", _API_VERSION),
+            *DATA_HEADERS,
+        ]
         if_none_match = headers.get(b"if-none-match")
-        if if_none_match is not None:
-            not_modified = if_match_check(if_none_match.decode("latin-1"))
-            if not_modified is not None and not_modified(rendered.revision):
-                start = {"type": "http.response.start", "status": 304, "headers": [(b"etag", etag), *common]}
-                return start, {"type": "http.response.body", "body": b""}
+        if if_none_match is not None and none_match(if_none_match.decode("latin-1"), etag):
+            start = {
+                "type": "http.response.start",
+                "status": 304,
+                "headers": [(b"etag", etag.encode()), *common],
+            }
+            return start, {"type": "http.response.body", "body": b""}
         body = rendered.body
         start = {
             "type": "http.response.start",
@@ -153,7 +161,7 @@ class ElementReadLane:
             "headers": [
                 (b"content-length", str(len(body)).encode()),
                 (b"content-type", b"application/json"),
-                (b"etag", etag),
+                (b"etag", etag.encode()),
                 *common,
             ],
         }

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from blockrepo.access.actor import Actor
 from blockrepo.access.repository import Revisions
 from blockrepo.elements.reader import ElementReader
-from blockrepo.elements.view import ElementView
+from blockrepo.elements.view import ElementView, view_of
 from blockrepo.errors import Forbidden, NotFound, UnknownType
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
 
@@ -78,12 +78,20 @@ def read_element(
     return found[0]
 
 
+def view_tag(metamodel: Metamodel, actor: Actor, type_def: BlockTypeDef) -> str:
+    """What `actor` sees of the type's elements, as the part of their ETags after the revision
+    (`ElementView.tag`: empty for a reader who sees every key)."""
+    return view_of(metamodel, actor, type_def).tag
+
+
 @dataclass(frozen=True, slots=True)
 class RenderedElement:
-    """An element's JSON body as one set of rights renders it, and the element's revision (its ETag)."""
+    """An element's JSON body as one set of rights renders it, with the element's revision and the view's
+    tag (together its ETag)."""
 
     body: bytes
     revision: int
+    view_tag: str
 
 
 class RenderedElements:
@@ -125,7 +133,9 @@ class RenderedElements:
             return None
         element = found[0]
         rendered = RenderedElement(
-            orjson.dumps(element, option=orjson.OPT_NON_STR_KEYS), element["revision"][0]
+            orjson.dumps(element, option=orjson.OPT_NON_STR_KEYS),
+            element["revision"][0],
+            readers.get(metamodel, actor, type_def).view.tag,
         )
         with self._lock:
             if len(self._entries) >= self._max_entries or self._bytes + len(rendered.body) > self._max_bytes:

@@ -7,8 +7,10 @@ batch of ids costs a fixed number of queries, and the view is computed once per 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -74,6 +76,37 @@ class ElementView:
         }
         tail = tuple(key for key in TAIL_KEYS if shown(key))
         return cls(type_def, head, properties, ends, relation_attributes, tail)
+
+    @cached_property
+    def tag(self) -> str:
+        """What this view shows, for the element's ETag: empty when it shows every key of the type (so the
+        tag of such a reader is the plain revision), else `.` and a digest of the attributes, ends and
+        relation attributes it shows. Readers who see different keys get different tags at one revision, so
+        neither is ever answered 304 for the other's body; readers who see the same keys share bodies and
+        tags. Built once per view (views are cached per snapshot and actor)."""
+        type_def = self.type_def
+        # A view only ever leaves keys out of the type's own, so equal counts mean every key is shown.
+        everything = (
+            len(self.head) + len(self.tail)
+            == len(HEAD_KEYS) + len(TAIL_KEYS) - (0 if type_def.hierarchical else 2)
+            and len(self.properties) == len(type_def.properties)
+            and len(self.ends) == len(type_def.ends)
+            and all(
+                len(self.relation_attributes[end.relation_type.id]) == len(end.relation_type.attributes)
+                for end in self.ends
+                if relation_attributable(end)
+            )
+        )
+        if everything:
+            return ""
+        shown = (
+            self.head,
+            tuple(p.id for p in self.properties),
+            tuple(end.name for end in self.ends),
+            sorted((rt, tuple(a.id for a in attrs)) for rt, attrs in self.relation_attributes.items()),
+            self.tail,
+        )
+        return "." + hashlib.blake2b(repr(shown).encode(), digest_size=8).hexdigest()
 
     @property
     def selection(self) -> Selection:

@@ -26,11 +26,13 @@ PAGE_HEADERS = {
 
 
 class WebAssets(StaticFiles):
-    """The interface's own JS, CSS and vendored files, revalidated on every load (see NO_STALE_CACHE)."""
+    """The interface's own JS, CSS and vendored files, revalidated on every load (see NO_STALE_CACHE); the
+    page itself, when asked for as `/web/index.html`, with the same policy as at `/`."""
 
     def file_response(self, *args: object, **kwargs: object) -> Response:
         response = super().file_response(*args, **kwargs)  # type: ignore[arg-type]
-        response.headers.update(NO_STALE_CACHE)
+        is_page = response.media_type is not None and response.media_type.startswith("text/html")
+        response.headers.update(PAGE_HEADERS if is_page else NO_STALE_CACHE)
         return response
 
 

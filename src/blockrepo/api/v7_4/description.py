@@ -37,14 +37,17 @@ Read-only keys: `id`, `type`, `revision`, `lastModificationTime`, `lastModificat
 A write replaces the whole value list of each key it names, leaves other keys alone, and `[]` clears.
 Relation ends and `parent` take ids, `{"id": n}` or `{"name": "…"}`. Every successful write bumps the
 element's `revision` (sent as `ETag: W/"<revision>"`; send it back in `If-Match` to avoid lost updates:
-a stale one gets 412) and is recorded in the history, in the same transaction.
+a stale one gets 412) and is recorded in the history, in the same transaction. For a caller who may not
+read every property of the type, the tag also names what that caller sees (`W/"<revision>.<digest>"`):
+`If-Match` compares the revision, `If-None-Match` the whole tag, so no caller gets a 304 for another's copy.
 
 ## Errors
 
 Every error is `application/problem+json` (RFC 9457, schema `Problem`) with a stable snake_case `code`,
 the `requestId` and, for invalid bodies, every problem in `errors[]` located by a JSON pointer such as
 `/Costs/0`. A request that fails changes nothing. Every response carries `X-Request-ID` (a valid one sent
-by the client is echoed) and `API-Version`.
+by the client is echoed), `API-Version` and `X-Content-Type-Options: nosniff`; every answer with data
+`Cache-Control: private, no-cache` and `Vary: Cookie, Authorization`. Redirects are relative.
 
 ## Versioning
 

@@ -26,7 +26,7 @@ from blockrepo.api.context import (
 )
 from blockrepo.api.element_path import element_in_path
 from blockrepo.api.errors import concurrent_write_refusal
-from blockrepo.api.etag import element_etag, if_match_check
+from blockrepo.api.etag import element_etag, if_match_check, none_match
 from blockrepo.api.parameters import REVISION_OR_TIME, given
 from blockrepo.api.problem import error_response
 from blockrepo.api.problem_docs import problem_responses
@@ -116,7 +116,9 @@ VALIDATION_EXAMPLE = {
 }
 ETAG_HEADER = {
     "ETag": {
-        "description": 'the element\'s revision as a weak tag, e.g. `W/"3"`',
+        "description": 'the element\'s revision as a weak tag, e.g. `W/"3"`; for a caller who may not read '
+        'every property of the type, followed by a digest of what the caller sees, e.g. `W/"3.1f0c…"` (send '
+        "either form in `If-Match`: it compares the revision)",
         "schema": {"type": "string"},
     }
 }
@@ -148,12 +150,17 @@ def _writer(ctx: RequestContext) -> service.Writer:
     return service.Writer(ctx.db, ctx.metamodel, ctx.actor, ctx.changes)
 
 
+def _view_tag(ctx: RequestContext, element: dict[str, Any]) -> str:
+    """The part of the element's ETag that names what the acting user sees of its type."""
+    type_def = ctx.metamodel.type_named(element["type"][0])
+    return "" if type_def is None else reading.view_tag(ctx.metamodel, ctx.actor, type_def)
+
+
 def _element_json(
-    element: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None
+    element: dict[str, Any], view_tag: str, status: int = 200, headers: dict[str, str] | None = None
 ) -> JsonResponse:
-    return JsonResponse(
-        element, status_code=status, headers={"ETag": element_etag(element["revision"][0]), **(headers or {})}
-    )
+    etag = element_etag(element["revision"][0], view_tag)
+    return JsonResponse(element, status_code=status, headers={"ETag": etag, **(headers or {})})
 
 
 async def json_body(request: Request) -> dict[str, Any]:
@@ -167,7 +174,9 @@ async def json_body(request: Request) -> dict[str, Any]:
     summary="Read one element",
     description="The element as the caller may see it: properties in attribute groups the caller cannot "
     "read and relation ends to types the caller cannot read are left out. Answers `304` when "
-    "`If-None-Match` names the current revision. With `asOf`, the element as it stood at that revision or "
+    "`If-None-Match` names the current ETag (the revision and, for a caller who sees less than every "
+    "property, what the caller sees: another caller's tag never gets a 304 for a body this caller would "
+    "not get). With `asOf`, the element as it stood at that revision or "
     "time (rebuilt from history; deleted elements readable as they were; 404 if it did not exist then).",
     response_class=JsonResponse,
     responses={
@@ -192,6 +201,7 @@ def get_element(
     services: AppServices = request.app.state.services
     with open_read_context(services, principal_of(request)) as ctx:
         type_def = reading.readable_type(ctx.metamodel, ctx.actor, type_name)
+        view_tag = reading.view_tag(ctx.metamodel, ctx.actor, type_def)
         if as_of is None:
             element = reading.read_element(
                 ctx.connection, ctx.metamodel, ctx.actor, services.element_readers, type_name, element_id
@@ -199,11 +209,10 @@ def get_element(
         else:
             with services.read_sessions() as db:
                 element = asof.get_element_as_of(db, ctx.metamodel, ctx.actor, type_def, element_id, as_of)
-    revision = element["revision"][0]
-    not_modified = if_match_check(if_none_match)
-    if not_modified is not None and not_modified(revision):
-        return Response(status_code=304, headers={"ETag": element_etag(revision)})
-    return _element_json(element)
+    etag = element_etag(element["revision"][0], view_tag)
+    if if_none_match is not None and none_match(if_none_match, etag):
+        return Response(status_code=304, headers={"ETag": etag})
+    return _element_json(element, view_tag)
 
 
 def _update(
@@ -213,7 +222,7 @@ def _update(
         _writer(ctx), type_name, element_id, body, if_match=if_match_check(if_match)
     )
     ctx.commit()
-    return _element_json(element)
+    return _element_json(element, _view_tag(ctx, element))
 
 
 UPDATE_DESCRIPTION = (
@@ -291,7 +300,7 @@ def post_element(
     element = service.create_element(_writer(ctx), type_name, body)
     ctx.commit()
     location = f"/api/element/{element['type'][0]}/{element['id'][0]}"
-    return _element_json(element, 201, {"Location": location})
+    return _element_json(element, _view_tag(ctx, element), 201, {"Location": location})
 
 
 @router.delete(
@@ -381,7 +390,7 @@ class ElementWriteLane:
         try:
             body = await read_json_object(StarletteRequest(scope, receive))
             async with self._writing():
-                element = await to_thread.run_sync(
+                element, view_tag = await to_thread.run_sync(
                     self._write,
                     principal,
                     request_id,
@@ -393,7 +402,7 @@ class ElementWriteLane:
         except BlockrepoError as exc:
             await error_response(exc, request_id)(scope, _no_body, send)
             return
-        await _element_json(element)(scope, _no_body, send)
+        await _element_json(element, view_tag)(scope, _no_body, send)
 
     def _write(
         self,
@@ -403,14 +412,14 @@ class ElementWriteLane:
         element_id: int,
         body: dict[str, Any],
         if_match: str | None,
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], str]:
         try:
             with races_refused(), session_context(self.services, principal, request_id, writing=True) as ctx:
                 element = service.update_element(
                     _writer(ctx), type_name, element_id, body, if_match=if_match_check(if_match)
                 )
                 ctx.commit()
-                return element
+                return element, _view_tag(ctx, element)
         except DBAPIError as exc:
             refusal = concurrent_write_refusal(exc)
             if refusal is None:
