@@ -90,10 +90,11 @@ class WorkbookScan:
     cells: int = 0  # the sheets' extents: last row times widest column
 
 
-def check_workbook(source: IO[bytes], limits: XlsxLimits) -> WorkbookScan:
-    """Refuse (413) a workbook beyond `limits`, or (400) one that is no zip or holds malformed XML, before
-    anything builds it; `source` is left at its start."""
-    scan = WorkbookScan()
+def check_workbook(source: IO[bytes], limits: XlsxLimits, scan: WorkbookScan | None = None) -> WorkbookScan:
+    """Refuse (413) a workbook beyond `limits`, or (400) one that declares a DTD or is no zip, before
+    anything builds it; `source` is left at its start. `scan` (filled as the scan goes) shows how far a
+    refused file was read."""
+    scan = scan if scan is not None else WorkbookScan()
     entries = _declared_entries(source)
     most_parts = limits.max_sheets * _PARTS_PER_SHEET + _FIXED_PARTS
     if entries is not None and entries > most_parts:
