@@ -290,7 +290,14 @@ async def _import_document(request: Request) -> Document:
     "the file's elements are replaced by the file's. Every problem is reported in one 400 (`errors[]` with "
     "pointers like `/elements/InformationSystem/3/Costs/0`, and `report`); nothing is written then. "
     "`dryRun=true` validates and reports without writing. Bodies up to 20 times the body limit (200 MiB "
-    "by default). Needs IMPORT and create, update (cud: delete) on the file's types.",
+    "by default). Needs IMPORT (checked before the body is read: 403 without it) and create, update "
+    "(cud: delete) on the file's types. An xlsx is checked before it is read: at most "
+    "{setting:import_xlsx_max_unzipped_bytes} unzipped, each part at most "
+    "{setting:import_xlsx_max_compression_ratio} times its compressed size, {setting:import_xlsx_max_sheets} "
+    "sheets, rows up to {setting:import_xlsx_max_rows}, columns up to {setting:import_xlsx_max_columns}, "
+    "{setting:import_xlsx_max_cells} cells spanned (each sheet's last row times its widest column) and "
+    "{setting:import_xlsx_max_shared_strings} shared strings; beyond any of them 413 `payload_too_large` "
+    "with `limit: {name, value}` naming the setting.",
     response_class=JsonResponse,
     responses={
         200: {
