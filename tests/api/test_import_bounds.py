@@ -13,8 +13,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from starlette.testclient import TestClient
+from starlette.types import Message
 
-from blockrepo.api.v7_4 import massdata as massdata_routes
+from blockrepo.massdata.transfer import document as document_module
 from blockrepo.massdata.transfer import xlsx as xlsx_reader
 from blockrepo.massdata.transfer.document import Document
 from tests.api.access_helpers import PASSWORD, create_role, create_user
@@ -142,12 +143,12 @@ async def _post_recording_receive(app: FastAPI, credentials: bytes, body: bytes)
     body_read = False
     status = 0
 
-    async def receive() -> dict[str, Any]:
+    async def receive() -> Message:
         nonlocal body_read
         body_read = True
         return {"type": "http.request", "body": body, "more_body": False}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         nonlocal status
         if message["type"] == "http.response.start":
             status = message["status"]
@@ -201,14 +202,14 @@ def parse_waits_for_a_read(monkeypatch: pytest.MonkeyPatch) -> Iterator[threadin
     """The import's parse waits until another request has been answered; had it run on the event loop,
     that request could not be served meanwhile."""
     answered = threading.Event()
-    original = massdata_routes.parse_json_document
+    original = document_module.parse_json_document
 
     def waiting(raw: bytes | bytearray) -> Document:
         if not answered.wait(timeout=10):
             raise AssertionError("no other request was served while the import parsed")
         return original(raw)
 
-    monkeypatch.setattr(massdata_routes, "parse_json_document", waiting)
+    monkeypatch.setattr("blockrepo.api.v7_4.massdata.parse_json_document", waiting)
     yield answered
 
 
