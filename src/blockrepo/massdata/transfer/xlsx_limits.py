@@ -287,6 +287,10 @@ def _refuse(*_args: Any) -> None:
     raise _Refused
 
 
+def _refuse_external(*_args: Any) -> int:
+    raise _Refused
+
+
 def _scan_part(
     archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: XlsxLimits, scan: WorkbookScan
 ) -> None:
@@ -300,7 +304,7 @@ def _scan_part(
     parser.StartDoctypeDeclHandler = _refuse
     parser.EntityDeclHandler = _refuse
     parser.UnparsedEntityDeclHandler = _refuse
-    parser.ExternalEntityRefHandler = _refuse
+    parser.ExternalEntityRefHandler = _refuse_external
     parser.StartElementHandler = counter.start
     parser.EndElementHandler = counter.end
     try:
