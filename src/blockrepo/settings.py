@@ -74,6 +74,28 @@ class Settings(BaseSettings):
         description="comma-separated addresses/CIDRs of proxies whose X-Forwarded-For/-Proto are believed "
         "(empty: none)",
     )
+    # An uploaded xlsx is checked against these before openpyxl reads it (massdata/transfer/xlsx_limits.py).
+    import_xlsx_max_unzipped_bytes: int = Field(
+        1 << 30, ge=1024, description="bytes an imported xlsx may unzip to, all its parts together"
+    )
+    import_xlsx_max_compression_ratio: int = Field(
+        100, ge=1, description="how many times its compressed size one part of an imported xlsx may unzip to"
+    )
+    import_xlsx_max_sheets: int = Field(1_000, ge=1, description="sheets an imported xlsx may have")
+    import_xlsx_max_rows: int = Field(
+        1_048_576, ge=1, description="last row a sheet of an imported xlsx may reach"
+    )
+    import_xlsx_max_columns: int = Field(
+        1_024, ge=1, description="last column a sheet of an imported xlsx may reach"
+    )
+    import_xlsx_max_cells: int = Field(
+        50_000_000,
+        ge=1,
+        description="cells the sheets of an imported xlsx may span (last row times last column)",
+    )
+    import_xlsx_max_shared_strings: int = Field(
+        1_000_000, ge=1, description="shared strings an imported xlsx may hold"
+    )
 
     @property
     def is_sqlite(self) -> bool:

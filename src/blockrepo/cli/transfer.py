@@ -26,6 +26,7 @@ from blockrepo.massdata.transfer.export import json_chunks
 from blockrepo.massdata.transfer.importer import import_document, parse_mode
 from blockrepo.massdata.transfer.plan import plan_export
 from blockrepo.massdata.transfer.xlsx import read_workbook, write_workbook
+from blockrepo.massdata.transfer.xlsx_limits import XlsxLimits
 from blockrepo.metamodel.repository import load_metamodel, read_repository_state
 from blockrepo.metamodel.snapshot import Metamodel
 from blockrepo.revisions.recorder import ChangeLog
@@ -131,7 +132,7 @@ def import_command(
     try:
         if _format(file, None) == "xlsx":
             with file.open("rb") as source:
-                document: Document = read_workbook(source)
+                document: Document = read_workbook(source, XlsxLimits.from_settings(settings))
         else:
             document = parse_json_document(file.read_bytes())
         mode = parse_mode(mode)

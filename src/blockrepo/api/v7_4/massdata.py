@@ -11,7 +11,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response, StreamingResponse
 
 from blockrepo.api.body import is_json_media_type, parse_json
-from blockrepo.api.context import RequestContext, read_context, request_context
+from blockrepo.api.context import (
+    RequestContext,
+    open_read_context,
+    principal_of,
+    read_context,
+    request_context,
+)
 from blockrepo.api.limits import PAGE_SIZE_BOUNDS
 from blockrepo.api.parameters import REVISION_OR_TIME, REVISION_OR_TIME_BRANCHES, REVISION_TEXT
 from blockrepo.api.problem_docs import problem_responses
@@ -29,6 +35,7 @@ from blockrepo.massdata.transfer.export import stream_json
 from blockrepo.massdata.transfer.importer import import_document, parse_mode
 from blockrepo.massdata.transfer.plan import plan_export as export_plan
 from blockrepo.massdata.transfer.xlsx import read_workbook, stream_xlsx
+from blockrepo.massdata.transfer.xlsx_limits import XlsxLimits
 
 router = APIRouter(tags=["Massdata"])
 
@@ -239,18 +246,36 @@ def export_repository(
     )
 
 
+def _may_import(request: Request) -> None:
+    """403 for a caller without IMPORT, before a byte of the body is read: the body may be 200 MiB, and
+    reading and parsing it is the expensive part. A short read of the acting user's rights, as GET by id
+    makes on the event loop (the service checks IMPORT again in the request's transaction)."""
+    with open_read_context(request.app.state.services, principal_of(request)) as read:
+        listing.require_massdata(read.actor, "IMPORT")
+
+
+def _parse_json_import(raw: bytearray) -> Document:
+    with collector_paused():  # the document's objects all live on: nothing for a collection to free
+        return parse_json_document(raw)
+
+
 async def _import_document(request: Request) -> Document:
+    _may_import(request)
     # Read past Starlette's cache (`request.body()` keeps the bytes until the response is sent): an
     # import's body can be 200 MiB, and once it is parsed only the document is needed.
     raw = bytearray()
     async for chunk in request.stream():
         raw += chunk
     media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    # Parsed in a worker thread: a 27 MB document held the event loop, and so every other request of the
+    # process, for a second.
     if is_json_media_type(media_type):
-        with collector_paused():  # the document's objects all live on: nothing for a collection to free
-            return parse_json_document(raw)
+        return await run_in_threadpool(_parse_json_import, raw)
     if media_type in (XLSX, "application/octet-stream") or raw[:2] == b"PK":
-        return await run_in_threadpool(read_workbook, io.BytesIO(raw))
+        source = io.BytesIO(raw)
+        del raw  # the stream holds its own copy
+        limits = XlsxLimits.from_settings(request.app.state.services.settings)
+        return await run_in_threadpool(read_workbook, source, limits)
     raise UnsupportedMediaType(f"send an export as application/json or {XLSX}")
 
 
@@ -266,7 +291,14 @@ async def _import_document(request: Request) -> Document:
     "the file's elements are replaced by the file's. Every problem is reported in one 400 (`errors[]` with "
     "pointers like `/elements/InformationSystem/3/Costs/0`, and `report`); nothing is written then. "
     "`dryRun=true` validates and reports without writing. Bodies up to 20 times the body limit (200 MiB "
-    "by default). Needs IMPORT and create, update (cud: delete) on the file's types.",
+    "by default). Needs IMPORT (checked before the body is read: 403 without it) and create, update "
+    "(cud: delete) on the file's types. An xlsx is checked before it is read: at most "
+    "{setting:import_xlsx_max_unzipped_bytes} unzipped, each part at most "
+    "{setting:import_xlsx_max_compression_ratio} times its compressed size, {setting:import_xlsx_max_sheets} "
+    "sheets, rows up to {setting:import_xlsx_max_rows}, columns up to {setting:import_xlsx_max_columns}, "
+    "{setting:import_xlsx_max_cells} cells spanned (each sheet's last row times its widest column) and "
+    "{setting:import_xlsx_max_shared_strings} shared strings; beyond any of them 413 `payload_too_large` "
+    "with `limit: {name, value}` naming the setting.",
     response_class=JsonResponse,
     responses={
         200: {

@@ -40,6 +40,7 @@ from blockrepo.massdata.transfer.plan import (
     ExportPlan,
     metamodel_section,
 )
+from blockrepo.massdata.transfer.xlsx_limits import XlsxLimits, check_workbook
 
 INDEX_SHEET = "_index"
 USERS_SHEET = "_users"
@@ -299,8 +300,10 @@ def _typed(value_type: str, raw: Any) -> Any:
     return _cell_text(raw)
 
 
-def read_workbook(source: IO[bytes]) -> Document:
-    """An import document from an xlsx export (or a workbook laid out like one)."""
+def read_workbook(source: IO[bytes], limits: XlsxLimits) -> Document:
+    """An import document from an xlsx export (or a workbook laid out like one); 413 for a workbook beyond
+    `limits`, found before openpyxl reads it."""
+    check_workbook(source, limits)
     try:
         workbook = load_workbook(source, read_only=True, data_only=True)
     except Exception as exc:  # openpyxl raises many kinds for a file that is no workbook
