@@ -327,7 +327,14 @@ _SCALARS = st.one_of(
     st.dates().map(lambda d: d.isoformat()),
     st.datetimes().map(lambda d: d.isoformat() + "+05:00"),
 )
+# Positions shaped exactly like the ones the listing and the feed issue, with made-up values.
+_WELL_SHAPED = st.one_of(
+    st.tuples(st.just("InformationSystem"), st.just("id"), st.lists(_SCALARS, min_size=1, max_size=1)),
+    st.tuples(st.just("InformationSystem"), st.just("id"), st.tuples(st.integers(-(2**40), 2**40))),
+    st.tuples(st.just("f"), st.integers(-(2**40), 2**40), st.integers(-(2**40), 2**40)),
+).map(lambda t: crafted(list(t)))
 _POSITIONS = st.one_of(
+    _WELL_SHAPED,
     st.tuples(
         st.sampled_from(["InformationSystem", "BusinessProcess", "f", "tInformationSystem", ""]),
         st.sampled_from(["id", "name,id", "-lastModificationTime,id", "Launch,id", "x"]),
