@@ -317,7 +317,7 @@ def issued(client: TestClient, landscape: None) -> dict[str, list[str]]:
     }
 
 
-_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=120)
+_TEXT = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=120)
 _SCALARS = st.one_of(
     st.none(),
     st.booleans(),
