@@ -147,7 +147,7 @@ BULK_ELEMENT_BODIES = KnownRefusal(
 )
 HISTORY_CURSOR = KnownRefusal(
     "a cursor must be one the service issued for this listing",
-    "validation_failed",
+    "invalid_cursor",
     (("invalid_cursor", "query:cursor"),),
 )
 LISTING_CURSOR = KnownRefusal(

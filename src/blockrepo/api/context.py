@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from blockrepo.access.actor import Actor, ActorCache
 from blockrepo.access.repository import acting_user
+from blockrepo.api.cursors import CursorSeal
 from blockrepo.auth.authenticator import Authenticator
 from blockrepo.auth.backends import AuthBackends
 from blockrepo.auth.basic import CredentialCache, Principal
@@ -68,6 +69,8 @@ class AppServices:
         self.rendered_elements = RenderedElements()
         # The GET lane's connections on the event loop (api/element_lane.py).
         self.loop_connections = HeldConnections(self.short_engine)
+        # The listings' cursors, sealed under a key derived from the server secret (read at the first use).
+        self.cursors = CursorSeal(lambda: self.auth.sessions.signer.derived_key(b"cursors"))
 
     def dispose(self) -> None:
         self.auth.close()

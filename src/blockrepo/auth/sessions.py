@@ -132,6 +132,11 @@ class CookieSigner:
         mac = self._mac(b"csrf", cookie_value.encode())
         return base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
 
+    def derived_key(self, purpose: bytes) -> bytes:
+        """A key for another use of the server secret (the API's cursors): its MACs can never pass for a
+        session's or a CSRF token's, and it never exposes the secret itself."""
+        return self._mac(b"key:", purpose)
+
 
 @dataclass(frozen=True)
 class UserStatus:

@@ -15,7 +15,7 @@ import orjson
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
-from blockrepo.errors import ErrorItem, Forbidden, NotFound, UnknownType, ValidationFailed
+from blockrepo.errors import BadRequest, ErrorItem, Forbidden, NotFound, UnknownType, ValidationFailed
 from blockrepo.history import repository
 from blockrepo.history.identities import AttributeIdentities, FormerName, no_former_names
 from blockrepo.history.repository import ChangesetRow, FeedScope, Window
@@ -157,8 +157,9 @@ def encode_cursor(scope: str, revision: int, change_id: int) -> str:
 
 
 def _decode_cursor(raw: str, scope: str) -> tuple[int, int]:
-    invalid = ValidationFailed(
+    invalid = BadRequest(
         "cursor is not a cursor of this listing",
+        code="invalid_cursor",
         errors=[
             ErrorItem("query:cursor", "invalid_cursor", "pass the nextCursor of the previous page unchanged")
         ],

@@ -188,6 +188,10 @@ def keyset_after(keys: Sequence[SortKey], values: Sequence[Any]) -> Condition:
 
 # --- cursors -------------------------------------------------------------------------------------------
 
+# The integer sort keys (ids, revisions, literal positions) are 32-bit columns.
+_SMALLEST_INTEGER = -(2**31)
+_LARGEST_INTEGER = 2**31 - 1
+
 
 def _encode_value(value: Any) -> Any:
     if isinstance(value, dt.datetime):
@@ -199,13 +203,20 @@ def _encode_value(value: Any) -> Any:
 
 
 def _decode_value(kind: str, raw: Any) -> Any:
+    """A cursor's value as the keyset query binds it; ValueError (or OverflowError) for anything a row of
+    the database could not have given: an integer beyond the 32-bit columns, text with NUL, a time whose
+    offset takes it out of Python's range."""
     if raw is None:
         return None
     if kind == "integer" and isinstance(raw, int) and not isinstance(raw, bool):
+        if not _SMALLEST_INTEGER <= raw <= _LARGEST_INTEGER:
+            raise ValueError("beyond the integer columns")
         return raw
     if kind == "number" and isinstance(raw, (int, float)) and not isinstance(raw, bool):
         return float(raw)
     if kind == "text" and isinstance(raw, str):
+        if "\0" in raw:
+            raise ValueError("text holds NUL")
         return raw
     if kind == "boolean" and isinstance(raw, bool):
         return raw
@@ -234,7 +245,7 @@ def decode_cursor(token: str, type_name: str, keys: Sequence[SortKey]) -> list[A
         return [_decode_value(key.kind, raw) for key, raw in zip(keys, raw_values, strict=True)]
     except BadRequest:
         raise
-    except (ValueError, TypeError, binascii.Error, orjson.JSONDecodeError):
+    except (ValueError, TypeError, OverflowError, binascii.Error, orjson.JSONDecodeError):
         raise _bad("cursor", "invalid_cursor", "the cursor is not one this service handed out") from None
 
 

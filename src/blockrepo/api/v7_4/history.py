@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query
 
 from blockrepo.api.context import RequestContext, request_context
+from blockrepo.api.cursors import HISTORY
 from blockrepo.api.limits import PAGE_SIZE_BOUNDS
 from blockrepo.api.parameters import REVISION, REVISION_OR_TIME, given
 from blockrepo.api.problem_docs import problem_responses
@@ -54,9 +55,17 @@ To = Annotated[
 TypeName = Annotated[str, Path(alias="type", description="building block type, e.g. BusinessProcess")]
 
 
-def _page(limit: str | None, cursor: str | None, from_: str | None, to: str | None) -> service.PageParameters:
+def _page(
+    ctx: RequestContext, limit: str | None, cursor: str | None, from_: str | None, to: str | None
+) -> service.PageParameters:
     # An empty parameter is one not given (a form's empty field), as on every other listing.
-    return service.PageParameters(limit=given(limit), cursor=given(cursor), from_=given(from_), to=given(to))
+    position = ctx.services.cursors.open(HISTORY, cursor, "query:cursor")
+    return service.PageParameters(limit=given(limit), cursor=position, from_=given(from_), to=given(to))
+
+
+def _sealed(ctx: RequestContext, page: dict[str, Any]) -> JsonResponse:
+    page["nextCursor"] = ctx.services.cursors.seal(HISTORY, page["nextCursor"])
+    return JsonResponse(page)
 
 
 def _limits(ctx: RequestContext) -> service.Limits:
@@ -88,9 +97,9 @@ def history_feed(
         ctx.metamodel,
         _limits(ctx),
         given(since_revision),
-        _page(limit, cursor, from_, to),
+        _page(ctx, limit, cursor, from_, to),
     )
-    return JsonResponse(page)
+    return _sealed(ctx, page)
 
 
 @router.get(
@@ -115,9 +124,9 @@ def type_history(
         ctx.metamodel,
         _limits(ctx),
         type_name,
-        _page(limit, cursor, from_, to),
+        _page(ctx, limit, cursor, from_, to),
     )
-    return JsonResponse(page)
+    return _sealed(ctx, page)
 
 
 @router.get(
@@ -147,6 +156,6 @@ def element_history(
         _limits(ctx),
         type_name,
         element_id,
-        _page(limit, cursor, from_, to),
+        _page(ctx, limit, cursor, from_, to),
     )
-    return JsonResponse(page)
+    return _sealed(ctx, page)

@@ -18,6 +18,7 @@ from blockrepo.api.context import (
     read_context,
     request_context,
 )
+from blockrepo.api.cursors import MASSDATA
 from blockrepo.api.limits import PAGE_SIZE_BOUNDS
 from blockrepo.api.parameters import REVISION_OR_TIME, REVISION_OR_TIME_BRANCHES, REVISION_TEXT
 from blockrepo.api.problem_docs import problem_responses
@@ -405,7 +406,7 @@ def list_elements(
         filter_text=filter,
         sort=sort,
         fields=fields,
-        cursor=cursor,
+        cursor=ctx.services.cursors.open(MASSDATA, cursor, "cursor"),
         limits=QueryLimits.from_settings(ctx.settings),
     )
     revision = _revision(ctx, as_of)
@@ -415,7 +416,7 @@ def list_elements(
     body: dict[str, Any] = {
         "type": prepared.type_def.name,
         "items": page.items,
-        "nextCursor": page.next_cursor,
+        "nextCursor": ctx.services.cursors.seal(MASSDATA, page.next_cursor),
     }
     if page.total is not None:
         body["total"] = page.total
@@ -548,7 +549,7 @@ def run_query(
         text,
         sort=body.get("sort"),
         fields=body.get("fields"),
-        cursor=body.get("cursor"),
+        cursor=ctx.services.cursors.open(MASSDATA, body.get("cursor"), "cursor"),
         limits=QueryLimits.from_settings(ctx.settings),
     )
     revision = _revision(ctx, body.get("asOf"))
@@ -559,7 +560,7 @@ def run_query(
         "query": text,
         "type": prepared.type_def.name,
         "result": page.items,
-        "nextCursor": page.next_cursor,
+        "nextCursor": ctx.services.cursors.seal(MASSDATA, page.next_cursor),
     }
     if page.total is not None:
         result["total"] = page.total
