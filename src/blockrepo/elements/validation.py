@@ -30,6 +30,7 @@ from blockrepo.elements.values import (
 )
 from blockrepo.errors import ErrorItem
 from blockrepo.metamodel.snapshot import READ_ONLY_KEYS, AttributeDef, BlockTypeDef, Metamodel, RelationEnd
+from blockrepo.name_normalization import InvalidName, normalized_name
 
 LARGEST_ID = 2**31 - 1
 _REFERENCE_KEYS = frozenset({"id", "name"})
@@ -216,18 +217,16 @@ def _arrays_only(key: str, handle: Callable[[ElementDraft, list[Any]], None]) ->
 
 
 def _name_handler(draft: ElementDraft, raw: Any) -> None:
-    # The usual name (one non-blank string within the limits) is taken as `check_name` would take it.
+    # The usual name (one string within the limit that normalises) is taken as `check_name` would take
+    # it; anything else goes the general way, which reports the problem.
     if raw.__class__ is list and len(raw) == 1:
         name = raw[0]
-        if (
-            name.__class__ is str
-            and len(name) <= NAME_MAX_LENGTH
-            and name
-            and not name.isspace()
-            and "\x00" not in name
-        ):
-            draft.name = name
-            return
+        if name.__class__ is str and len(name) <= NAME_MAX_LENGTH:
+            try:
+                draft.name = normalized_name(name, NAME_MAX_LENGTH)
+                return
+            except InvalidName:
+                pass
     if isinstance(raw, list):
         _parse_name(draft, raw)
     else:
@@ -289,9 +288,14 @@ def _end_handler(actor: Actor, end: RelationEnd) -> Handler:
                     entries.append(EndEntry(Reference(pointers[index], other_type_id, target)))
                     continue
                 target = item.get("name")
-                if target.__class__ is str and len(target) <= NAME_MAX_LENGTH and "\x00" not in target:
-                    entries.append(EndEntry(Reference(pointers[index], other_type_id, name=target)))
-                    continue
+                if target.__class__ is str and len(target) <= NAME_MAX_LENGTH:
+                    try:
+                        target = normalized_name(target, NAME_MAX_LENGTH)
+                    except InvalidName:
+                        pass
+                    else:
+                        entries.append(EndEntry(Reference(pointers[index], other_type_id, name=target)))
+                        continue
             entry = _parse_entry(draft, actor, end, item, index, pointers[index])
             if entry is not None:
                 entries.append(entry)
@@ -442,7 +446,7 @@ def _parse_reference(
             return _id_reference(draft, raw["id"], where, type_id)
         if "name" in raw:
             try:
-                name = check_text(raw["name"], 255, "a name")
+                name = check_name(raw["name"])
             except ValueProblem as problem:
                 draft.error(where + "/name", problem.code, problem.message)
                 return None
