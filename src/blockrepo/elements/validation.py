@@ -156,14 +156,16 @@ class BodyParser:
         if key == "parent" and type_def.hierarchical:
             return _arrays_only(key, _parse_parent)
         if (prop := type_def.property_named(key)) is not None:
-            if not prop.builtin and not actor.can_write_group(prop.group_id):
-                problem = ErrorItem(pointer(key), "forbidden", f"you may not write {key}")
-                return _arrays_only(key, partial(_forbid, problem))
-            return _values_handler(prop)
-        if (end := type_def.ends.get(key)) is not None:
-            if not actor.can_type(end.other_type_id, "read"):
-                message = f"you may not read {end.other_type} elements"
-                return _arrays_only(key, partial(_forbid, ErrorItem(pointer(key), "forbidden", message)))
+            if prop.builtin or actor.can_write_group(prop.group_id):
+                return _values_handler(prop)
+            if not actor.can_read_group(prop.group_id):
+                # A property the actor may not read is answered as if it did not exist: a 403 would
+                # tell that it does (API.md 6).
+                return None
+            problem = ErrorItem(pointer(key), "forbidden", f"you may not write {key}")
+            return _arrays_only(key, partial(_forbid, problem))
+        if (end := type_def.ends.get(key)) is not None and actor.can_type(end.other_type_id, "read"):
+            # An end to a type the actor may not read is left out of what they read: unknown, too.
             return _end_handler(actor, end)
         return None
 
@@ -412,7 +414,8 @@ def _parse_relation_attributes(
     for name, values in raw.items():
         where = pointer(*path, name)
         attribute = by_name.get(name)
-        if attribute is None:
+        if attribute is None or not actor.can_read_group(attribute.group_id):
+            # One the actor may not read is answered as if it did not exist.
             draft.error(
                 where, "unknown_property", f"relations of {end.relation_type.name} have no attribute {name!r}"
             )
