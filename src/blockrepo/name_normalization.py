@@ -20,6 +20,7 @@ from functools import partial
 from typing import Annotated
 
 from pydantic import AfterValidator
+from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
 # Control, format (zero-width, BOM, bidi controls, soft hyphen), surrogate, private-use and unassigned
@@ -43,7 +44,7 @@ INVALID_CODE = "invalid_character"
 EMPTY_MESSAGE = "a name must not be empty or blank"
 # The JSON Schema keyword of a name field: at least one character that is not white space (the rest is
 # refused with `invalid_character`, a rule no portable pattern states).
-NAME_SCHEMA: dict[str, str] = {"pattern": r"\S"}
+NAME_SCHEMA: JsonDict = {"pattern": r"\S"}
 
 
 class InvalidName(ValueError):

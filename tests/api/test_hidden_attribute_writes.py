@@ -3,9 +3,9 @@
 hidden values only moves the element's revision (the reader learns that it changed, not what), while the
 reader's history leaves that changeset out.
 
-Cast: `ella` (role Editors) reads, creates and updates BusinessProcess and reads InformationSystem. The attribute
-group `Secret` (attribute `Secret notes`, relation attribute `Share`) is readable by Insiders only;
-BusinessDomain is a type ella may not read."""
+Cast: `ella` (role Editors) reads, creates and updates BusinessProcess and reads InformationSystem. The
+attribute group `Secret` (attribute `Secret notes`, relation attribute `Share`) is readable by Insiders
+only; BusinessDomain is a type ella may not read."""
 
 from __future__ import annotations
 
