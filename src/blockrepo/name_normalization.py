@@ -64,10 +64,8 @@ def _refused(char: str) -> bool:
 
 
 def invisible_character_message(char: str) -> str:
-    return (
-        f"a name must not hold control or invisible format characters (U+{ord(char):04X} "
-        f"{unicodedata.name(char, 'unnamed')})"
-    )
+    what = unicodedata.name(char, "") or f"category {unicodedata.category(char)}"
+    return f"a name must not hold control or invisible format characters (U+{ord(char):04X} {what})"
 
 
 def normalized_name(raw: str, max_length: int | None = None) -> str:
@@ -112,5 +110,11 @@ def name_within(max_length: int) -> AfterValidator:
     return AfterValidator(partial(normalized_name_input, max_length=max_length))
 
 
-# A name as the service keeps it; a reference by name is normalised alike.
-Name = Annotated[str, AfterValidator(normalized_name_input)]
+def normalized_reference_input(raw: str) -> str:
+    """A name that refers to something, normalised like the names kept; a blank one stays blank, to be
+    answered as naming nothing (unknown_role, unknown_attribute, …) as before."""
+    return normalized_name_input(raw) if raw.strip() else ""
+
+
+# A reference by name (a role, an attribute, a group), normalised like the name it refers to.
+Name = Annotated[str, AfterValidator(normalized_reference_input)]
