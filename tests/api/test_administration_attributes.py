@@ -100,7 +100,7 @@ def test_mandatory_and_multiple_reach_the_element_api(client: TestClient) -> Non
     ("body", "pointer"),
     [
         ({"name": "a/b", "valueType": "text"}, "/name"),
-        ({"name": " padded", "valueType": "text"}, "/name"),
+        ({"name": "zero\u200bwidth", "valueType": "text"}, "/name"),
         ({"name": "name", "valueType": "text"}, "/name"),
         ({"name": "lastModificationUser", "valueType": "text"}, "/name"),
         ({"name": "X", "valueType": "colour"}, "/valueType"),

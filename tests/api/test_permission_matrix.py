@@ -608,7 +608,7 @@ CASES = [
         "write attribute of unreadable group",
         "PUT",
         of("/api/element/BusinessProcess/{process}"),
-        expect(200, 403, 403, 403),
+        expect(200, 403, 400, 403),
         body=body({"Secret notes": [SECRET_VALUE]}),
     ),
     Case(
@@ -616,7 +616,7 @@ CASES = [
         "write relation attribute of unreadable group",
         "PUT",
         of("/api/element/BusinessProcess/{process}"),
-        expect(200, 403, 403, 403),
+        expect(200, 403, 400, 403),
         body=lambda w, _a: {"informationSystems": [{"id": w.ids["system"], "attributes": {"Share": [42]}}]},
     ),
     Case(
@@ -624,7 +624,7 @@ CASES = [
         "write end to unreadable type",
         "PUT",
         of("/api/element/BusinessProcess/{process}"),
-        expect(200, 403, 403, 403),
+        expect(200, 403, 400, 403),
         body=lambda w, _a: {"businessDomains": [w.ids["domain"]]},
     ),
     Case(
@@ -632,7 +632,7 @@ CASES = [
         "name an unreadable element",
         "PUT",
         of("/api/element/BusinessProcess/{process}"),
-        expect(200, 403, 403, 403),
+        expect(200, 403, 400, 403),
         body=body({"businessDomains": [{"name": HIDDEN_DOMAIN}]}),
     ),
     Case(
@@ -814,7 +814,7 @@ CASES = [
         "bulk write of an attribute of an unreadable group",
         "POST",
         fixed("/api/massdata/BusinessProcess"),
-        expect(200, 403, 403, 403),  # atomic: the editor's item is refused, so is the request
+        expect(200, 403, 400, 403),  # atomic: the editor's item is refused, so is the request
         body=lambda w, _a: {"elements": [{"id": w.ids["process"], "Secret notes": [SECRET_VALUE]}]},
         check=check_results(supervisor=[200]),
     ),
@@ -834,7 +834,7 @@ CASES = [
                 },
             ],
         },
-        check=check_results(supervisor=[201, 200], editor=[201, 403]),
+        check=check_results(supervisor=[201, 200], editor=[201, 400]),
     ),
     Case(
         "massdata",
@@ -917,7 +917,7 @@ CASES = [
         "import an attribute of an unreadable group",
         "POST",
         fixed("/api/massdata/import"),
-        expect(200, 403, 403, 403),
+        expect(200, 403, 400, 403),
         body=import_document("BusinessProcess", "Imported secret", **{"Secret notes": [SECRET_VALUE]}),
         check=check_import("Imported secret", dry_run=False),
     ),

@@ -25,6 +25,7 @@ from blockrepo.metamodel.repository import lock_current_metamodel
 from blockrepo.metamodel.schemas import AttributeOut, LiteralIn
 from blockrepo.metamodel.service import attribute_out
 from blockrepo.metamodel.snapshot import AttributeDef, Metamodel
+from blockrepo.name_normalization import name_key
 from blockrepo.revisions.recorder import ChangeLog
 
 ADMIN_ATTRIBUTES = "ADMIN_ATTRIBUTES"
@@ -120,7 +121,7 @@ def _name_clashes(
     clashes = [
         ErrorItem("/name", "name_conflict", f"an attribute named '{other.name}' exists")
         for other in metamodel.attributes
-        if other.id != attribute_id and other.name.lower() == name.lower()
+        if other.id != attribute_id and name_key(other.name) == name_key(name)
     ]
     for i, type_name in enumerate(type_ids.values()):
         clash = clash_on_type(metamodel, type_name, name, ignore_attribute_id=attribute_id)

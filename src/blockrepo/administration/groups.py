@@ -104,8 +104,6 @@ def create_group(
     require_admin(actor)
     metamodel = lock_current_metamodel(db, metamodel)
     errors: list[ErrorItem] = []
-    if body.name != body.name.strip():
-        errors.append(ErrorItem("/name", "invalid_name", "no leading or trailing spaces"))
     attribute_ids = _attribute_ids(metamodel, body.attributes, errors)
     permissions = _permissions(db, body.permissions, errors)
     if errors:
@@ -148,8 +146,6 @@ def update_group(
     if body.name is not None and body.name != current.name:
         if is_default:
             raise Conflict("the default attribute group cannot be renamed", code="default_group")
-        if body.name != body.name.strip():
-            errors.append(ErrorItem("/name", "invalid_name", "no leading or trailing spaces"))
         values["name"] = body.name
     for column, new in (("description", body.description), ("position", body.position)):
         if new is not None and new != getattr(current, column):

@@ -28,6 +28,7 @@ from blockrepo.metamodel.models import (
     AttributeTypeActivation,
     RelationType,
 )
+from blockrepo.name_normalization import name_key
 
 ACTION_COLUMNS = (
     ("read", "can_read"),
@@ -93,10 +94,17 @@ def get_user(db: Session, user_id: int) -> UserRecord | None:
 
 
 def login_taken(db: Session, login: str, *, except_id: int | None = None) -> bool:
-    query = select(User.id).where(func.lower(User.login) == func.lower(login))
-    if except_id is not None:
-        query = query.where(User.id != except_id)
-    return db.scalar(query.limit(1)) is not None
+    return _key_taken(db, User.id, User.login, login, except_id)
+
+
+def _key_taken(db: Session, id_column: Any, name_column: Any, name: str, except_id: int | None) -> bool:
+    """Whether another row's name has the uniqueness key of `name` (`name_key`: full Unicode case
+    folding in Python, where SQL lower() folds only ASCII on SQLite). Users, roles and groups are few."""
+    key = name_key(name)
+    return any(
+        row_id != except_id and name_key(row_name) == key
+        for row_id, row_name in db.execute(select(id_column, name_column))
+    )
 
 
 def insert_user(db: Session, values: dict[str, Any]) -> int:
@@ -218,10 +226,7 @@ def get_role(db: Session, role_id: int) -> RoleRecord | None:
 
 
 def role_name_taken(db: Session, name: str, *, except_id: int | None = None) -> bool:
-    query = select(Role.id).where(func.lower(Role.name) == func.lower(name))
-    if except_id is not None:
-        query = query.where(Role.id != except_id)
-    return db.scalar(query.limit(1)) is not None
+    return _key_taken(db, Role.id, Role.name, name, except_id)
 
 
 def sub_role_edges(db: Session) -> dict[int, set[int]]:
@@ -420,10 +425,7 @@ def group_permissions(db: Session, group_id: int | None = None) -> dict[int, lis
 
 
 def group_name_taken(db: Session, name: str, *, except_id: int | None = None) -> bool:
-    query = select(AttributeGroup.id).where(func.lower(AttributeGroup.name) == func.lower(name))
-    if except_id is not None:
-        query = query.where(AttributeGroup.id != except_id)
-    return db.scalar(query.limit(1)) is not None
+    return _key_taken(db, AttributeGroup.id, AttributeGroup.name, name, except_id)
 
 
 def insert_group(db: Session, name: str, description: str, position: int | None) -> int:

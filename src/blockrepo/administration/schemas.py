@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, ConfigDict, Field
-from pydantic.config import JsonDict, JsonValue
+from pydantic.config import JsonValue
 
 from blockrepo.errors import ErrorItem, ValidationFailed
 from blockrepo.json_integers import integral_number_as_int
 from blockrepo.metamodel.names import attribute_name_schema
 from blockrepo.metamodel.schemas import DESCRIPTION_LENGTH, READ_ONLY, ApiModel, LiteralIn, ValueType
+from blockrepo.name_normalization import NAME_SCHEMA, Name, name_within
 
 TypeAction = Literal["read", "create", "update", "delete"]
 FunctionalPermission = Literal[
@@ -26,8 +27,6 @@ FunctionalPermission = Literal[
 LOGIN_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@\-]{0,127}$"
 PASSWORD_MIN_LENGTH = 8
 PASSWORD_MAX_LENGTH = 1024
-# Names the service refuses with leading or trailing white space.
-UNPADDED: JsonDict = {"pattern": r"^\S(?:[\s\S]*\S)?$"}
 MATCHING_ID = "read-only; accepted if it matches the path, so a GET body can be sent back"
 # History records a change to a role or group under the subject `<kind> <name>` in a 255-character column,
 # so the longest name leaves room for the kind (a longer one was a 500 on PostgreSQL).
@@ -100,7 +99,7 @@ class UserCreate(ApiModel):
     last_name: str = Field("", max_length=255)
     email: str = Field("", max_length=255)
     enabled: bool = True
-    roles: list[str] = Field(default_factory=list)
+    roles: list[Name] = Field(default_factory=list)
     password: str = Field(
         min_length=PASSWORD_MIN_LENGTH,
         max_length=PASSWORD_MAX_LENGTH,
@@ -122,7 +121,7 @@ class UserUpdate(ApiModel):
     last_name: str | None = Field(None, max_length=255)
     email: str | None = Field(None, max_length=255)
     enabled: bool | None = None
-    roles: list[str] | None = None
+    roles: list[Name] | None = None
     password: str | None = Field(None, min_length=PASSWORD_MIN_LENGTH, max_length=PASSWORD_MAX_LENGTH)
     id: int | None = Field(None, description=MATCHING_ID, json_schema_extra=READ_ONLY)
 
@@ -208,9 +207,11 @@ class RoleCreate(ApiModel):
         }
     )
 
-    name: str = Field(min_length=1, max_length=ROLE_NAME_LENGTH)
+    name: Annotated[str, name_within(ROLE_NAME_LENGTH)] = Field(
+        min_length=1, max_length=ROLE_NAME_LENGTH, json_schema_extra=NAME_SCHEMA
+    )
     description: str = Field("", max_length=DESCRIPTION_LENGTH)
-    sub_roles: list[str] = Field(default_factory=list, description="roles whose rights this role inherits")
+    sub_roles: list[Name] = Field(default_factory=list, description="roles whose rights this role inherits")
     type_permissions: dict[str, list[TypeAction]] = Field(default_factory=dict)
     functional_permissions: list[FunctionalPermission] = Field(default_factory=list)
     id: int | None = Field(None, description="ignored")
@@ -224,9 +225,11 @@ class RoleUpdate(ApiModel):
         json_schema_extra={"examples": [{"typePermissions": {"InformationSystem": ["read", "update"]}}]}
     )
 
-    name: str | None = Field(None, min_length=1, max_length=ROLE_NAME_LENGTH)
+    name: Annotated[str, name_within(ROLE_NAME_LENGTH)] | None = Field(
+        None, min_length=1, max_length=ROLE_NAME_LENGTH, json_schema_extra=NAME_SCHEMA
+    )
     description: str | None = Field(None, max_length=DESCRIPTION_LENGTH)
-    sub_roles: list[str] | None = None
+    sub_roles: list[Name] | None = None
     type_permissions: dict[str, list[TypeAction]] | None = None
     functional_permissions: list[FunctionalPermission] | None = None
     id: int | None = Field(None, description=MATCHING_ID, json_schema_extra=READ_ONLY)
@@ -276,12 +279,14 @@ class AttributeCreate(ApiModel):
         }
     )
 
-    name: str = Field(min_length=1, max_length=128, json_schema_extra=attribute_name_schema())
+    name: Annotated[str, name_within(128)] = Field(
+        min_length=1, max_length=128, json_schema_extra=attribute_name_schema()
+    )
     description: str = Field("", max_length=DESCRIPTION_LENGTH)
     value_type: ValueType
     multiple: bool = False
     mandatory: bool = False
-    group: str | None = Field(None, description="defaults to [Default Attribute Group]")
+    group: Name | None = Field(None, description="defaults to [Default Attribute Group]")
     types: list[str] = Field(default_factory=list, description="types the attribute is activated for")
     relation_types: list[str] = Field(
         default_factory=list, description="relation types whose entries carry the attribute"
@@ -302,12 +307,14 @@ class AttributeUpdate(ApiModel):
         json_schema_extra={"examples": [{"types": ["BusinessProcess"], "mandatory": True}]}
     )
 
-    name: str | None = Field(None, min_length=1, max_length=128, json_schema_extra=attribute_name_schema())
+    name: Annotated[str, name_within(128)] | None = Field(
+        None, min_length=1, max_length=128, json_schema_extra=attribute_name_schema()
+    )
     description: str | None = Field(None, max_length=DESCRIPTION_LENGTH)
     value_type: ValueType | None = None
     multiple: bool | None = None
     mandatory: bool | None = None
-    group: str | None = None
+    group: Name | None = None
     types: list[str] | None = None
     relation_types: list[str] | None = None
     literals: list[LiteralIn] | None = None
@@ -318,7 +325,7 @@ class AttributeUpdate(ApiModel):
 
 
 class GroupPermission(ApiModel):
-    role: str
+    role: Name
     read: bool = False
     write: bool = False
 
@@ -361,10 +368,12 @@ class AttributeGroupCreate(ApiModel):
         }
     )
 
-    name: str = Field(min_length=1, max_length=GROUP_NAME_LENGTH, json_schema_extra=UNPADDED)
+    name: Annotated[str, name_within(GROUP_NAME_LENGTH)] = Field(
+        min_length=1, max_length=GROUP_NAME_LENGTH, json_schema_extra=NAME_SCHEMA
+    )
     description: str = Field("", max_length=DESCRIPTION_LENGTH)
     position: GroupPosition | None = Field(None, description="defaults to after the last group")
-    attributes: list[str] = Field(default_factory=list, description="attributes moved into this group")
+    attributes: list[Name] = Field(default_factory=list, description="attributes moved into this group")
     permissions: list[GroupPermission] = Field(
         default_factory=list,
         description="if no role has read, everyone may read; write needs read; if no role has write, only "
@@ -382,9 +391,11 @@ class AttributeGroupUpdate(ApiModel):
         }
     )
 
-    name: str | None = Field(None, min_length=1, max_length=GROUP_NAME_LENGTH)
+    name: Annotated[str, name_within(GROUP_NAME_LENGTH)] | None = Field(
+        None, min_length=1, max_length=GROUP_NAME_LENGTH, json_schema_extra=NAME_SCHEMA
+    )
     description: str | None = Field(None, max_length=DESCRIPTION_LENGTH)
     position: GroupPosition | None = None
-    attributes: list[str] | None = None
+    attributes: list[Name] | None = None
     permissions: list[GroupPermission] | None = None
     id: int | None = Field(None, description=MATCHING_ID, json_schema_extra=READ_ONLY)

@@ -30,6 +30,7 @@ from blockrepo.elements.values import (
 )
 from blockrepo.errors import ErrorItem
 from blockrepo.metamodel.snapshot import READ_ONLY_KEYS, AttributeDef, BlockTypeDef, Metamodel, RelationEnd
+from blockrepo.name_normalization import InvalidName, normalized_name
 
 LARGEST_ID = 2**31 - 1
 _REFERENCE_KEYS = frozenset({"id", "name"})
@@ -155,14 +156,16 @@ class BodyParser:
         if key == "parent" and type_def.hierarchical:
             return _arrays_only(key, _parse_parent)
         if (prop := type_def.property_named(key)) is not None:
-            if not prop.builtin and not actor.can_write_group(prop.group_id):
-                problem = ErrorItem(pointer(key), "forbidden", f"you may not write {key}")
-                return _arrays_only(key, partial(_forbid, problem))
-            return _values_handler(prop)
-        if (end := type_def.ends.get(key)) is not None:
-            if not actor.can_type(end.other_type_id, "read"):
-                message = f"you may not read {end.other_type} elements"
-                return _arrays_only(key, partial(_forbid, ErrorItem(pointer(key), "forbidden", message)))
+            if prop.builtin or actor.can_write_group(prop.group_id):
+                return _values_handler(prop)
+            if not actor.can_read_group(prop.group_id):
+                # A property the actor may not read is answered as if it did not exist: a 403 would
+                # tell that it does (API.md 6).
+                return None
+            problem = ErrorItem(pointer(key), "forbidden", f"you may not write {key}")
+            return _arrays_only(key, partial(_forbid, problem))
+        if (end := type_def.ends.get(key)) is not None and actor.can_type(end.other_type_id, "read"):
+            # An end to a type the actor may not read is left out of what they read: unknown, too.
             return _end_handler(actor, end)
         return None
 
@@ -216,18 +219,16 @@ def _arrays_only(key: str, handle: Callable[[ElementDraft, list[Any]], None]) ->
 
 
 def _name_handler(draft: ElementDraft, raw: Any) -> None:
-    # The usual name (one non-blank string within the limits) is taken as `check_name` would take it.
+    # The usual name (one string within the limit that normalises) is taken as `check_name` would take
+    # it; anything else goes the general way, which reports the problem.
     if raw.__class__ is list and len(raw) == 1:
         name = raw[0]
-        if (
-            name.__class__ is str
-            and len(name) <= NAME_MAX_LENGTH
-            and name
-            and not name.isspace()
-            and "\x00" not in name
-        ):
-            draft.name = name
-            return
+        if name.__class__ is str and len(name) <= NAME_MAX_LENGTH:
+            try:
+                draft.name = normalized_name(name, NAME_MAX_LENGTH)
+                return
+            except InvalidName:
+                pass
     if isinstance(raw, list):
         _parse_name(draft, raw)
     else:
@@ -289,9 +290,14 @@ def _end_handler(actor: Actor, end: RelationEnd) -> Handler:
                     entries.append(EndEntry(Reference(pointers[index], other_type_id, target)))
                     continue
                 target = item.get("name")
-                if target.__class__ is str and len(target) <= NAME_MAX_LENGTH and "\x00" not in target:
-                    entries.append(EndEntry(Reference(pointers[index], other_type_id, name=target)))
-                    continue
+                if target.__class__ is str and len(target) <= NAME_MAX_LENGTH:
+                    try:
+                        target = normalized_name(target, NAME_MAX_LENGTH)
+                    except InvalidName:
+                        pass
+                    else:
+                        entries.append(EndEntry(Reference(pointers[index], other_type_id, name=target)))
+                        continue
             entry = _parse_entry(draft, actor, end, item, index, pointers[index])
             if entry is not None:
                 entries.append(entry)
@@ -408,7 +414,8 @@ def _parse_relation_attributes(
     for name, values in raw.items():
         where = pointer(*path, name)
         attribute = by_name.get(name)
-        if attribute is None:
+        if attribute is None or not actor.can_read_group(attribute.group_id):
+            # One the actor may not read is answered as if it did not exist.
             draft.error(
                 where, "unknown_property", f"relations of {end.relation_type.name} have no attribute {name!r}"
             )
@@ -442,7 +449,7 @@ def _parse_reference(
             return _id_reference(draft, raw["id"], where, type_id)
         if "name" in raw:
             try:
-                name = check_text(raw["name"], 255, "a name")
+                name = check_name(raw["name"])
             except ValueProblem as problem:
                 draft.error(where + "/name", problem.code, problem.message)
                 return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
 import re
@@ -12,6 +13,7 @@ from operator import attrgetter
 from typing import Any, NamedTuple
 
 from blockrepo.metamodel.snapshot import AttributeDef
+from blockrepo.name_normalization import InvalidName, normalized_name
 
 NAME_MAX_LENGTH = 255
 TEXT_MAX_LENGTH = 4000
@@ -80,10 +82,12 @@ def check_text(raw: Any, max_length: int, what: str = "a string") -> str:
 
 
 def check_name(raw: Any) -> str:
+    """An element name as it is stored and looked up: `normalized_name` of a string within the limit."""
     name = check_text(raw, NAME_MAX_LENGTH)
-    if not name.strip():
-        raise ValueProblem("empty_value", "a name must not be empty or blank")
-    return name
+    try:
+        return normalized_name(name, NAME_MAX_LENGTH)
+    except InvalidName as problem:
+        raise ValueProblem(problem.code, problem.message) from None
 
 
 def parse_date(raw: Any) -> dt.date:
@@ -194,6 +198,10 @@ def _decode_enum(attribute: AttributeDef, raw: Any) -> TypedValue:
     name = check_text(raw, NAME_MAX_LENGTH, "a literal name")
     literal = attribute.literal_named(name)
     if literal is None:
+        # Literal names are stored normalised: a padded or decomposed spelling names the same literal.
+        with contextlib.suppress(InvalidName):
+            literal = attribute.literal_named(normalized_name(name))
+    if literal is None:
         allowed = ", ".join(lit.name for lit in attribute.literals) or "none"
         raise ValueProblem("unknown_literal", f"{name!r} is not a literal of {attribute.name} ({allowed})")
     return _typed((None, None, None, None, None, literal.id))
@@ -201,8 +209,10 @@ def _decode_enum(attribute: AttributeDef, raw: Any) -> TypedValue:
 
 def _decode_responsibility(attribute: AttributeDef, raw: Any) -> TypedValue:
     login = check_text(raw, LOGIN_MAX_LENGTH, "a user login")
-    if not login:
-        raise ValueProblem("unknown_user", "an empty login names no user")
+    try:
+        login = normalized_name(login)
+    except InvalidName:
+        raise ValueProblem("unknown_user", f"{login!r} names no user") from None
     return _typed((login, None, None, None, None, None))
 
 

@@ -12,6 +12,7 @@ element rules and writes them set-based.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ from blockrepo.elements import repository
 from blockrepo.elements import service as element_service
 from blockrepo.elements import writer as core
 from blockrepo.elements.validation import LARGEST_ID, pointer
+from blockrepo.elements.values import NAME_MAX_LENGTH
 from blockrepo.elements.writer import WriteItem, Writer
 from blockrepo.errors import (
     ErrorItem,
@@ -31,6 +33,7 @@ from blockrepo.errors import (
 from blockrepo.json_integers import integral_number_as_int
 from blockrepo.massdata.listing import require_massdata
 from blockrepo.metamodel.snapshot import BlockTypeDef
+from blockrepo.name_normalization import InvalidName, normalized_name
 
 MODES = ("atomic", "perItem")
 MATCHES = ("id", "name")
@@ -169,7 +172,9 @@ def _assign_targets(writer: Writer, type_def: BlockTypeDef, items: Sequence[Writ
         elif match == "name":
             raw = item.body.get("name")
             if isinstance(raw, list) and len(raw) == 1 and isinstance(raw[0], str):
-                by_name.setdefault(raw[0], []).append(item)
+                # Matched as stored: normalised (a name that cannot be is reported by the parse).
+                with suppress(InvalidName):
+                    by_name.setdefault(normalized_name(raw[0], NAME_MAX_LENGTH), []).append(item)
     found = repository.ids_by_name(writer.db, type_def.id, by_name)
     for name, named in by_name.items():
         for item in named:

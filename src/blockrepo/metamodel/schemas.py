@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from blockrepo.metamodel.names import identifier_schema
+from blockrepo.name_normalization import NAME_SCHEMA, name_within
 
 ValueType = Literal["text", "richtext", "number", "date", "dateInterval", "boolean", "enum", "responsibility"]
 # Built-in element keys are described with these extra value types.
@@ -171,7 +172,9 @@ class RelationTypeOut(ApiModel):
 
 class LiteralIn(ApiModel):
     id: int | None = Field(None, description="an existing literal's id: rename it instead of replacing it")
-    name: str = Field(min_length=1, max_length=255)
+    name: Annotated[str, name_within(255)] = Field(
+        min_length=1, max_length=255, json_schema_extra=NAME_SCHEMA
+    )
     description: str = Field("", max_length=DESCRIPTION_LENGTH)
     color: str | None = Field(None, pattern=r"^#[0-9A-Fa-f]{6}$")
 

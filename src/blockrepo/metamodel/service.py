@@ -46,6 +46,7 @@ from blockrepo.metamodel.snapshot import (
     RelationEnd,
     RelationTypeDef,
 )
+from blockrepo.name_normalization import name_key
 from blockrepo.revisions.recorder import ChangeLog
 
 
@@ -306,7 +307,7 @@ def _name_errors(pointer: str, name: str) -> list[ErrorItem]:
 
 def _type_name_taken(metamodel: Metamodel, name: str) -> str | None:
     for existing in metamodel.types:
-        if existing.name.lower() == name.lower():
+        if name_key(existing.name) == name_key(name):
             return existing.name
     return None
 
@@ -427,7 +428,7 @@ def create_relation_type(
         errors.append(ErrorItem("/source", "unknown_type", f"unknown building block type '{body.source}'"))
     if target is None:
         errors.append(ErrorItem("/target", "unknown_type", f"unknown building block type '{body.target}'"))
-    if source is not None and source == target and body.source_end.lower() == body.target_end.lower():
+    if source is not None and source == target and name_key(body.source_end) == name_key(body.target_end):
         errors.append(
             ErrorItem("/targetEnd", "duplicate", "the two ends of a self relation need different names")
         )
@@ -436,7 +437,7 @@ def create_relation_type(
     assert source is not None and target is not None
     clashes: list[ErrorItem] = []
     for existing in metamodel.relation_types:
-        if existing.name.lower() == name.lower():
+        if name_key(existing.name) == name_key(name):
             clashes.append(ErrorItem("/name", "name_conflict", f"relation type '{existing.name}' exists"))
     for pointer, holder, end in (
         ("/sourceEnd", source, body.source_end),

@@ -41,6 +41,19 @@ a stale one gets 412) and is recorded in the history, in the same transaction. F
 read every property of the type, the tag also names what that caller sees (`W/"<revision>.<digest>"`):
 `If-Match` compares the revision, `If-None-Match` the whole tag, so no caller gets a 304 for another's copy.
 
+**Names** (of elements, roles, attribute groups, attributes, literals, and names a reference gives) are
+trimmed and NFC-normalised on input and kept so; one holding a control or invisible format character
+(zero-width, BOM, bidi override and the like) is refused with 400 `invalid_character` at its pointer.
+Uniqueness is decided on the normalised name: case-sensitively for element and literal names, regardless of
+case (full Unicode case folding) for logins, roles, attribute groups, attributes, types and relation ends.
+
+**What a caller may not read.** Properties in attribute groups the caller may not read, and relation ends to
+types they may not read, are left out of what they read; writing one answers exactly like a key the type
+does not have (400 `unknown_property`). A readable property they may not write answers 403. The `revision`
+and `lastModification*` are the element's, whatever changed: a change to values a reader may not see still
+moves them (the reader learns *that* the element changed, not *what*), while the history leaves out, for
+that reader, the changes they may not read and every changeset that held nothing else.
+
 ## Errors
 
 Every error is `application/problem+json` (RFC 9457, schema `Problem`) with a stable snake_case `code`,

@@ -298,6 +298,7 @@ def _type_import(
         seen[name] = index
         body = builder.body(raw, record_where)
         if body is not None:
+            body["name"] = [name]  # normalised, as it is matched against the stored names
             result.items.append(WriteItem(index, body))
     if mode == "cud":
         stored = repository.placement_by_name(writer.db, type_def.id)
