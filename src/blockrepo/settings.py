@@ -61,6 +61,12 @@ class Settings(BaseSettings):
     argon2_parallelism: int = Field(4, ge=1, description="Argon2id lanes")
     db_pool_size: int = Field(10, ge=1, description="connections kept per process (as many more on demand)")
     log_level: str = Field("info", description="log level")
+    password_hash_concurrency: int = Field(
+        0,
+        ge=0,
+        description="password hashes (Argon2id) one worker process computes at once; past them a password "
+        "check gets 503 with Retry-After (0: the CPU cores divided among the worker processes, at least 1)",
+    )
 
     @property
     def is_sqlite(self) -> bool:
