@@ -22,6 +22,7 @@ Hierarchy:
     ├── UnsupportedMediaType       415 unsupported_media_type
     ├── TooManyRequests            429 too_many_requests
     └── ServiceUnavailable         503 service_unavailable
+        └── PasswordHashingBusy    503 password_hashing_busy (with Retry-After: every hash permit taken)
 """
 
 from __future__ import annotations
@@ -172,3 +173,7 @@ class ServiceUnavailable(BlockrepoError):
     status = 503
     code = "service_unavailable"
     title = "Service Unavailable"
+
+
+class PasswordHashingBusy(ServiceUnavailable):
+    code = "password_hashing_busy"

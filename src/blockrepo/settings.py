@@ -96,6 +96,12 @@ class Settings(BaseSettings):
     import_xlsx_max_shared_strings: int = Field(
         1_000_000, ge=1, description="shared strings an imported xlsx may hold"
     )
+    password_hash_concurrency: int = Field(
+        0,
+        ge=0,
+        description="password hashes (Argon2id) one worker process computes at once; past them a password "
+        "check gets 503 with Retry-After (0: the CPU cores divided among the worker processes, at least 1)",
+    )
 
     @property
     def is_sqlite(self) -> bool:

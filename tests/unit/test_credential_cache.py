@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import threading
+import time
 
 import pytest
 
-from blockrepo.auth.basic import CredentialCache, Principal, credential_message
+from blockrepo.auth.basic import MAX_WAITING_FOR_ONE_CHECK, CredentialCache, Principal, credential_message
+from blockrepo.errors import PasswordHashingBusy
 
 
 class Clock:
@@ -108,3 +111,51 @@ def test_forget_user_and_forget_one_entry() -> None:
     assert cache.get(bert) == principal(2)
     cache.forget(bert)
     assert len(cache) == 0
+
+
+def test_requests_waiting_for_a_failed_check_learn_it_without_a_check_of_their_own() -> None:
+    cache = CredentialCache(10, 60)
+    digest = cache.digest("system", "wrong")
+    seen: list[bool] = []
+
+    def wait_for_the_check() -> None:
+        with cache.verifying(digest) as flight:
+            seen.append(flight.failed)
+
+    waiters = [threading.Thread(target=wait_for_the_check) for _ in range(3)]
+    with cache.verifying(digest) as flight:
+        for waiter in waiters:
+            waiter.start()
+        deadline = time.monotonic() + 30
+        while flight.waiting < 4 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert flight.waiting == 4
+        flight.failed = True  # what the authenticator records when the hash says no
+    for waiter in waiters:
+        waiter.join(30)
+    assert seen == [True, True, True]
+    with cache.verifying(digest) as later:  # a request after the burst checks afresh
+        assert later.failed is False
+
+
+def test_past_a_bound_of_waiters_a_request_for_the_same_check_is_refused_at_once() -> None:
+    cache = CredentialCache(10, 60)
+    digest = cache.digest("system", "wrong")
+
+    def wait_for_the_check() -> None:
+        with cache.verifying(digest):
+            pass
+
+    waiters = [threading.Thread(target=wait_for_the_check) for _ in range(MAX_WAITING_FOR_ONE_CHECK - 1)]
+    with cache.verifying(digest) as flight:
+        for waiter in waiters:
+            waiter.start()
+        deadline = time.monotonic() + 30
+        while flight.waiting < MAX_WAITING_FOR_ONE_CHECK and time.monotonic() < deadline:
+            time.sleep(0.001)
+        with pytest.raises(PasswordHashingBusy), cache.verifying(digest):
+            pass
+        with cache.verifying(cache.digest("system", "other")):
+            pass  # other credentials are not held up
+    for waiter in waiters:
+        waiter.join(30)

@@ -109,7 +109,8 @@ def _unauthenticated() -> dict[str, Any]:
 def _any_other_error() -> dict[str, Any]:
     return _problem(
         "Any other error, always problem+json: 413 `payload_too_large`, 415 `unsupported_media_type`, 429 "
-        "`too_many_requests` (with `Retry-After`), 500 `internal_error` (a fault of the service)"
+        "`too_many_requests` (with `Retry-After`), 500 `internal_error` (a fault of the service), 503 "
+        "`password_hashing_busy` (with `Retry-After`: credentials to verify while every hash permit is taken)"
     )
 
 

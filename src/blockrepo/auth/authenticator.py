@@ -61,9 +61,12 @@ class Authenticator:
         with NUL names no account (no login can hold one) and is not looked up: PostgreSQL refuses NUL in
         text, so the query would fail instead of finding nothing. Requests with the same credentials that
         arrive while they are being hashed wait for that one hash instead of paying their own (when the
-        cache entry expires under load, every connection of a client would)."""
+        cache entry expires under load, every connection of a client would), right or wrong. Raises
+        `PasswordHashingBusy` when the hash would exceed the process's bound."""
         digest = self.cache.digest(login, password)
-        with self.cache.verifying(digest):
+        with self.cache.verifying(digest) as flight:
+            if flight.failed:
+                return None  # found wrong meanwhile by a request that held the turn
             cached = self.cache.get(digest)  # verified meanwhile by a request that held the turn
             if cached is not None and self._still_valid(digest, cached) is not None:
                 return cached
@@ -76,6 +79,7 @@ class Authenticator:
                         password_hash, user_id = user.password_hash, user.id
                         enabled, version = user.enabled, user.credentials_version
             if not self.passwords.verify(password_hash, password) or not enabled:
+                flight.failed = True
                 return None  # logged, with the client address, by the login throttle
             principal = Principal(user_id=user_id, login=login, credentials_version=version, via="basic")
             self.cache.put(digest, principal)

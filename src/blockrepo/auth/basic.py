@@ -8,7 +8,9 @@ database; the authenticator compares it on every hit and verifies the password a
 Entries expire `ttl_seconds` after the password was verified (a hit does not extend that); the least
 recently used entry goes when the cache is full. Requests that bring the same credentials while they are
 being verified wait for that verification (`verifying`), so an expired entry costs one hash, not one per
-connection of the client.
+connection of the client; wrong credentials verified meanwhile fail them all without a hash of their own,
+and past `MAX_WAITING_FOR_ONE_CHECK` waiting requests a further one gets `PasswordHashingBusy` at once (a
+waiting request holds a worker thread).
 """
 
 from __future__ import annotations
@@ -23,6 +25,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from blockrepo.errors import PasswordHashingBusy
+
+# Requests that may wait for one verification of the same credentials (each holds a worker thread).
+MAX_WAITING_FOR_ONE_CHECK = 8
 
 
 @dataclass(frozen=True)
@@ -58,10 +65,13 @@ def credential_message(login: str, password: str) -> bytes:
 
 @dataclass
 class _Flight:
-    """The verification of one set of credentials: its turn, and how many requests hold or await it."""
+    """The verification of one set of credentials: its turn, how many requests hold or await it, and
+    whether a request that held it found the credentials wrong (the others then need no hash of their
+    own: they sent the same credentials while that one was being checked)."""
 
     turn: threading.Lock = field(default_factory=threading.Lock)
     waiting: int = 0
+    failed: bool = False
 
 
 class CredentialCache:
@@ -109,16 +119,22 @@ class CredentialCache:
                 self._entries.popitem(last=False)
 
     @contextmanager
-    def verifying(self, digest: bytes) -> Iterator[None]:
-        """Held while one request verifies these credentials: others with the same ones wait for it."""
+    def verifying(self, digest: bytes) -> Iterator[_Flight]:
+        """Held while one request verifies these credentials: others with the same ones wait for it, up to
+        `MAX_WAITING_FOR_ONE_CHECK` (then `PasswordHashingBusy`)."""
         with self._lock:
             flight = self._flights.get(digest)
             if flight is None:
                 flight = self._flights[digest] = _Flight()
+            elif flight.waiting >= MAX_WAITING_FOR_ONE_CHECK:
+                raise PasswordHashingBusy(
+                    "too many checks of the same credentials at once; retry shortly",
+                    headers={"Retry-After": "1"},
+                )
             flight.waiting += 1
         try:
             with flight.turn:
-                yield
+                yield flight
         finally:
             with self._lock:
                 flight.waiting -= 1

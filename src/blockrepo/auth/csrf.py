@@ -5,11 +5,15 @@ Only a page of the service's own origin can read the `XSRF-TOKEN` cookie, so onl
 a cross-site form or script gets the cookie sent but cannot produce the header. The token is bound to the
 session server-side (a token of another session is invalid) and compared in constant time. Requests
 authenticated by credentials in the same request are exempt (no ambient authority), and so is the form
-login POST (it carries the password). Runs inside `AuthMiddleware`, which resolves the session.
+login POST (it carries the password), except when a browser sends them on another origin's behalf
+(`Sec-Fetch-Site` cross-site or same-site, or an `Origin` of another origin): a browser replays the Basic
+credentials it remembers, so then the token is needed whatever authenticated the request. Runs inside
+`AuthMiddleware`, which resolves the session.
 
-The form login has its own guard against login CSRF (a foreign page logging the victim into the
-attacker's account): `names_another_origin` refuses a login whose `Origin` or `Referer` names another
-origin than the one the request was sent to. Clients that send neither (curl, scripts) pass.
+The logins have their own guard against login CSRF (a foreign page logging the victim into the
+attacker's account): `is_cross_origin_login` refuses a form or Basic login that a browser sends on another
+origin's behalf, or whose `Origin` or `Referer` names another origin than the one the request was sent to.
+Clients that send none of these headers (curl, scripts) pass.
 """
 
 from __future__ import annotations
@@ -28,6 +32,11 @@ MODIFYING_METHODS = frozenset({"PATCH", "POST", "PUT", "DELETE"})
 FORM_LOGIN_PATHS = frozenset({"/j_service_security_check", "/api/j_service_security_check"})
 
 
+# `Sec-Fetch-Site` (W3C Fetch Metadata) of a request a browser sends for a page of another origin; the
+# others, "same-origin" and "none" (typed in, a bookmark), are the user's own.
+FOREIGN_FETCH_SITES = frozenset({b"cross-site", b"same-site"})
+
+
 def csrf_violation(scope: Scope) -> tuple[str, str] | None:
     """(code, detail) if this request breaks the CSRF rule, else None."""
     if scope["method"] not in MODIFYING_METHODS:
@@ -36,19 +45,40 @@ def csrf_violation(scope: Scope) -> tuple[str, str] | None:
         return None
     state = scope.get("state", {})
     principal = state.get("principal")
-    session: LiveSession | None = state.get("session")
-    if principal is None or principal.via != "session" or session is None:
+    if principal is None:
         return None
+    if principal.via != "session" and not _sent_for_another_origin(scope):
+        return None  # credentials in the request itself, from a script: no ambient authority
+    session: LiveSession | None = state.get("session")
     sent = Headers(scope=scope).get(CSRF_HEADER)
     if not sent:
         return (
             "csrf_token_missing",
             "this request needs the X-XSRF-TOKEN header (the XSRF-TOKEN cookie's value)",
         )
+    # A request by credentials without a session of its own has no token it could match: a session
+    # begun by this very request carries one the sender cannot know.
+    expected = b"" if session is None else session.csrf_token.encode("latin-1")
     # Headers arrive as latin-1 text; compare bytes so that any character is allowed and timing is flat.
-    if not hmac.compare_digest(sent.encode("latin-1"), session.csrf_token.encode("latin-1")):
+    if not hmac.compare_digest(sent.encode("latin-1"), expected):
         return "csrf_token_invalid", "the X-XSRF-TOKEN header does not match this session's token"
     return None
+
+
+def _sent_for_another_origin(scope: Scope) -> bool:
+    """True if a browser sent this request for a page of another origin: `Sec-Fetch-Site` says cross-site or
+    same-site, or `Origin` names another origin than the `Host`. One pass over the raw headers: every
+    modifying request authenticated by credentials comes through here."""
+    origin: bytes | None = None
+    for name, value in scope["headers"]:
+        if name == b"sec-fetch-site" and value.lower() in FOREIGN_FETCH_SITES:
+            return True
+        if name == b"origin":
+            origin = value
+    if not origin:
+        return False
+    host = next((value for name, value in scope["headers"] if name == b"host"), b"")
+    return _is_another_origin(origin.decode("latin-1"), host.decode("latin-1"), scope["scheme"])
 
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -66,24 +96,40 @@ def _host_and_port(authority: str, scheme: str) -> tuple[str, int | None] | None
     return host, None if port == DEFAULT_PORTS.get(scheme) else port
 
 
+def _is_another_origin(value: str, host: str, scheme: str) -> bool:
+    """True if the URL or origin `value` names another origin than `host` (the request's `Host`)."""
+    own = _host_and_port(host, scheme)
+    try:
+        sent = urlsplit(value)
+    except ValueError:
+        return True
+    return own is None or _host_and_port(sent.netloc, sent.scheme.lower()) != own
+
+
 def names_another_origin(headers: Headers, scheme: str) -> bool:
     """True if `Origin` or `Referer` names another origin than the `Host` this request was sent to.
 
     The scheme is not compared: behind a proxy that ends TLS the service sees http while the browser
     says https. Host and port are (a default port equals no port). `Origin: null` (sandboxed frames,
     some redirects) and unreadable values count as another origin."""
-    own = _host_and_port(headers.get("host", ""), scheme)
+    host = headers.get("host", "")
     for name in ("origin", "referer"):
         value = headers.get(name)
         if not value:  # absent (curl, scripts) or empty: names no origin
             continue
-        try:
-            sent = urlsplit(value)
-        except ValueError:
-            return True
-        if own is None or _host_and_port(sent.netloc, sent.scheme.lower()) != own:
+        if _is_another_origin(value, host, scheme):
             return True
     return False
+
+
+def is_cross_origin_login(headers: Headers, scheme: str) -> bool:
+    """True if a login (form or Basic) comes from a page of another origin: a browser says so in
+    `Sec-Fetch-Site` (a top-level navigation carries no `Origin` and may carry no `Referer`), or `Origin`
+    or `Referer` names another origin."""
+    fetch_site = headers.get("sec-fetch-site")
+    if fetch_site is not None and fetch_site.lower().encode("latin-1") in FOREIGN_FETCH_SITES:
+        return True
+    return names_another_origin(headers, scheme)
 
 
 class CsrfMiddleware:

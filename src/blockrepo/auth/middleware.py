@@ -4,25 +4,30 @@ route runs, starts sessions, and applies login throttling and the optional per-u
 It sets in `scope["state"]`: `principal` (a `Principal` or None), `auth_failed` (credentials were sent and
 were wrong) and `session` (the `LiveSession` in effect, or None). It answers by itself: 401 for protected
 paths without a principal, 429 for throttled logins and rate-limited users, 503 when the shared store
-fails. Requests without credentials or cookie never leave the event loop, and neither do those that only
-read the stores (a session lookup, credentials verified before); a write or a password hash goes to a
-worker thread.
+fails or every password hash permit is taken (`auth/passwords.py`). Before any of that it refuses a login
+that names credentials in its URL (400 `credentials_in_url`) or that a browser sends for a page of another
+origin (403 `cross_origin_login`): neither is verified, counted or given a session. Requests without
+credentials or cookie never leave the event loop, and neither do those that only read the stores (a
+session lookup, credentials verified before); a write or a password hash goes to a worker thread.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from urllib.parse import parse_qsl
 
 from anyio import to_thread
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from blockrepo.api.problem import problem_response
+from blockrepo.api.problem import error_response, problem_response
 from blockrepo.auth.backends import STORE_ERRORS, AuthBackends
 from blockrepo.auth.basic import Principal, parse_basic
 from blockrepo.auth.cookies import login_cookie_headers, read_session_cookie
+from blockrepo.auth.csrf import is_cross_origin_login
 from blockrepo.auth.sessions import IssuedSession, LiveSession, WriteNeeded
+from blockrepo.errors import BadRequest, BlockrepoError, Forbidden, PasswordHashingBusy
 from blockrepo.settings import Settings
 
 log = logging.getLogger("blockrepo.auth")
@@ -53,6 +58,11 @@ SESSION_ROUTE_PATHS = frozenset(
         "/api/j_service_logout",
     }
 )
+
+
+# Every path that logs in; credentials in their query string log nobody in (API.md rule 1.6).
+LOGIN_PATHS = BASIC_LOGIN_PATHS | {"/j_service_security_check"}
+URL_CREDENTIAL_FIELDS = frozenset({"j_username", "j_password"})
 
 
 def is_public(path: str) -> bool:
@@ -96,6 +106,11 @@ class AuthMiddleware:
         state = scope.setdefault("state", {})
         headers = Headers(scope=scope)
         authorization = headers.get("authorization") or None  # an empty header is no credentials
+        if scope["path"] in LOGIN_PATHS:
+            refusal = _login_refusal(scope, headers, authorization)
+            if refusal is not None:
+                await error_response(refusal, state.get("request_id"))(scope, receive, send)
+                return
         cookie = read_session_cookie(headers)
         resolution = ANONYMOUS
         if authorization is not None or cookie is not None:
@@ -112,6 +127,9 @@ class AuthMiddleware:
             except STORE_ERRORS:
                 log.exception("the session store failed")
                 await self._problem(scope, receive, send, 503, "the session store is unavailable", {})
+                return
+            except PasswordHashingBusy as busy:
+                await error_response(busy, state.get("request_id"))(scope, receive, send)
                 return
         state["principal"] = resolution.principal
         state["auth_failed"] = resolution.failed
@@ -233,3 +251,26 @@ class AuthMiddleware:
             headers=headers,
         )
         await response(scope, receive, send)
+
+
+def _login_refusal(scope: Scope, headers: Headers, authorization: str | None) -> BlockrepoError | None:
+    """The error to answer if this request to a login path must not log anyone in, else None."""
+    query = scope["query_string"]
+    if query and any(
+        name in URL_CREDENTIAL_FIELDS
+        for name, _ in parse_qsl(query.decode("latin-1"), keep_blank_values=True)
+    ):
+        return BadRequest(
+            "credentials are never read from a URL: send them as Basic or as a form body",
+            code="credentials_in_url",
+        )
+    if (
+        authorization is not None
+        and scope["method"] in ("GET", "HEAD")
+        and scope["path"] in BASIC_LOGIN_PATHS
+        and is_cross_origin_login(headers, scope["scheme"])
+    ):
+        # A page of another origin cannot log its visitor in with credentials the browser remembers (or
+        # that the page put into the URL it navigates to): the same refusal as the form login's.
+        return Forbidden("a page of another origin cannot log in here", code="cross_origin_login")
+    return None

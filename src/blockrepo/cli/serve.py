@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
 import uvicorn
 from rich.markup import escape
 
+from blockrepo.auth.passwords import hash_permits
 from blockrepo.cli.http_protocol import HeadDeadlineProtocol
 from blockrepo.cli.options import build_settings, console
 from blockrepo.cli.repository import initialize_repository
@@ -72,6 +74,9 @@ def register(app: typer.Typer) -> None:
             redis_url=redis_url,
             log_level=log_level,
         )
+        if settings.password_hash_concurrency == 0:
+            # Each worker process has its own permits: the cores are shared among them.
+            os.environ["BLOCKREPO_PASSWORD_HASH_CONCURRENCY"] = str(hash_permits(settings, workers))
         initialize_repository(settings)
         if settings.demo:
             load_demo_landscape(settings, f"http://{host}:{port}")

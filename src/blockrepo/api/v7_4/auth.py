@@ -21,7 +21,7 @@ from blockrepo.api.responses import JsonResponse
 from blockrepo.auth.backends import STORE_ERRORS, AuthBackends
 from blockrepo.auth.basic import Principal
 from blockrepo.auth.cookies import expired_cookies, login_cookies, read_session_cookie
-from blockrepo.auth.csrf import names_another_origin
+from blockrepo.auth.csrf import is_cross_origin_login
 from blockrepo.auth.middleware import client_address
 from blockrepo.auth.sessions import IssuedSession
 from blockrepo.auth.throttle import LoginOutcome
@@ -76,15 +76,37 @@ THROTTLED = {
     **_problem(429, "Too many failed logins for this account or from this address (`too_many_requests`)"),
     "headers": RETRY_AFTER,
 }
-STORE_DOWN = _problem(503, "The session store is unavailable (`service_unavailable`)")
+STORE_DOWN = {
+    **_problem(
+        503,
+        "The session store is unavailable (`service_unavailable`), or every password hash permit is taken "
+        "(`password_hashing_busy`, with `Retry-After`)",
+    ),
+    "headers": RETRY_AFTER,
+}
+URL_CREDENTIALS = _problem(400, "`j_username` or `j_password` in the query string (`credentials_in_url`)")
+CROSS_ORIGIN_LOGIN = _problem(
+    403,
+    "A login a browser sends for a page of another origin: `Sec-Fetch-Site` cross-site or same-site, or "
+    "`Origin` or `Referer` naming another origin (`cross_origin_login`)",
+)
 
 SESSION_RULES = (
     "The session cookie then authenticates later requests alone. Sessions end after the idle timeout "
     "(default 300 s) or the absolute lifetime (default 12 h), at logout, and when the account is disabled or "
     "its password changes. With CSRF on, every PATCH, POST, PUT and DELETE authenticated by the cookie must "
     "send header `X-XSRF-TOKEN` with the `XSRF-TOKEN` cookie's value (else 403 `csrf_token_missing` / "
-    "`csrf_token_invalid`). After too many failed logins for an account or from an address, attempts get "
-    "429 with `Retry-After`, whatever the password."
+    "`csrf_token_invalid`), and so must such a request that a browser sends for a page of another origin "
+    "whatever authenticated it. After too many failed logins for an account or from an address, attempts "
+    "get 429 with `Retry-After`, whatever the password."
+)
+
+
+LOGIN_REFUSALS = (
+    "A login never reads credentials from the URL: `j_username` or `j_password` in the query string gets "
+    "400 `credentials_in_url`. A login that a browser sends for a page of another origin (`Sec-Fetch-Site` "
+    "cross-site or same-site, or `Origin` or `Referer` naming another origin) gets 403 `cross_origin_login`; "
+    "clients that send none of these headers pass. "
 )
 
 
@@ -120,9 +142,18 @@ def _wrong_credentials_unless_authenticated(request: Request) -> Principal:
     summary="How to authenticate",
     description="Public. Describes the authentication scheme. With valid HTTP Basic credentials it also logs "
     "in: it starts a new session and sets the session and CSRF cookies (so `curl -u user:password --head "
-    "-c cookies.txt …/api/auth-scheme` obtains them). Wrong credentials get 401. " + SESSION_RULES,
+    "-c cookies.txt …/api/auth-scheme` obtains them). Wrong credentials get 401. "
+    + LOGIN_REFUSALS
+    + SESSION_RULES,
     response_model=AuthScheme,
-    responses={200: {"headers": SET_COOKIE}, 401: WRONG_CREDENTIALS, 429: THROTTLED, 503: STORE_DOWN},
+    responses={
+        200: {"headers": SET_COOKIE},
+        400: URL_CREDENTIALS,
+        401: WRONG_CREDENTIALS,
+        403: CROSS_ORIGIN_LOGIN,
+        429: THROTTLED,
+        503: STORE_DOWN,
+    },
 )
 @router.head(
     "/api/auth-scheme",
@@ -130,7 +161,14 @@ def _wrong_credentials_unless_authenticated(request: Request) -> Principal:
     summary="How to authenticate (headers only)",
     description="As GET, without a body: with valid Basic credentials it sets the session cookies.",
     response_class=Response,
-    responses={200: {"headers": SET_COOKIE}, 401: WRONG_CREDENTIALS, 429: THROTTLED, 503: STORE_DOWN},
+    responses={
+        200: {"headers": SET_COOKIE},
+        400: URL_CREDENTIALS,
+        401: WRONG_CREDENTIALS,
+        403: CROSS_ORIGIN_LOGIN,
+        429: THROTTLED,
+        503: STORE_DOWN,
+    },
 )
 async def auth_scheme(request: Request) -> JsonResponse:
     if request.scope["state"].get("auth_failed"):
@@ -163,15 +201,18 @@ FORM_LOGIN_DESCRIPTION = (
     "Public. Logs in with form fields `j_username` and `j_password` (`application/x-www-form-urlencoded` or "
     "`multipart/form-data`): answers the user's login, starts a NEW session (any session the request carried "
     "ends, so an id known before login is never the id after it) and sets `JSESSIONID` and, with CSRF on, a "
-    "new `XSRF-TOKEN`. Exempt from the CSRF token check; instead, a login whose `Origin` or `Referer` "
-    "header names another origin (host and port) gets 403 `cross_origin_login` (login CSRF); clients that "
-    "send neither header pass. " + SESSION_RULES
+    "new `XSRF-TOKEN`. Exempt from the CSRF token check; instead, the origin check below guards against "
+    "login CSRF. " + LOGIN_REFUSALS + SESSION_RULES
 )
 FORM_LOGIN_RESPONSES: dict[int | str, Any] = {
     200: {"headers": SET_COOKIE},
-    400: _problem(400, "A field is missing (`validation_failed`) or the body is malformed"),
+    400: _problem(
+        400,
+        "A field is missing (`validation_failed`), the body is malformed, or credentials are in the query "
+        "string (`credentials_in_url`)",
+    ),
     401: WRONG_CREDENTIALS,
-    403: _problem(403, "`Origin` or `Referer` names another origin (`cross_origin_login`)"),
+    403: CROSS_ORIGIN_LOGIN,
     413: _problem(413, "The body exceeds the size limit, {setting:max_body_bytes} (`payload_too_large`)"),
     415: _problem(415, "The body is not a form (`unsupported_media_type`)"),
     429: THROTTLED,
@@ -209,7 +250,7 @@ def _log_in(
     openapi_extra=FORM_BODY,
 )
 async def form_login(request: Request) -> JsonResponse:
-    if names_another_origin(request.headers, request.url.scheme):
+    if is_cross_origin_login(request.headers, request.url.scheme):
         raise Forbidden(
             "a login form of another origin cannot log in here (Origin or Referer names another origin)",
             code="cross_origin_login",
@@ -258,11 +299,13 @@ async def form_login(request: Request) -> JsonResponse:
 BASIC_LOGIN_DESCRIPTION = (
     "Public. Logs in with HTTP Basic credentials: answers the user's login, starts a NEW session and sets "
     "the session and CSRF cookies. Without credentials but with a valid session cookie it answers who the "
-    "session belongs to (no new cookies); with neither, 401. " + SESSION_RULES
+    "session belongs to (no new cookies); with neither, 401. " + LOGIN_REFUSALS + SESSION_RULES
 )
 BASIC_LOGIN_RESPONSES: dict[int | str, Any] = {
     200: {"headers": SET_COOKIE},
+    400: URL_CREDENTIALS,
     401: WRONG_CREDENTIALS,
+    403: CROSS_ORIGIN_LOGIN,
     429: THROTTLED,
     503: STORE_DOWN,
 }

@@ -18,8 +18,11 @@ this API, compatible with the LUY/iteraplan repository API **7.4**.
   Form login: `POST /j_service_security_check` with `j_username`, `j_password`.
 * **CSRF.** A PATCH, POST, PUT or DELETE authenticated by the session cookie alone must repeat the
   `XSRF-TOKEN` cookie in the header `X-XSRF-TOKEN` (else 403 `csrf_token_missing`/`csrf_token_invalid`).
-  Requests that carry Basic credentials are exempt.
-* Too many failed logins for one account or address give 429 with `Retry-After`.
+  Requests that carry Basic credentials are exempt, unless a browser sends them for a page of another
+  origin (`Sec-Fetch-Site` cross-site or same-site, or an `Origin` of another origin): those need the token
+  too. Bodies are accepted only in the content types each operation declares (else 415).
+* Too many failed logins for one account or address give 429 with `Retry-After`. Password checks are
+  bounded per process; past the bound a check gets 503 `password_hashing_busy` with `Retry-After`.
 * **Accounts are never reused.** A user id is never handed out twice; a deleted, disabled or re-created
   account's cookies and cached credentials authenticate nobody, in every process, from the next request on.
   No password may equal its login or be one of the 30,000 most common passwords (400 `weak_password`).
