@@ -138,7 +138,9 @@ def _basic(login: str, password: str) -> bytes:
     return b"Basic " + base64.b64encode(f"{login}:{password}".encode())
 
 
-async def _post_recording_receive(app: FastAPI, credentials: bytes, body: bytes) -> tuple[int, bool]:
+async def _post_recording_receive(
+    app: FastAPI, credentials: bytes, body: bytes, content_type: str = XLSX
+) -> tuple[int, bool]:
     """POST an import straight to the ASGI app; returns the status and whether the app asked for the body."""
     body_read = False
     status = 0
@@ -166,7 +168,7 @@ async def _post_recording_receive(app: FastAPI, credentials: bytes, body: bytes)
         "headers": [
             (b"host", b"127.0.0.1"),
             (b"authorization", credentials),
-            (b"content-type", XLSX.encode()),
+            (b"content-type", content_type.encode()),
             (b"content-length", str(len(body)).encode()),
         ],
         "client": ("127.0.0.1", 50000),
@@ -186,6 +188,13 @@ def test_a_caller_without_import_gets_403_before_the_body_is_read(
     # The same request from someone with IMPORT reads the body (and is refused for its size).
     status, body_read = asyncio.run(_post_recording_receive(app, _basic("system", ADMIN_PASSWORD), body))
     assert (status, body_read) == (413, True)
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/octet-stream", "multipart/form-data"])
+def test_an_undeclared_body_type_is_415_before_the_body_is_read(app: FastAPI, content_type: str) -> None:
+    credentials = _basic("system", ADMIN_PASSWORD)
+    status, body_read = asyncio.run(_post_recording_receive(app, credentials, row_gap(), content_type))
+    assert (status, body_read) == (415, False)
 
 
 def test_a_caller_without_import_gets_403_for_json_too(client: TestClient, reader: tuple[str, str]) -> None:

@@ -262,24 +262,24 @@ def _parse_json_import(raw: bytearray) -> Document:
 
 async def _import_document(request: Request) -> Document:
     _may_import(request)
+    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    # Only the declared types, refused before the body is read: text/plain, a form or octet-stream is what
+    # a page of another site can send without asking first (CSRF), whatever the bytes look like.
+    if not is_json_media_type(media_type) and media_type != XLSX:
+        raise UnsupportedMediaType(f"send an export as application/json or {XLSX}")
     # Read past Starlette's cache (`request.body()` keeps the bytes until the response is sent): an
     # import's body can be 200 MiB, and once it is parsed only the document is needed.
     raw = bytearray()
     async for chunk in request.stream():
         raw += chunk
-    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    # Parsed in a worker thread: a 27 MB document held the event loop, and so every other request of the
-    # process, for a second.
-    if is_json_media_type(media_type):
-        return await run_in_threadpool(_parse_json_import, raw)
-    # Only the declared types: text/plain, a form or octet-stream is what a page of another site can send
-    # without asking first (CSRF), whatever the bytes look like.
     if media_type == XLSX:
         source = io.BytesIO(raw)
         del raw  # the stream holds its own copy
         limits = XlsxLimits.from_settings(request.app.state.services.settings)
         return await run_in_threadpool(read_workbook, source, limits)
-    raise UnsupportedMediaType(f"send an export as application/json or {XLSX}")
+    # Parsed in a worker thread: a 27 MB document held the event loop, and so every other request of the
+    # process, for a second.
+    return await run_in_threadpool(_parse_json_import, raw)
 
 
 @router.post(
