@@ -7,9 +7,8 @@ from fastapi import FastAPI
 from sqlalchemy.orm import Session
 from starlette.testclient import TestClient
 
-from blockrepo.elements.view import read_elements
 from blockrepo.metamodel.repository import load_metamodel
-from tests.helpers import count_queries, create_attribute, engine_of
+from tests.helpers import count_queries, create_attribute, engine_of, read_elements
 
 
 def build_landscape(app: FastAPI, client: TestClient, count: int) -> list[int]:

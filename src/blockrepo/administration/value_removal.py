@@ -15,8 +15,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from blockrepo.elements import repository
+from blockrepo.elements.edits import repository
 from blockrepo.elements.values import encode_value
+from blockrepo.elements.write import repository as write_repository
 from blockrepo.metamodel.snapshot import AttributeDef, Metamodel
 from blockrepo.revisions.recorder import ChangeLog
 
@@ -108,7 +109,7 @@ def _record_element_values(
             element_name=element_name,
             changes=[{"property": attribute.name, "old": old, "new": new}],
         )
-    repository.bump_elements(db, fresh, now=now, user=login)
+    write_repository.bump_elements(db, fresh, now=now, user=login)
     return len(affected)
 
 
@@ -216,5 +217,5 @@ def _record_relation_values(
             element_name=element_name,
             changes=[{"property": end, **change} for end, change in ends.items()],
         )
-    repository.bump_elements(db, fresh, now=now, user=login)
+    write_repository.bump_elements(db, fresh, now=now, user=login)
     return len(relations)

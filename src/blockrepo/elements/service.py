@@ -1,7 +1,7 @@
 """The single-element rules: read, create, update (partial) and delete, with permissions and history.
 
 Services never commit; the route does. A write checks the type, the lock and If-Match here and hands
-the one element to the write core (`elements.writer`), which validates the whole body first (every
+the one element to the write core (`elements.write`), which validates the whole body first (every
 problem in one 400), writes, bumps the revision of every element whose JSON changed exactly once and
 records field-level history in the request's ChangeLog.
 """
@@ -13,14 +13,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.elements import repository
-from blockrepo.elements import writer as core
-from blockrepo.elements.repository import LoadedElement
-from blockrepo.elements.view import ElementView, read_elements, view_of
-from blockrepo.elements.writer import WriteItem, Writer
+from blockrepo.elements.compiled import view_of
+from blockrepo.elements.read.repository import LoadedElement, load_elements
+from blockrepo.elements.write import persistence, validation
+from blockrepo.elements.write.items import WriteItem, Writer
 from blockrepo.errors import (
     Conflict,
     Forbidden,
@@ -33,15 +32,7 @@ from blockrepo.errors import (
 )
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
 
-__all__ = [
-    "ElementView",
-    "Writer",
-    "create_element",
-    "delete_element",
-    "get_element",
-    "read_elements",
-    "update_element",
-]
+__all__ = ["Writer", "create_element", "delete_element", "update_element"]
 
 RevisionCheck = Callable[[int], bool]
 
@@ -54,16 +45,6 @@ def resolve_type(metamodel: Metamodel, actor: Actor, type_name: str, action: str
     if not actor.can_type(type_def.id, "read") or not actor.can_type(type_def.id, action):
         raise Forbidden(f"you may not {action} {type_name} elements")
     return type_def
-
-
-def get_element(
-    db: Session, metamodel: Metamodel, actor: Actor, type_name: str, element_id: int
-) -> dict[str, Any]:
-    type_def = resolve_type(metamodel, actor, type_name)
-    found = read_elements(db, metamodel, actor, type_def, [element_id])
-    if not found:
-        raise NotFound(f"there is no {type_name} with id {element_id}")
-    return found[0]
 
 
 def _raise_failure(item: WriteItem) -> None:
@@ -89,13 +70,13 @@ def _write_one(
     all properties); its JSON as the actor sees it."""
     item = WriteItem(0, body, element_id)
     items = [item]
-    core.validate(writer, type_def, items)
+    validation.validate(writer, type_def, items)
     if item.failed:
         _raise_failure(item)
     assert item.draft is not None
     loaded = None if before is None else {before.id: before}
     with concurrent_change_guard(item.draft.name):
-        written = core.persist(writer, type_def, items, loaded=True, before=loaded)
+        written = persistence.persist(writer, type_def, items, loaded=True, before=loaded)
     written_id = item.written_id
     assert written_id is not None
     return view_of(writer.metamodel, writer.actor, type_def).render(written[written_id])
@@ -154,7 +135,7 @@ def update_element(
     type_def = resolve_type(writer.metamodel, writer.actor, type_name, "update")
     # Read once, locked: the precondition is checked on it and the write core plans against it.
     full = view_of(writer.metamodel, None, type_def)
-    before = repository.load_element_for_update(writer.db, type_def.id, element_id, full.selection)
+    before = load_elements(writer.db, type_def.id, [element_id], full.selection, locked=True).get(element_id)
     _check_precondition(type_def, element_id, None if before is None else before.revision, if_match)
     return _write_one(writer, type_def, body, element_id, before)
 
@@ -178,4 +159,4 @@ def delete_element(
             extra={"children": len(ids) - 1},
         )
     with concurrent_change_guard():
-        core.delete(writer, type_def, ids)
+        persistence.delete(writer, type_def, ids)

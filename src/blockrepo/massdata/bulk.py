@@ -1,5 +1,5 @@
 """Bulk writes of one type (`POST/DELETE /api/massdata/{type}`): the envelope, the targets and the
-per-item results around the element write core (`elements.writer`), which validates every item with the
+per-item results around the element write core (`elements.write`), which validates every item with the
 element rules and writes them set-based.
 
 1. targets: ids given, or names looked up (`match: "name"`); updated rows are locked;
@@ -18,10 +18,10 @@ from typing import Any
 
 from blockrepo.elements import repository
 from blockrepo.elements import service as element_service
-from blockrepo.elements import writer as core
-from blockrepo.elements.validation import LARGEST_ID, pointer
 from blockrepo.elements.values import NAME_MAX_LENGTH
-from blockrepo.elements.writer import WriteItem, Writer
+from blockrepo.elements.write import persistence, validation
+from blockrepo.elements.write.drafts import LARGEST_ID, pointer
+from blockrepo.elements.write.items import WriteItem, Writer
 from blockrepo.errors import (
     ErrorItem,
     Forbidden,
@@ -118,7 +118,7 @@ def bulk_write(writer: Writer, type_name: str, request: BulkRequest) -> BulkOutc
         if item.body is None:
             item.fail(400, [ErrorItem("", "wrong_type", "an element is a JSON object")])
     _assign_targets(writer, type_def, items, request.match)
-    core.validate(writer, type_def, items)
+    validation.validate(writer, type_def, items)
     failed = [item for item in items if item.status is not None]
     if request.mode == "atomic" and failed:
         results = [_result(item, request.dry_run) for item in items]
@@ -134,7 +134,7 @@ def bulk_write(writer: Writer, type_name: str, request: BulkRequest) -> BulkOutc
         raise ValidationFailed(detail, errors=errors, extra={"results": results})
     good = [item for item in items if item.status is None] if failed else items
     if not request.dry_run:
-        core.persist(writer, type_def, good)
+        persistence.persist(writer, type_def, good)
     results = [_result(item, request.dry_run) for item in items]
     return BulkOutcome(
         created=sum(1 for item in good if item.creating),
@@ -251,5 +251,5 @@ def bulk_delete(writer: Writer, type_name: str, ids: Sequence[int], *, recursive
             "too or pass ?recursive=true",
             extra={"children": descendants[:100]},
         )
-    core.delete(writer, type_def, doomed)
+    persistence.delete(writer, type_def, doomed)
     return len(doomed)

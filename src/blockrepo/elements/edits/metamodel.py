@@ -9,7 +9,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from blockrepo.elements import repository
+from blockrepo.elements.edits import repository
+from blockrepo.elements.write import repository as write_repository
 from blockrepo.metamodel.snapshot import RelationTypeDef
 from blockrepo.revisions.recorder import ChangeLog
 
@@ -52,5 +53,5 @@ def remove_relations_of_type(
             element_name=element_name,
             changes=[{"property": end, "added": [], "removed": others} for end, others in ends.items()],
         )
-    repository.bump_elements(db, elements, now=now, user=login)
+    write_repository.bump_elements(db, elements, now=now, user=login)
     repository.delete_relations_of_type(db, relation_type.id)
