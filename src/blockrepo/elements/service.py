@@ -28,7 +28,6 @@ from blockrepo.errors import (
     NotFound,
     PreconditionFailed,
     UnknownType,
-    ValidationFailed,
 )
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
 
@@ -47,18 +46,6 @@ def resolve_type(metamodel: Metamodel, actor: Actor, type_name: str, action: str
     return type_def
 
 
-def _raise_failure(item: WriteItem) -> None:
-    """The error of a single write whose one item failed: 403, 400 with every problem, or 409."""
-    errors = item.errors
-    if item.status == 403:
-        raise Forbidden("; ".join(f"{e.pointer}: {e.message}" for e in errors), errors=errors)
-    if item.status == 409:
-        extra = {"conflictingId": item.conflicting_id} if item.conflicting_id is not None else None
-        raise NameConflict(errors[0].message, extra=extra)
-    detail = f"{len(errors)} problem(s): " + "; ".join(f"{e.pointer}: {e.message}" for e in errors[:5])
-    raise ValidationFailed(detail, errors=errors)
-
-
 def _write_one(
     writer: Writer,
     type_def: BlockTypeDef,
@@ -71,8 +58,8 @@ def _write_one(
     item = WriteItem(0, body, element_id)
     items = [item]
     validation.validate(writer, type_def, items)
-    if item.failed:
-        _raise_failure(item)
+    if item.error is not None:
+        raise item.error
     assert item.draft is not None
     loaded = None if before is None else {before.id: before}
     with concurrent_change_guard(item.draft.name):

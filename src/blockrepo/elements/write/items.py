@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.elements.write.drafts import ElementDraft, EndEntry, Reference
-from blockrepo.errors import ErrorItem
+from blockrepo.errors import BlockrepoError, ErrorItem, Forbidden, ValidationFailed
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
 from blockrepo.revisions.recorder import ChangeLog
 
@@ -30,15 +30,15 @@ class Writer:
 @dataclass(slots=True)
 class WriteItem:
     """One element to write: its body, the element it updates (None: created) and, once validated, its
-    draft or why it failed (an HTTP status and the problems)."""
+    draft or why it failed: the error a write of this item alone raises, and the item's problems (what a
+    bulk write or an import reports per item)."""
 
     index: int
     body: dict[str, Any] | None
     element_id: int | None = None
     draft: ElementDraft | None = None
-    status: int | None = None  # set once the item failed
+    error: BlockrepoError | None = None  # set once the item failed
     errors: list[ErrorItem] = field(default_factory=list)
-    conflicting_id: int | None = None  # the element that already has the item's name (409)
     # References to elements that other items of the write create, with the item that creates each.
     pending: list[tuple[Reference, WriteItem]] = field(default_factory=list)
     aside_ends: dict[str, list[EndEntry]] = field(default_factory=dict)
@@ -47,7 +47,7 @@ class WriteItem:
 
     @property
     def failed(self) -> bool:
-        return self.status is not None
+        return self.error is not None
 
     @property
     def creating(self) -> bool:
@@ -57,10 +57,22 @@ class WriteItem:
     def written_id(self) -> int | None:
         return self.element_id if self.element_id is not None else self.new_id
 
-    def fail(self, status: int, errors: Iterable[ErrorItem]) -> None:
-        if self.status is None:
-            self.status = status
-            self.errors = list(errors)
+    def fail(self, error: BlockrepoError, errors: Iterable[ErrorItem] | None = None) -> None:
+        """Fail with `error` and `errors` (by default the error's own); the first failure counts."""
+        if self.error is None:
+            self.error = error
+            self.errors = error.errors if errors is None else list(errors)
+
+
+def forbidden(errors: list[ErrorItem]) -> Forbidden:
+    """An item writes what the actor may not write: 403 with every such problem."""
+    return Forbidden("; ".join(f"{e.pointer}: {e.message}" for e in errors), errors=errors)
+
+
+def invalid(errors: list[ErrorItem]) -> ValidationFailed:
+    """An item's body is invalid: 400 with every problem."""
+    detail = f"{len(errors)} problem(s): " + "; ".join(f"{e.pointer}: {e.message}" for e in errors[:5])
+    return ValidationFailed(detail, errors=errors)
 
 
 @dataclass

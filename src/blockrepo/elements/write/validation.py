@@ -9,9 +9,9 @@ from typing import TypeVar
 from blockrepo.elements import repository
 from blockrepo.elements.compiled import body_parser
 from blockrepo.elements.write.drafts import Reference
-from blockrepo.elements.write.items import NewKey, TypeItems, WriteItem, Writer
+from blockrepo.elements.write.items import NewKey, TypeItems, WriteItem, Writer, forbidden, invalid
 from blockrepo.elements.write.references import check_partners, resolve_references
-from blockrepo.errors import ErrorItem
+from blockrepo.errors import ErrorItem, NameConflict
 from blockrepo.metamodel.snapshot import BlockTypeDef, RelationEnd
 
 K = TypeVar("K", bound=Hashable)
@@ -56,14 +56,14 @@ def _parse(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) -
     """Parse every body into a draft (403 at once for what the actor may not write)."""
     parse = body_parser(writer.metamodel, writer.actor, type_def).parse
     for item in items:
-        if item.status is not None or item.body is None:
+        if item.error is not None or item.body is None:
             continue
         draft = parse(item.body, element_id=item.element_id)
         # The draft holds what the body says: let the body go, so that an import's bodies and drafts of
         # every record are not held at once.
         item.body = None
         if draft.forbidden:
-            item.fail(403, draft.forbidden)
+            item.fail(forbidden(draft.forbidden))
             continue
         item.draft = draft
 
@@ -88,7 +88,7 @@ def _set_aside(
 
     for item in items:
         draft = item.draft
-        if item.status is not None or draft is None:
+        if item.error is not None or draft is None:
             continue
         for end_name, entries in draft.ends.items():
             for entry in entries:
@@ -153,7 +153,7 @@ def _check_across_items(writer: Writer, type_def: BlockTypeDef, items: Sequence[
     movers: list[WriteItem] = []
     for item in items:
         draft = item.draft
-        if item.status is not None or draft is None:
+        if item.error is not None or draft is None:
             continue
         pending = _pending_keys(item) if item.pending else _NO_PENDING
         for end_name, entries in draft.ends.items():
@@ -253,10 +253,10 @@ def _decide(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) 
     claimed: dict[str, int] = {}
     for item in items:
         draft = item.draft
-        if item.status is not None or draft is None:
+        if item.error is not None or draft is None:
             continue
         if draft.errors:
-            item.fail(400, draft.errors)
+            item.fail(invalid(draft.errors))
             continue
         broken = (
             [(reference, creator) for reference, creator in item.pending if creator.failed]
@@ -265,15 +265,16 @@ def _decide(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) 
         )
         if broken:
             item.fail(
-                400,
-                [
-                    ErrorItem(
-                        reference.pointer,
-                        "failed_dependency",
-                        f"{reference.name!r} was to be created by element {creator.index}, which failed",
-                    )
-                    for reference, creator in broken
-                ],
+                invalid(
+                    [
+                        ErrorItem(
+                            reference.pointer,
+                            "failed_dependency",
+                            f"{reference.name!r} was to be created by element {creator.index}, which failed",
+                        )
+                        for reference, creator in broken
+                    ]
+                )
             )
             continue
         if draft.name is None:
@@ -281,10 +282,10 @@ def _decide(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) 
         owner = owners.get(draft.name)
         if owner is not None and owner != item.element_id:
             message = f"a {type_def.name} named {draft.name!r} already exists (id {owner})"
-            item.conflicting_id = owner
-            item.fail(409, [ErrorItem("/name/0", "name_conflict", message)])
+            conflict = NameConflict(message, extra={"conflictingId": owner})
+            item.fail(conflict, [ErrorItem("/name/0", "name_conflict", message)])
         elif draft.name in claimed:
             message = f"element {claimed[draft.name]} of this request is named {draft.name!r} already"
-            item.fail(409, [ErrorItem("/name/0", "name_conflict", message)])
+            item.fail(NameConflict(message), [ErrorItem("/name/0", "name_conflict", message)])
         else:
             claimed[draft.name] = item.index

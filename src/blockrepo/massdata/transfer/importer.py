@@ -214,7 +214,7 @@ def import_document(
         for item in type_import.items:
             for error in item.errors:
                 where = f"{type_import.where}/{item.index}"
-                if item.status == 403:
+                if isinstance(item.error, Forbidden):
                     problems.forbidden.append(
                         ErrorItem(where + _record_pointer(error.pointer), error.code, error.message)
                     )
