@@ -145,12 +145,12 @@ def main() -> int:
             print(f"body {size_mb:.1f} MB, {records:,} records, {seconds:.1f} s, {records / seconds:,.0f}/s")
             if sampler is None:
                 grown = resident_mb("VmHWM") - before
-                print(f"peak RSS +{grown:,.0f} MiB over {before:,.0f} MiB: {grown * 2**20 / len(body):.1f}×")
+                print(f"peak RSS +{grown:,.0f} MiB over {before:,.0f} MiB: {grown * 2**20 / len(body):.1f}x")
                 return 0
             sampler.__exit__()
             _, peak = tracemalloc.get_traced_memory()
             tracemalloc.stop()
-            print(f"tracemalloc peak {peak / 1e6:,.1f} MB: {peak / len(body):.1f}× the body")
+            print(f"tracemalloc peak {peak / 1e6:,.1f} MB: {peak / len(body):.1f}x the body")
             if sampler.snapshot is not None:
                 print(f"snapshot at {sampler.at / 1e6:,.1f} MB, top lines:")
                 by = "traceback" if arguments.frames > 1 else "lineno"

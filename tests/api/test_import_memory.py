@@ -31,7 +31,10 @@ def export_body(systems: int) -> bytes:
             "id": 100_000 + n,
             "name": f"System {n:06d}",
             "description": f"the system number {n}",
-            "technicalComponents": [components[n % len(components)], components[(n * 7 + 1) % len(components)]],
+            "technicalComponents": [
+                components[n % len(components)],
+                components[(n * 7 + 1) % len(components)],
+            ],
         }
         for n in range(systems)
     ]
