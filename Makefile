@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 PYTEST_ARGS ?=
 
-.PHONY: setup run test lint typecheck format bench clean
+.PHONY: setup run test quick lint typecheck format bench clean
 
 # The interpreter check runs first, so that an old Python fails with a message instead of a pip error.
 $(BIN)/python:
@@ -38,6 +38,11 @@ typecheck: setup
 # pytest exits non-zero when a test fails and also when it collects nothing (5): both fail the target.
 test: setup lint typecheck
 	$(BIN)/pytest -n 2 $(PYTEST_ARGS)
+
+# The edit-test loop: lint, types, and the unit and API tests but the slow ones (a few minutes); `make test`
+# still runs everything, and is what CI runs.
+quick: setup lint typecheck
+	$(BIN)/pytest -n 2 -m "not slow" tests/unit tests/api $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python bench/get_by_id.py
