@@ -691,8 +691,8 @@ def plan_with_parameters(db: Session) -> None:
     psycopg prepares a statement at its fifth execution, and PostgreSQL may then keep, per connection, a
     generic plan made while a table was small or had no statistics yet (a bulk load into a new repository,
     before autovacuum analyzes it): name lookups then scanned every element of the type, and each
-    10,000-element request of a 100,000-element load took longer than the one before (6.7 s, 22 s, 37 s,
-    54 s …; bench/massdata_scale.py). A bulk write plans its few dozen statements at no noticeable cost;
+    10,000-element request of a 100,000-element load took longer than the one before (figures in
+    bench/README.md). A bulk write plans its few dozen statements at no noticeable cost;
     reads keep their cached plans, which planning 1,000-id arrays anew would slow down."""
     if db.get_bind().dialect.name == "postgresql":
         db.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
@@ -777,7 +777,7 @@ def insert_named_elements(
     transaction is the only writer from its first write on, and one whose snapshot went stale before it
     could write is refused (SQLITE_BUSY_SNAPSHOT), so no other writer can take these ids in between.
     PostgreSQL: SQLAlchemy's batched INSERT … RETURNING. (Copying the rows and looking their ids up by
-    name took 26 s for 20,000 elements written into an empty repository: a table the planner still
+    name was slow for a load into an empty repository (bench/README.md): a table the planner still
     believes empty is scanned once per name, whatever the query's shape.)"""
     if not any(rows_by_type):
         return [{} for _ in rows_by_type]

@@ -1,7 +1,8 @@
 """What one actor sees of a type's elements, and the element JSON built from loaded rows.
 
-`read_elements` is the read path every feature shares (single GET, massdata pages, streamed exports): a
-batch of ids costs a fixed number of queries, and the view is computed once per (actor, type, fields).
+The view is computed once per (actor, type, fields) and used by every read. `read_elements` builds the
+JSON from ORM rows, a fixed number of queries per batch of ids: the reference that `elements.reader`
+(which GET by id, pages, streams, exports and history read through) is tested equal to.
 """
 
 from __future__ import annotations
