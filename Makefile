@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 JS := src/blockrepo/web/static/js tests/js eslint.config.js
 NODE_STAMP := node_modules/.installed
 
-.PHONY: setup run test test-js lint typecheck format bench clean
+.PHONY: setup run test test-js quick lint typecheck format bench clean
 
 # The interpreter check runs first, so that an old Python fails with a message instead of a pip error.
 $(BIN)/python:
@@ -55,6 +55,11 @@ typecheck: setup
 # pytest exits non-zero when a test fails and also when it collects nothing (5): both fail the target.
 test: setup lint typecheck test-js
 	$(BIN)/pytest -n 2 $(PYTEST_ARGS)
+
+# The edit-test loop: lint, types, and the unit and API tests but the slow ones (a few minutes); `make test`
+# still runs everything, and is what CI runs.
+quick: setup lint typecheck
+	$(BIN)/pytest -n 2 -m "not slow" tests/unit tests/api $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python bench/get_by_id.py

@@ -175,3 +175,29 @@ def auth_store(request: pytest.FixtureRequest) -> dict[str, str]:
     if request.param == "redis":
         return request.getfixturevalue("redis_settings")  # type: ignore[no-any-return]
     return {}
+
+
+# Left out of `make quick` (they still run in `make test`): hypothesis-driven fuzzing through HTTP, and
+# tests that load the demo or round-trip whole repositories through export and import. Each took seconds
+# per test in `pytest --durations`; the edit-test loop keeps the tests that pin behaviour example by example.
+SLOW_FILES = frozenset(
+    {
+        "tests/api/test_elements_properties.py",
+        "tests/api/test_elements_properties_fuzz.py",
+        "tests/api/test_import_fuzz.py",
+        "tests/api/test_massdata_query_fuzz.py",
+        "tests/api/test_massdata_cli.py",
+        "tests/api/test_massdata_transfer.py",
+        "tests/api/test_massdata_unchanged_import.py",
+        "tests/api/test_demo.py",
+        "tests/api/test_demo_loading.py",
+        "tests/api/test_asof_current_state.py",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(str(config.rootpath))
+    for item in items:
+        if item.path.relative_to(root).as_posix() in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)

@@ -111,13 +111,13 @@ def app_from_environment() -> FastAPI:
     app = create_app(Settings())
     # What exists now (modules, the app, its routes and descriptions) lives as long as the process. Moved
     # out of the collector's sight, it is no longer traversed by every full collection, which otherwise
-    # costs streams and bulk writes a third of their time (bench/massdata_scale.py).
+    # costs streams and bulk writes a large share of their time (bench/README.md).
     gc.freeze()
     # A stream or bulk write allocates tens of thousands of dicts and lists per batch that die together
     # when the batch is done. With the default threshold (700) the young generation is collected dozens
     # of times per batch, each survivor is promoted, and full collections follow every few batches; at
     # GC_YOUNG_THRESHOLD most of a batch is freed by reference counting before any collection looks at
-    # it (9 % fewer instructions per streamed element, counted with valgrind; docs/architecture.md).
+    # it (fewer instructions per streamed element, bench/README.md).
     _, middle, old = gc.get_threshold()
     gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
     return app

@@ -71,7 +71,10 @@ class KnownRefusal:
 # NUL is refused in every text (API.md section 7: PostgreSQL cannot store it) before anything else is read.
 NUL = ("invalid_character", "/")
 UNKNOWN_ROLES = KnownRefusal(
-    "role names must exist; no text may hold NUL", "validation_failed", (("unknown_role", "/roles/"), NUL)
+    "role names must exist; a password may be neither the login nor a common one (API.md 1.9); no text may "
+    "hold NUL",
+    "validation_failed",
+    (("unknown_role", "/roles/"), ("weak_password", "/password"), NUL),
 )
 UNKNOWN_GROUP_MEMBERS = KnownRefusal(
     "attribute and role names must exist; no text may hold NUL",

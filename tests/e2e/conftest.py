@@ -4,6 +4,7 @@ worker process of a server holds a connection (read from /proc, Linux only)."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from playwright.sync_api import Browser, sync_playwright
 
 from tests.conftest import ADMIN_PASSWORD, CHEAP_HASHING
 
@@ -188,3 +190,34 @@ def connection_owner(server: LiveServer, client_port: int, candidates: list[int]
             except OSError:
                 continue
     return None
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def browser_unavailable(reason: str) -> None:
+    """Skip, except on CI, where a missing browser is a failure."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    """One Chromium per test process, shared by every browser test: Playwright's sync API refuses to start
+    a second instance while another one runs in the same thread."""
+    if not CHROMIUM.exists() and shutil.which("chromium") is None:
+        browser_unavailable("chromium is not installed (/usr/bin/chromium)")
+    executable = str(CHROMIUM) if CHROMIUM.exists() else shutil.which("chromium")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()

@@ -17,7 +17,6 @@ from tests.e2e.test_web_interface import (  # noqa: F401 (fixtures)
     DEMO_PASSWORD,
     TIMEOUT_MS,
     api,
-    browser,
     find,
     log_in,
     server,

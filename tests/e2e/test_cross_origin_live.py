@@ -13,11 +13,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import BrowserContext, Response, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Response
 
 from tests.conftest import ADMIN_PASSWORD
 from tests.e2e.conftest import LiveServer, StartServer
-from tests.e2e.test_web_interface import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.e2e
 
@@ -66,26 +65,22 @@ def attack_site(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 
 @pytest.fixture
-def remembering_browser(live_server: LiveServer) -> Iterator[BrowserContext]:
+def remembering_browser(live_server: LiveServer, browser: Browser) -> Iterator[BrowserContext]:
     """A Chromium context that sends the supervisor's Basic credentials to the live server, as a browser
     does once its user has logged in with them."""
-    if not CHROMIUM.exists():
-        pytest.skip("chromium is not installed (/usr/bin/chromium)")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(
-                http_credentials={
-                    "username": BASIC[0],
-                    "password": BASIC[1],
-                    "origin": live_server.base_url,
-                    "send": "always",
-                }
-            )
-            context.set_default_timeout(TIMEOUT_MS)
-            yield context
-        finally:
-            browser.close()
+    context = browser.new_context(
+        http_credentials={
+            "username": BASIC[0],
+            "password": BASIC[1],
+            "origin": live_server.base_url,
+            "send": "always",
+        }
+    )
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        yield context
+    finally:
+        context.close()
 
 
 @pytest.mark.browser

@@ -4,53 +4,24 @@ saved as a screenshot under artifacts/screenshots/."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from tests.conftest import ADMIN_PASSWORD, cloned_database
 from tests.e2e.conftest import LiveServer, launch_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 DEMO_PASSWORD = "demo-password-web"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 TIMEOUT_MS = 20_000  # generous: the machine running the tests may be busy
 expect.set_options(timeout=TIMEOUT_MS)
-
-
-def _unavailable(reason: str) -> None:
-    """Skip, except on CI, where a missing browser is a failure."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI: {reason}")
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists() and shutil.which("chromium") is None:
-        _unavailable("chromium is not installed (/usr/bin/chromium)")
-    executable = str(CHROMIUM) if CHROMIUM.exists() else shutil.which("chromium")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")

@@ -54,7 +54,7 @@ class AppServices:
         # reads made on the event loop (sessions, cached credentials, GET by id) take theirs here. Had they
         # shared the pool with request sessions, which routes hold across awaits, a burst of writes could
         # hold every connection while waiting for the event loop, and the loop would wait for one of them
-        # (PUTs stalled at 32 connections for the pool's 30 s timeout).
+        # (PUTs under load stalled until the pool's timeout, bench/README.md).
         self.short_engine: Engine = with_own_pool(self.engine, pool_size=settings.db_pool_size)
         self.passwords = Passwords(settings)
         self.credentials = CredentialCache(settings.credential_cache_size, settings.credential_cache_ttl)

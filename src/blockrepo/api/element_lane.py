@@ -53,8 +53,8 @@ class ElementReadLane:
     it in autocommit: a hop to a worker thread, a pool checkout (with PostgreSQL's pre-ping) and a BEGIN
     and ROLLBACK each cost more than the one statement, and thread hops are what made latency under load
     long. That holds while the database and Redis answer in well under a millisecond (the same host or
-    network); measured against worker threads on PostgreSQL: 0.16 against 0.56 ms of CPU per GET and
-    about three times the rate (bench/README.md)."""
+    network); against worker threads on PostgreSQL it costs a fraction of the CPU per GET and serves
+    several times the rate (bench/README.md)."""
 
     def __init__(self, app: ASGIApp, *, services: AppServices) -> None:
         self.app = app

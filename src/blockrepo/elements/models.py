@@ -71,8 +71,8 @@ class ValueColumns:
 def _typed_index(name: str, column: str) -> Index:
     """An index of (attribute, typed column) over only the rows that use that column (partial): a value
     row sets one typed group, so a full index would hold a NULL entry for every row of every other type.
-    Writing a value then updates two indexes, not five (bulk writes of values took half the time,
-    bench/massdata_scale.py). A comparison on the column implies IS NOT NULL, so SQLite and PostgreSQL
+    Writing a value then updates two indexes, not five (bulk writes of values got much faster,
+    bench/README.md). A comparison on the column implies IS NOT NULL, so SQLite and PostgreSQL
     both still use the index for iteraQL filters."""
     present = text(f"{column} IS NOT NULL")
     return Index(name, "attribute_id", column, sqlite_where=present, postgresql_where=present)

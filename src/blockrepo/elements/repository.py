@@ -153,8 +153,8 @@ def plan_with_parameters(db: Session) -> None:
     psycopg prepares a statement at its fifth execution, and PostgreSQL may then keep, per connection, a
     generic plan made while a table was small or had no statistics yet (a bulk load into a new repository,
     before autovacuum analyzes it): name lookups then scanned every element of the type, and each
-    10,000-element request of a 100,000-element load took longer than the one before (6.7 s, 22 s, 37 s,
-    54 s …; bench/massdata_scale.py). A bulk write plans its few dozen statements at no noticeable cost;
+    10,000-element request of a 100,000-element load took longer than the one before (figures in
+    bench/README.md). A bulk write plans its few dozen statements at no noticeable cost;
     reads keep their cached plans, which planning 1,000-id arrays anew would slow down."""
     if db.get_bind().dialect.name == "postgresql":
         db.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))

@@ -18,7 +18,7 @@ def collector_paused() -> Iterator[None]:
 
     A bulk write or an import keeps dozens of container objects per element alive until it commits, and
     CPython runs a full collection whenever the survivors have grown by a quarter, traversing all of them
-    each time: about half of a 10,000-element bulk write (bench/massdata_scale.py), for graphs that are
+    each time: a large share of a bulk write's time (bench/README.md), for graphs that are
     freed by reference counting anyway. Cycles made meanwhile, here or in other threads, are collected
     after the last pause ends. Pauses are counted, so overlapping requests cannot resume the collector
     under each other, and a collector someone else switched off stays off."""

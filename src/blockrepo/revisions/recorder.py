@@ -31,8 +31,8 @@ UNRECORDED_KEYS = frozenset({"id", "type", "revision", "lastModificationTime", "
 class _Entry:
     """One changeset; its changes are held as the JSON text the change row stores. An import records a
     changeset for every element it writes and they all wait for the commit: as Python lists and dicts
-    they took about 3 KB an element (a third of the memory of an import, bench/massdata_scale.py), as
-    text a few hundred bytes. Only an element recorded twice in one request decodes them again."""
+    they took a large share of an import's memory, as text a fraction of it (bench/README.md). Only an
+    element recorded twice in one request decodes them again."""
 
     entity: str
     operation: str

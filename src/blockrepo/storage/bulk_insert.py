@@ -140,14 +140,13 @@ def _insert_values(
     cursor; `parameters(start, rows)` gives one statement's values, row after row.
 
     Multi-row VALUES rather than an executemany: Python 3.11's sqlite3 steps and resets the statement once
-    per row of an executemany, which cost more than SQLite's own work for the row (bare sqlite3, 50,000
-    rows of 4 columns: 1.6 µs a row, 0.6 µs as VALUES of 500 rows). Rows go in their order, so ids follow
+    per row of an executemany, which cost more than SQLite's own work for the row (bench/README.md).
+    Rows go in their order, so ids follow
     the rows as they did. Statements as long as the parameter limit allows: the driver keeps a compiled
     statement per text, so a long one is compiled once per connection, and each statement of a
-    pipelined write (`storage.write_pipeline`) waits for the GIL once; a bulk write of 10,000 elements
-    took 16 % less time with 7,500 rows a statement than with 500, and bare sqlite3 writing the same rows
-    11 % less (bench/bulk_floor.py). On the cursor, without the execution context of `exec_driver_sql`,
-    which cost more than a single write's one-row insert (bench/hot_path.py)."""
+    pipelined write (`storage.write_pipeline`) waits for the GIL once; bulk writes were faster with long
+    statements than with short ones (bench/README.md). On the cursor, without the execution context of
+    `exec_driver_sql`, which cost more than a single write's one-row insert (bench/hot_path.py)."""
     dialect = connection.dialect
     quote = dialect.identifier_preparer.quote
     head = f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) VALUES "
@@ -169,8 +168,8 @@ def _copy(
     convert: Callable[[Sequence[Any]], Sequence[Any]] | None,
 ) -> None:
     """PostgreSQL: the rows as one COPY. PostgreSQL executes row-by-row INSERTs one by one even when
-    pipelined; COPY takes the rows as one stream, about three times faster for element values
-    (bench/massdata_scale.py)."""
+    pipelined; COPY takes the rows as one stream, several times faster for element values
+    (bench/README.md)."""
     dialect = connection.dialect
     quote = dialect.identifier_preparer.quote
     statement = f"COPY {quote(table.name)} ({', '.join(quote(n) for n in names)}) FROM STDIN"
@@ -193,8 +192,8 @@ def _without_nulls(
 
     Why: Python 3.11's sqlite3 binds an int, float or str as it is, but sends every other parameter, None
     included, through its adapter lookup (a registry probe and two attribute lookups); a value row holds
-    one typed column and five NULLs, and binding them took most of the driver's time for the row (9
-    columns with 5 NULLs 5.2 µs a row, the 4 filled ones 1.5 µs, bare sqlite3). The groups are as many
+    one typed column and five NULLs, and binding them took most of the driver's time for the row
+    (bench/README.md). The groups are as many
     as the kinds of values, not rows, so the statements stay few whatever the size of the request."""
     nullable = [index for index, name in enumerate(names) if table.c[name].nullable]
     if not nullable:

@@ -141,8 +141,9 @@ def build_session_factory(engine: Engine) -> sessionmaker[Session]:
 def driver_rows(connection: Connection, sql: str, arguments: Any) -> list[Any]:
     """Run SQL text on the connection's DBAPI cursor and return the driver's rows: the hot path's reads.
 
-    `Connection.exec_driver_sql` costs about 15 µs a statement in SQLAlchemy's execution machinery (a
-    context, a result and its metadata) where SQLite answers a primary-key read in 2 µs. Listeners of
+    `Connection.exec_driver_sql` costs several times more in SQLAlchemy's execution machinery (a
+    context, a result and its metadata) than SQLite takes to answer a primary-key read (bench/README.md).
+    Listeners of
     `before_cursor_execute` still see every statement (the statement-count tests rely on it), and driver
     errors are raised as SQLAlchemy's (`OperationalError`, ...), as everywhere else."""
     return _on_driver(connection, sql, arguments, fetch=True)

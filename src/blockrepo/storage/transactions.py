@@ -70,7 +70,7 @@ class WriteQueue:
 
     SQLite's own wait (the busy timeout) polls the lock with sleeps of 1, 2, 5, 10, 15 … up to 100 ms, so
     a writer that just missed the lock sleeps on while writers of the other process take it again and
-    again: under 32 concurrent PUTs, requests waited over 2 s (bench/hot_path.py). The kernel hands a
+    again: under concurrent PUTs, requests waited for seconds (bench/README.md). The kernel hands a
     released `flock` to a waiter at once. Each turn opens the file anew, so threads of one process queue
     as well (a lock belongs to its open file). Writers outside the queue (the command line, session
     records) still meet SQLite's busy timeout, as before. PostgreSQL queues waiters for the row lock of

@@ -16,7 +16,7 @@ INFO_KEY = "blockrepo.write_pipeline"  # in the pooled DBAPI connection's `info`
 # How long a thread may hold the GIL while another waits for it (CPython's default: 5 ms), while a
 # pipeline runs. Each pipelined statement needs the GIL to bind its parameters after the previous one
 # has run without it; at 5 ms the insert thread waited longer for the GIL than SQLite took for the
-# statement, and the overlap was lost (bench/massdata_scale.py: +3 % at 5 ms, +16 % at 0.2 ms).
+# statement, and the overlap was lost (bench/README.md).
 SWITCH_INTERVAL = 0.0002
 
 _switch_lock = threading.Lock()

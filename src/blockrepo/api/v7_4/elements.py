@@ -344,7 +344,7 @@ class ElementWriteLane:
     never holds it), and the whole write runs in one worker-thread call. Writes of one process queue on
     an asyncio lock rather than each in its own thread on the database's lock: on SQLite a waiting writer
     sleeps in the busy handler (1, 2, 5, 10 ms ...), so a dozen writers of one process polling the lock
-    let the other process's writers starve (PUTs over 2 s at 32 connections, bench/hot_path.py)."""
+    let the other process's writers starve (seconds-long PUTs under load, bench/README.md)."""
 
     def __init__(self, app: ASGIApp, *, services: AppServices) -> None:
         self.app = app

@@ -59,8 +59,8 @@ def _value_columns(table: Any, sqlite: bool) -> list[Any]:
 
     SQLite: (value, date_end); exactly one typed group is set per row, and SQLite returns each column
     in its stored form (text, real, integer), so one COALESCE carries any value. Fewer columns matter on
-    SQLite: Python 3.11's driver releases and takes back the GIL for every column of every row, about a
-    fifth of the instructions of a stream (valgrind). PostgreSQL: (text, number, date, date_end,
+    SQLite: Python 3.11's driver releases and takes back the GIL for every column of every row, a
+    large share of the instructions of a stream (bench/README.md). PostgreSQL: (text, number, date, date_end,
     boolean, literal), typed by the driver."""
     if sqlite:
         value = func.coalesce(
@@ -209,7 +209,7 @@ class ElementReader:
         With `prefetch` (by default on PostgreSQL) the rows of the next batch are fetched in a thread of
         their own while this one renders, and the caller encodes, the current batch: psycopg lets go of the
         GIL for as long as it waits on the server, so the database and the Python work overlap on two
-        cores (NDJSON 41,000 -> 54,000 elements/s, bench/massdata_scale.py). Only that thread touches the
+        cores (a faster NDJSON stream, bench/README.md). Only that thread touches the
         connection meanwhile. SQLite gains nothing: Python 3.11's sqlite3 takes the GIL back for every
         column it reads, so a fetching thread would fight the rendering one for it."""
         pending = iter(batches)

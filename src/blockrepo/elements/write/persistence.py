@@ -200,7 +200,11 @@ def _insert_contents(
         repository.insert_values_by_attribute(db, by_attribute)
     relations: list[NewRelation] = []
     ends = type_def.ends
-    for item in creates:
+    for position, item in enumerate(creates, 1):
+        if position % VALUES_BATCH == 0:
+            # Relations too go in VALUES_BATCH items at a time: an import's would all exist at once.
+            repository.insert_relations(db, relations)
+            relations = []
         element_id = item.new_id
         assert item.draft is not None and element_id is not None
         for end_name, entries in item.draft.ends.items():

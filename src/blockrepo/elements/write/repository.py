@@ -215,7 +215,7 @@ def insert_named_elements(
     transaction is the only writer from its first write on, and one whose snapshot went stale before it
     could write is refused (SQLITE_BUSY_SNAPSHOT), so no other writer can take these ids in between.
     PostgreSQL: SQLAlchemy's batched INSERT … RETURNING. (Copying the rows and looking their ids up by
-    name took 26 s for 20,000 elements written into an empty repository: a table the planner still
+    name was slow for a load into an empty repository (bench/README.md): a table the planner still
     believes empty is scanned once per name, whatever the query's shape.)"""
     if not any(rows_by_type):
         return [{} for _ in rows_by_type]

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+import orjson
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
@@ -38,7 +39,7 @@ from blockrepo.elements.write import persistence, validation
 from blockrepo.elements.write.items import TypeItems, WriteItem, Writer
 from blockrepo.errors import ErrorItem, Forbidden, UnknownType, ValidationFailed
 from blockrepo.massdata.listing import require_massdata
-from blockrepo.massdata.transfer.document import Document
+from blockrepo.massdata.transfer.document import Document, record_of
 from blockrepo.massdata.transfer.metamodel_sync import apply_metamodel
 from blockrepo.metamodel.snapshot import AttributeDef, BlockTypeDef, Metamodel, RelationEnd
 from blockrepo.revisions.recorder import ChangeLog
@@ -279,11 +280,18 @@ def _type_import(
     builder = _BodyBuilder(writer.actor, type_def, problems)
     result = _TypeImport(type_def, tuple(builder.writable))
     seen: dict[str, int] = {}
-    for index, raw in enumerate(records):
-        # Each raw record is let go once it is a body: the parsed file and the drafts of a large type are
-        # then not held in full at once (bench/massdata_scale.py, peak RSS).
+    for index, record in enumerate(records):
+        # Each record is parsed here (a JSON import holds its text) and let go once it is a body: the
+        # parsed file and the drafts of a large type are then not held in full at once
+        # (bench/import_memory.py).
         records[index] = None
         record_where = partial(_record_where, where, index)
+        try:
+            raw = record_of(record)
+        except orjson.JSONDecodeError as exc:
+            problems.add(record_where(), "malformed_json", f"malformed JSON: {exc}")
+            continue
+        del record
         if not isinstance(raw, dict):
             problems.add(record_where(), "wrong_type", f"a record is an object, got {json_type(raw)}")
             continue
