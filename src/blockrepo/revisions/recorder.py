@@ -13,7 +13,7 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import orjson
 from sqlalchemy.orm import Session
@@ -25,6 +25,16 @@ FLUSH_SLICE = 5000  # change rows per insert when a request is flushed
 JsonValue = Any
 # Keys of the element JSON that history does not record (they change with every write).
 UNRECORDED_KEYS = frozenset({"id", "type", "revision", "lastModificationTime", "lastModificationUser"})
+
+
+class ElementUpdate(NamedTuple):
+    """An "updated" changeset of an element that the request changed through something else: a neighbour
+    (a relation or child), a removed or renamed value, a removed relation type."""
+
+    type_name: str
+    element_id: int
+    element_name: str
+    changes: list[dict[str, Any]]
 
 
 @dataclass(slots=True)
@@ -224,11 +234,23 @@ class ChangeLog:
             changes=changes,
         )
 
-    def unrecorded(self, element_ids: Iterable[int]) -> list[int]:
-        """The ids this request has recorded no change of yet: those whose revision a writer still has to
-        bump (an element gets one new revision per request, however many records fold into its one
-        changeset)."""
-        return [element_id for element_id in element_ids if element_id not in self._by_element]
+    def elements_updated(self, updates: Iterable[ElementUpdate]) -> list[int]:
+        """Record each update ("updated"; several of one element fold into one changeset) and return the
+        ids of the elements this request had recorded nothing of before: each of those needs one new
+        revision (`elements.write.record.record_updates` gives it), the others have theirs already, so an
+        element gets one new revision per request however many records fold into its changeset."""
+        fresh = []
+        for type_name, element_id, element_name, changes in updates:
+            if element_id not in self._by_element:
+                fresh.append(element_id)
+            self.element(
+                "updated",
+                type_name=type_name,
+                element_id=element_id,
+                element_name=element_name,
+                changes=changes,
+            )
+        return fresh
 
     def metamodel(self, operation: str, subject: str, changes: list[dict[str, Any]]) -> None:
         self.metamodel_changed = True

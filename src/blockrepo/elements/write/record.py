@@ -4,7 +4,8 @@ at the other end of what changed (`NeighbourMirror`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import datetime as dt
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,7 @@ from blockrepo.elements.write.drafts import Reference
 from blockrepo.elements.write.items import TypeItems, WriteItem, Writer
 from blockrepo.elements.write.plan import UpdatePlan, applied
 from blockrepo.metamodel.snapshot import BlockTypeDef
-from blockrepo.revisions.recorder import UNRECORDED_KEYS, ChangeLog, apply_related_change
+from blockrepo.revisions.recorder import UNRECORDED_KEYS, ChangeLog, ElementUpdate, apply_related_change
 
 
 @dataclass
@@ -417,15 +418,19 @@ class NeighbourMirror:
 
     def record(self, db: Session, changes: ChangeLog, login: str) -> None:
         """Record the collected changesets and give those elements a new revision (their JSON changed)."""
-        # One new revision per element and request, as its changes fold into one changeset: a neighbour
-        # this request already changed (the demo creates many elements in one request) keeps its revision.
-        bumped = changes.unrecorded(self.mirrored)
-        for other_id, record in self.mirrored.items():
-            changes.element(
-                "updated",
-                type_name=record["type"],
-                element_id=other_id,
-                element_name=record["name"],
-                changes=list(record["changes"].values()),
-            )
-        repository.bump_elements(db, bumped, now=changes.now, user=login)
+        # A neighbour this request already changed (the demo creates many elements in one request) keeps
+        # its revision (`record_updates`).
+        updates = (
+            ElementUpdate(record["type"], other_id, record["name"], list(record["changes"].values()))
+            for other_id, record in self.mirrored.items()
+        )
+        record_updates(db, changes, updates, login=login, now=changes.now)
+
+
+def record_updates(
+    db: Session, changes: ChangeLog, updates: Iterable[ElementUpdate], *, login: str, now: dt.datetime
+) -> None:
+    """Record elements changed through something else than a write of theirs (a neighbour, a removed or
+    renamed value, a removed relation type), and give each one new revision unless this request has one
+    for it already (`ChangeLog.elements_updated`)."""
+    repository.bump_elements(db, changes.elements_updated(updates), now=now, user=login)
