@@ -4,6 +4,7 @@ renderings, which applied to the first gives the second."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hypothesis import given, settings
@@ -125,7 +126,7 @@ ELEMENTS = st.fixed_dictionaries(
 )
 
 
-def _row(revision: int, operation: str, changes: list[dict[str, Any]], name: str) -> ChangesetRow:
+def _row(revision: int, operation: str, changes: Sequence[Mapping[str, Any]], name: str) -> ChangesetRow:
     return ChangesetRow(
         change_id=revision,
         revision=revision,
@@ -135,7 +136,7 @@ def _row(revision: int, operation: str, changes: list[dict[str, Any]], name: str
         element_id=17,
         element_name=name,
         subject=None,
-        changes=changes,
+        changes=[dict(change) for change in changes],
         created_at=NOW,
         user_login="editor",
         request_id=f"r{revision}",

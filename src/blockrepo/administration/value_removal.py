@@ -210,7 +210,13 @@ def _record_relation_values(
             )
     updates = (
         ElementUpdate(
-            type_name, element_id, element_name, [{"property": end, **change} for end, change in ends.items()]
+            type_name,
+            element_id,
+            element_name,
+            [
+                {"property": end, "added": change["added"], "removed": change["removed"]}
+                for end, change in ends.items()
+            ],
         )
         for element_id, (type_name, element_name, ends) in per_element.items()
     )

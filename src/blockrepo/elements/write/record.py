@@ -21,7 +21,15 @@ from blockrepo.elements.write.drafts import Reference
 from blockrepo.elements.write.items import TypeItems, WriteItem, Writer
 from blockrepo.elements.write.plan import UpdatePlan, applied
 from blockrepo.metamodel.snapshot import BlockTypeDef
-from blockrepo.revisions.recorder import UNRECORDED_KEYS, ChangeLog, ElementUpdate, apply_related_change
+from blockrepo.revisions.recorder import (
+    UNRECORDED_KEYS,
+    Change,
+    ChangeLog,
+    ElementState,
+    ElementUpdate,
+    EndChange,
+    apply_related_change,
+)
 
 
 @dataclass
@@ -125,7 +133,7 @@ class _CreatedRecorder:
         draft, element_id = item.draft, item.new_id
         assert draft is not None and draft.name is not None and element_id is not None
         name = draft.name
-        recorded: list[dict[str, Any]] = [{"property": "name", "old": [], "new": [name]}]
+        recorded: list[Change] = [{"property": "name", "old": [], "new": [name]}]
         if draft.description:
             recorded.append({"property": "description", "old": [], "new": [draft.description]})
         parent = _entry(draft.parent) if draft.parent is not None and self.show_parent else None
@@ -314,14 +322,14 @@ def record_write(
 
 
 def diff_elements(
-    type_def: BlockTypeDef, before: dict[str, Any], after: dict[str, Any], *, order_counts: bool = True
-) -> list[dict[str, Any]]:
+    type_def: BlockTypeDef, before: ElementState, after: ElementState, *, order_counts: bool = True
+) -> list[Change]:
     """Field-level changes between two renderings of one element: `old`/`new` for values, `added`/
     `removed` for relation ends and children (matched by id, so the same entries in another order add and
     remove nothing; changed relation attributes show the old entry as removed and the new one as added,
     and `order` lists the ids when the end was reordered as well); a pure reordering is recorded as
     `old`/`new`, unless `order_counts` is false (an import: a relation list's order is not a change)."""
-    changes: list[dict[str, Any]] = []
+    changes: list[Change] = []
     for key in dict.fromkeys([*before, *after]):
         if key in UNRECORDED_KEYS:
             continue
@@ -331,7 +339,7 @@ def diff_elements(
         if key == "children" or key in type_def.ends:
             added, removed = entry_diff(old, new)
             if added or removed:
-                change: dict[str, Any] = {"property": key, "added": added, "removed": removed}
+                change: EndChange = {"property": key, "added": added, "removed": removed}
                 new_order = [entry["id"] for entry in new]
                 if [entry["id"] for entry in apply_related_change(old, change)] != new_order:
                     change["order"] = new_order  # added and reordered at once: history keeps the order
@@ -388,12 +396,12 @@ class NeighbourMirror:
         self,
         type_def: BlockTypeDef,
         element_id: int,
-        before: dict[str, Any] | None,
-        after: dict[str, Any] | None,
+        before: ElementState | None,
+        after: ElementState | None,
     ) -> None:
         old_state, new_state = before or {}, after or {}
 
-        def me(state: dict[str, Any], relation: dict[str, Any] | None = None) -> dict[str, Any]:
+        def me(state: ElementState, relation: dict[str, Any] | None = None) -> dict[str, Any]:
             entry: dict[str, Any] = {"id": element_id, "name": state["name"][0]}
             if relation is not None and "attributes" in relation:
                 entry["attributes"] = relation["attributes"]
