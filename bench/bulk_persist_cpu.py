@@ -11,8 +11,8 @@ makes them; then `--requests` bodies of `--batch` InformationSystems (five value
 encoded before the clock starts) are posted to `POST /api/massdata/InformationSystem` through Starlette's
 TestClient. Each request's process CPU time (`time.process_time`: the app and the client in one
 process) is divided by its elements, and so is the CPU time its thread spent in the persist side
-(`elements.writer.persist` and `RequestContext.commit`, wrapped here); the first request is a warm-up
-and is left out. Prints the median and
+(`elements.write.persistence.persist` and `RequestContext.commit`, wrapped here); the first request
+is a warm-up and is left out. Prints the median and
 the spread; asserts nothing. Meant for before/after comparisons in one sitting (`PYTHONPATH`), since
 CPU time moves less than the clock on a shared machine.
 """
@@ -38,7 +38,7 @@ import blockrepo
 from blockrepo.api.context import RequestContext
 from blockrepo.app import create_app
 from blockrepo.cli.repository import initialize_repository
-from blockrepo.elements import writer
+from blockrepo.elements.write import persistence
 
 warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
 from starlette.testclient import TestClient  # noqa: E402
@@ -77,7 +77,7 @@ def main() -> int:
     args = parser.parse_args()
     # The persist side: the write core's `persist` (rows, history) and the request's commit (the flush of
     # the history and COMMIT), timed in their own thread.
-    writer.persist = timed(writer.persist)
+    persistence.persist = timed(persistence.persist)
     RequestContext.commit = timed(RequestContext.commit)  # type: ignore[method-assign]
     elements = args.requests * args.batch
     with scratch_database(args.database, "bulk_cpu") as url:

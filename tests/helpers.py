@@ -3,7 +3,7 @@ features whose admin API lives elsewhere), and count SQL statements."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -12,6 +12,7 @@ from sqlalchemy import Engine, event, insert, select, update
 from sqlalchemy.orm import Session
 from starlette.testclient import TestClient
 
+from blockrepo.access.actor import Actor
 from blockrepo.access.models import (
     AttributeGroupPermission,
     Role,
@@ -20,6 +21,8 @@ from blockrepo.access.models import (
     User,
     UserRole,
 )
+from blockrepo.elements.read.repository import load_elements
+from blockrepo.elements.read.view import ElementView
 from blockrepo.metamodel.models import (
     Attribute,
     AttributeGroup,
@@ -29,7 +32,7 @@ from blockrepo.metamodel.models import (
     BlockType,
     RelationType,
 )
-from blockrepo.metamodel.snapshot import DEFAULT_GROUP_NAME
+from blockrepo.metamodel.snapshot import DEFAULT_GROUP_NAME, BlockTypeDef, Metamodel
 from blockrepo.revisions.models import RepositoryState
 
 
@@ -207,3 +210,19 @@ def count_queries(engine: Engine) -> Iterator[QueryCounter]:
         yield counter
     finally:
         event.remove(engine, "before_cursor_execute", record)
+
+
+def read_elements(
+    db: Session,
+    metamodel: Metamodel,
+    actor: Actor | None,
+    type_def: BlockTypeDef,
+    ids: Sequence[int],
+    fields: Iterable[str] | None = None,
+) -> list[dict[str, Any]]:
+    """The element JSON of `ids` (in that order; ids not of the type skipped) as `ElementView.render` makes
+    it of the typed rows `load_elements` reads (how the write core renders its answers): what the
+    column-oriented `ElementReader` must equal."""
+    view = ElementView.build(metamodel, actor, type_def, fields)
+    loaded = load_elements(db, type_def.id, ids, view.selection)
+    return [view.render(loaded[element_id]) for element_id in dict.fromkeys(ids) if element_id in loaded]

@@ -9,8 +9,8 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
 
-from blockrepo.elements import repository
 from blockrepo.elements.service import concurrent_change_guard
+from blockrepo.elements.write import repository
 from blockrepo.errors import Conflict, NameConflict
 from blockrepo.metamodel.models import BlockType
 from tests.helpers import session_of

@@ -7,9 +7,10 @@ from fastapi import FastAPI
 from sqlalchemy.orm import Session
 from starlette.testclient import TestClient
 
-from blockrepo.elements.view import read_elements
+from blockrepo.elements.read.repository import load_elements
+from blockrepo.elements.read.view import ElementView
 from blockrepo.metamodel.repository import load_metamodel
-from tests.helpers import count_queries, create_attribute, engine_of
+from tests.helpers import count_queries, create_attribute, engine_of, read_elements
 
 
 def build_landscape(app: FastAPI, client: TestClient, count: int) -> list[int]:
@@ -97,3 +98,17 @@ def test_write_query_count_does_not_grow_with_values(app: FastAPI, client: TestC
     with count_queries(engine) as large_count:
         assert client.post("/api/element/BusinessProcess", json=large).status_code == 201
     assert small_count.count == large_count.count
+
+
+def test_the_locked_single_id_load_equals_the_batched_one(app: FastAPI, client: TestClient) -> None:
+    # A single update reads its element locked, by statements for one id: the same state a batch reads.
+    ids = build_landscape(app, client, 3)
+    with Session(engine_of(app)) as db:
+        metamodel = load_metamodel(db, 0)
+        type_def = metamodel.type_named("BusinessProcess")
+        assert type_def is not None
+        selection = ElementView.build(metamodel, None, type_def).selection
+        for element_id in ids:
+            batched = load_elements(db, type_def.id, [element_id], selection)
+            assert batched and load_elements(db, type_def.id, [element_id], selection, locked=True) == batched
+        assert load_elements(db, type_def.id, [987654], selection, locked=True) == {}

@@ -13,13 +13,20 @@ from sqlalchemy.orm import Session
 from starlette.testclient import TestClient
 
 from blockrepo.access.actor import Actor, GroupRule
-from blockrepo.elements import reader as reader_module
 from blockrepo.elements.models import Element
-from blockrepo.elements.reader import ElementReader
-from blockrepo.elements.view import ElementView, read_elements
+from blockrepo.elements.read import reader as reader_module
+from blockrepo.elements.read.reader import ElementReader
+from blockrepo.elements.read.view import ElementView
 from blockrepo.metamodel.repository import load_metamodel
 from blockrepo.metamodel.snapshot import Metamodel
-from tests.helpers import count_queries, create_attribute, create_group, create_user, engine_of
+from tests.helpers import (
+    count_queries,
+    create_attribute,
+    create_group,
+    create_user,
+    engine_of,
+    read_elements,
+)
 
 TYPES = ("InformationSystem", "BusinessProcess", "InformationFlow")
 

@@ -11,7 +11,7 @@ import pytest
 from fastapi import FastAPI
 from starlette.testclient import TestClient
 
-from blockrepo.elements import writer
+from blockrepo.elements.write import persistence
 from tests.api.massdata_landscape import build_landscape
 
 
@@ -261,9 +261,9 @@ def test_a_write_large_enough_for_the_insert_pipeline_stores_and_records_what_a_
     second_updated = [_create(client, "InformationSystem", f"Updated by the second {n}") for n in range(3)]
     components_history = [len(_history(client, "TechnicalComponent", c)) for c in components]
 
-    count = writer.PIPELINE_MIN_CREATES
+    count = persistence.PIPELINE_MIN_CREATES
     piped = _large_write(client, "Piped", count, components, first_updated)
-    monkeypatch.setattr(writer, "PIPELINE_MIN_CREATES", count + 1)
+    monkeypatch.setattr(persistence, "PIPELINE_MIN_CREATES", count + 1)
     plain = _large_write(client, "Plain", count, components, second_updated)
 
     assert _as_written(client, piped) == _as_written(client, plain)
@@ -325,9 +325,9 @@ def test_elements_an_import_lists_by_name_are_recorded_as_reading_them_back_reco
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The components and systems that later records list are recorded from the drafts and what lists them
-    # (`writer._receivers`); read back from the database instead, they are recorded the same.
+    # (`persistence.receivers`); read back from the database instead, they are recorded the same.
     from_drafts = _imported_histories(client, "")
-    monkeypatch.setattr(writer, "_receivers", lambda groups: {})
+    monkeypatch.setattr(persistence, "receivers", lambda groups: {})
     assert _imported_histories(client, " (read back)") == from_drafts
     assert from_drafts["Server B"] == [
         [
@@ -342,10 +342,10 @@ def test_elements_an_import_lists_by_name_are_recorded_as_reading_them_back_reco
 
 
 def test_a_large_write_never_hands_out_the_id_of_a_deleted_element(client: TestClient) -> None:
-    # On SQLite a large write hands out the ids itself (elements.repository.insert_named_elements), as
+    # On SQLite a large write hands out the ids itself (elements.write.repository.insert_named_elements), as
     # AUTOINCREMENT does: history knows an element by its id forever.
     def bulk_create(prefix: str) -> list[int]:
-        items = [{"name": [f"{prefix} {n}"]} for n in range(writer.PIPELINE_MIN_CREATES)]
+        items = [{"name": [f"{prefix} {n}"]} for n in range(persistence.PIPELINE_MIN_CREATES)]
         response = client.post("/api/massdata/TechnicalComponent", json={"elements": items})
         assert response.status_code == 200, response.text
         return [item["id"] for item in response.json()["results"]]

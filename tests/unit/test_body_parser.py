@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from blockrepo.access.actor import Actor
-from blockrepo.elements.validation import BodyParser, ElementDraft
+from blockrepo.elements.write.drafts import ElementDraft
+from blockrepo.elements.write.parse import BodyParser
 from tests.unit.core_fixtures import APP_TYPE, EDITOR, SUPERVISOR
 
 

@@ -70,7 +70,7 @@ SQL_OUTSIDE_REPOSITORIES = {
     "blockrepo.auth.throttle",
     # The read engines: the query language and filters compile to SQL, and the column-oriented element
     # reader builds its statements once per dialect; SQL is what they produce.
-    "blockrepo.elements.reader",
+    "blockrepo.elements.read.reader",
     "blockrepo.massdata.listing",
     "blockrepo.massdata.query.compiler",
 }

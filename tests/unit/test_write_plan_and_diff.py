@@ -4,15 +4,18 @@ renderings, which applied to the first gives the second."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from blockrepo.elements.repository import LoadedElement, LoadedRelation
-from blockrepo.elements.validation import BodyParser, ElementDraft
+from blockrepo.elements.read.repository import LoadedElement, LoadedRelation
 from blockrepo.elements.values import TypedValue
-from blockrepo.elements.writer import diff_elements, plan_update
+from blockrepo.elements.write.drafts import ElementDraft
+from blockrepo.elements.write.parse import BodyParser
+from blockrepo.elements.write.plan import plan_update
+from blockrepo.elements.write.record import diff_elements
 from blockrepo.history.asof import fold_elements
 from blockrepo.history.repository import ChangesetRow
 from blockrepo.revisions.recorder import UNRECORDED_KEYS, ChangeLog
@@ -123,7 +126,7 @@ ELEMENTS = st.fixed_dictionaries(
 )
 
 
-def _row(revision: int, operation: str, changes: list[dict[str, Any]], name: str) -> ChangesetRow:
+def _row(revision: int, operation: str, changes: Sequence[Mapping[str, Any]], name: str) -> ChangesetRow:
     return ChangesetRow(
         change_id=revision,
         revision=revision,
@@ -133,7 +136,7 @@ def _row(revision: int, operation: str, changes: list[dict[str, Any]], name: str
         element_id=17,
         element_name=name,
         subject=None,
-        changes=changes,
+        changes=[dict(change) for change in changes],
         created_at=NOW,
         user_login="editor",
         request_id=f"r{revision}",

@@ -2,9 +2,9 @@
 recording renamed literals on the elements that hold them.
 
 Set-based: one query reads every affected value with its element, one UPDATE per chunk bumps the elements'
-revisions, one DELETE removes the values; each affected element gets one "updated" change in history in the
-same shape the element API records (values `old`/`new`; relation attributes as the entry `removed` with its
-old attribute values and `added` with the new ones).
+revisions (`record_updates`), one DELETE removes the values; each affected element gets one "updated"
+change in history in the same shape the element API records (values `old`/`new`; relation attributes as
+the entry `removed` with its old attribute values and `added` with the new ones).
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from blockrepo.elements import repository
+from blockrepo.elements.edits import repository
 from blockrepo.elements.values import encode_value
+from blockrepo.elements.write.record import record_updates
 from blockrepo.metamodel.snapshot import AttributeDef, Metamodel
-from blockrepo.revisions.recorder import ChangeLog
+from blockrepo.revisions.recorder import ChangeLog, ElementUpdate
 
 NewValue = Callable[[int | None, Any], Any]  # (literal id, encoded old value) -> new value, None: dropped
 
@@ -99,16 +100,16 @@ def _record_element_values(
         replacement = new_value(literal_id, encoded)
         if replacement is not None:
             entry[3].append(replacement)
-    fresh = changes.unrecorded(affected)
-    for element_id, (type_id, element_name, old, new) in affected.items():
-        changes.element(
-            "updated",
-            type_name=metamodel.type_by_id(type_id).name,
-            element_id=element_id,
-            element_name=element_name,
-            changes=[{"property": attribute.name, "old": old, "new": new}],
+    updates = (
+        ElementUpdate(
+            metamodel.type_by_id(type_id).name,
+            element_id,
+            element_name,
+            [{"property": attribute.name, "old": old, "new": new}],
         )
-    repository.bump_elements(db, fresh, now=now, user=login)
+        for element_id, (type_id, element_name, old, new) in affected.items()
+    )
+    record_updates(db, changes, updates, login=login, now=now)
     return len(affected)
 
 
@@ -207,14 +208,17 @@ def _record_relation_values(
             change["added"].append(
                 {"id": other_id, "name": other_name, "attributes": {attribute.name: relation["new"]}}
             )
-    fresh = changes.unrecorded(per_element)
-    for element_id, (type_name, element_name, ends) in per_element.items():
-        changes.element(
-            "updated",
-            type_name=type_name,
-            element_id=element_id,
-            element_name=element_name,
-            changes=[{"property": end, **change} for end, change in ends.items()],
+    updates = (
+        ElementUpdate(
+            type_name,
+            element_id,
+            element_name,
+            [
+                {"property": end, "added": change["added"], "removed": change["removed"]}
+                for end, change in ends.items()
+            ],
         )
-    repository.bump_elements(db, fresh, now=now, user=login)
+        for element_id, (type_name, element_name, ends) in per_element.items()
+    )
+    record_updates(db, changes, updates, login=login, now=now)
     return len(relations)

@@ -23,7 +23,7 @@ from blockrepo.auth.authenticator import Authenticator
 from blockrepo.auth.backends import AuthBackends
 from blockrepo.auth.basic import CredentialCache, Principal
 from blockrepo.auth.passwords import Passwords
-from blockrepo.elements.reading import ElementReaders, RenderedElements
+from blockrepo.elements.read.by_id import ElementReaders, RenderedElements
 from blockrepo.errors import Conflict, Unauthenticated
 from blockrepo.metamodel.service import MetamodelCache
 from blockrepo.metamodel.snapshot import Metamodel

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from blockrepo.elements.validation import LARGEST_ID
+from blockrepo.elements.write.drafts import LARGEST_ID
 
 # A type name and an id of at most 10 digits without a leading zero. A NUL in the name is left to the
 # routes, which refuse it; the lanes would pass it to the database.

@@ -1,7 +1,7 @@
 """The single-element rules: read, create, update (partial) and delete, with permissions and history.
 
 Services never commit; the route does. A write checks the type, the lock and If-Match here and hands
-the one element to the write core (`elements.writer`), which validates the whole body first (every
+the one element to the write core (`elements.write`), which validates the whole body first (every
 problem in one 400), writes, bumps the revision of every element whose JSON changed exactly once and
 records field-level history in the request's ChangeLog.
 """
@@ -13,14 +13,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.elements import repository
-from blockrepo.elements import writer as core
-from blockrepo.elements.repository import LoadedElement
-from blockrepo.elements.view import ElementView, read_elements, view_of
-from blockrepo.elements.writer import WriteItem, Writer
+from blockrepo.elements.compiled import view_of
+from blockrepo.elements.read.repository import LoadedElement, load_elements
+from blockrepo.elements.write import persistence, validation
+from blockrepo.elements.write.items import WriteItem, Writer
 from blockrepo.errors import (
     Conflict,
     Forbidden,
@@ -29,19 +28,10 @@ from blockrepo.errors import (
     NotFound,
     PreconditionFailed,
     UnknownType,
-    ValidationFailed,
 )
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
 
-__all__ = [
-    "ElementView",
-    "Writer",
-    "create_element",
-    "delete_element",
-    "get_element",
-    "read_elements",
-    "update_element",
-]
+__all__ = ["Writer", "create_element", "delete_element", "update_element"]
 
 RevisionCheck = Callable[[int], bool]
 
@@ -56,28 +46,6 @@ def resolve_type(metamodel: Metamodel, actor: Actor, type_name: str, action: str
     return type_def
 
 
-def get_element(
-    db: Session, metamodel: Metamodel, actor: Actor, type_name: str, element_id: int
-) -> dict[str, Any]:
-    type_def = resolve_type(metamodel, actor, type_name)
-    found = read_elements(db, metamodel, actor, type_def, [element_id])
-    if not found:
-        raise NotFound(f"there is no {type_name} with id {element_id}")
-    return found[0]
-
-
-def _raise_failure(item: WriteItem) -> None:
-    """The error of a single write whose one item failed: 403, 400 with every problem, or 409."""
-    errors = item.errors
-    if item.status == 403:
-        raise Forbidden("; ".join(f"{e.pointer}: {e.message}" for e in errors), errors=errors)
-    if item.status == 409:
-        extra = {"conflictingId": item.conflicting_id} if item.conflicting_id is not None else None
-        raise NameConflict(errors[0].message, extra=extra)
-    detail = f"{len(errors)} problem(s): " + "; ".join(f"{e.pointer}: {e.message}" for e in errors[:5])
-    raise ValidationFailed(detail, errors=errors)
-
-
 def _write_one(
     writer: Writer,
     type_def: BlockTypeDef,
@@ -89,13 +57,13 @@ def _write_one(
     all properties); its JSON as the actor sees it."""
     item = WriteItem(0, body, element_id)
     items = [item]
-    core.validate(writer, type_def, items)
-    if item.failed:
-        _raise_failure(item)
+    validation.validate(writer, type_def, items)
+    if item.error is not None:
+        raise item.error
     assert item.draft is not None
     loaded = None if before is None else {before.id: before}
     with concurrent_change_guard(item.draft.name):
-        written = core.persist(writer, type_def, items, loaded=True, before=loaded)
+        written = persistence.persist(writer, type_def, items, loaded=True, before=loaded)
     written_id = item.written_id
     assert written_id is not None
     return view_of(writer.metamodel, writer.actor, type_def).render(written[written_id])
@@ -154,7 +122,7 @@ def update_element(
     type_def = resolve_type(writer.metamodel, writer.actor, type_name, "update")
     # Read once, locked: the precondition is checked on it and the write core plans against it.
     full = view_of(writer.metamodel, None, type_def)
-    before = repository.load_element_for_update(writer.db, type_def.id, element_id, full.selection)
+    before = load_elements(writer.db, type_def.id, [element_id], full.selection, locked=True).get(element_id)
     _check_precondition(type_def, element_id, None if before is None else before.revision, if_match)
     return _write_one(writer, type_def, body, element_id, before)
 
@@ -178,4 +146,4 @@ def delete_element(
             extra={"children": len(ids) - 1},
         )
     with concurrent_change_guard():
-        core.delete(writer, type_def, ids)
+        persistence.delete(writer, type_def, ids)

@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
-from blockrepo.elements.view import ElementView
+from blockrepo.elements.read.view import ElementView
 from blockrepo.errors import ErrorItem, NotFound, ValidationFailed
 from blockrepo.history import repository
 from blockrepo.history.identities import AttributeIdentities
@@ -169,8 +169,8 @@ def read_elements_as_of(
 ) -> list[dict[str, Any]]:
     """The element JSON of `ids` (in that order) as it stood at `revision`, as `actor` may see it; ids that
     did not exist then as elements of this type are skipped. The counterpart of
-    `blockrepo.elements.view.read_elements` (same arguments plus the revision, same JSON): three queries per
-    1,000 ids. The keys shown follow today's metamodel and permissions (a property since deleted from the
+    `ElementView.render` of the loaded elements (same arguments plus the revision, same JSON): three queries
+    per 1,000 ids. The keys shown follow today's metamodel and permissions (a property since deleted from the
     metamodel is not shown). Checks no type permission itself."""
     view = view or ElementView.build(metamodel, actor, type_def, fields)
     folded = fold_elements(

@@ -1,5 +1,5 @@
 """Bulk writes of one type (`POST/DELETE /api/massdata/{type}`): the envelope, the targets and the
-per-item results around the element write core (`elements.writer`), which validates every item with the
+per-item results around the element write core (`elements.write`), which validates every item with the
 element rules and writes them set-based.
 
 1. targets: ids given, or names looked up (`match: "name"`); updated rows are locked;
@@ -18,10 +18,10 @@ from typing import Any
 
 from blockrepo.elements import repository
 from blockrepo.elements import service as element_service
-from blockrepo.elements import writer as core
-from blockrepo.elements.validation import LARGEST_ID, pointer
 from blockrepo.elements.values import NAME_MAX_LENGTH
-from blockrepo.elements.writer import WriteItem, Writer
+from blockrepo.elements.write import persistence, validation
+from blockrepo.elements.write.drafts import LARGEST_ID, pointer
+from blockrepo.elements.write.items import WriteItem, Writer, forbidden, invalid
 from blockrepo.errors import (
     ErrorItem,
     Forbidden,
@@ -77,8 +77,10 @@ def parse_request(body: dict[str, Any], max_elements: int) -> BulkRequest:
 
 def _result(item: WriteItem, dry_run: bool) -> dict[str, Any]:
     # One dict literal an item, fields read once (a bulk write answers 10,000 of them).
-    status, element_id = item.status, item.element_id
-    if status is None:
+    error, element_id = item.error, item.element_id
+    if error is not None:
+        status = error.status
+    else:
         if element_id is None:
             status, element_id = 201, None if dry_run else item.new_id
         else:
@@ -116,10 +118,10 @@ def bulk_write(writer: Writer, type_name: str, request: BulkRequest) -> BulkOutc
     items = [WriteItem(i, raw if isinstance(raw, dict) else None) for i, raw in enumerate(request.elements)]
     for item in items:
         if item.body is None:
-            item.fail(400, [ErrorItem("", "wrong_type", "an element is a JSON object")])
+            item.fail(invalid([ErrorItem("", "wrong_type", "an element is a JSON object")]))
     _assign_targets(writer, type_def, items, request.match)
-    core.validate(writer, type_def, items)
-    failed = [item for item in items if item.status is not None]
+    validation.validate(writer, type_def, items)
+    failed = [item for item in items if item.error is not None]
     if request.mode == "atomic" and failed:
         results = [_result(item, request.dry_run) for item in items]
         errors = [
@@ -128,13 +130,13 @@ def bulk_write(writer: Writer, type_name: str, request: BulkRequest) -> BulkOutc
             for e in item.errors
         ]
         detail = f"{len(failed)} of {len(items)} element(s) failed; nothing was written"
-        if any(item.status == 403 for item in failed):
+        if any(isinstance(item.error, Forbidden) for item in failed):
             # Writing what the caller may not write is 403, as in the element API, with every problem.
             raise Forbidden(detail, errors=errors, extra={"results": results})
         raise ValidationFailed(detail, errors=errors, extra={"results": results})
-    good = [item for item in items if item.status is None] if failed else items
+    good = [item for item in items if item.error is None] if failed else items
     if not request.dry_run:
-        core.persist(writer, type_def, good)
+        persistence.persist(writer, type_def, good)
     results = [_result(item, request.dry_run) for item in items]
     return BulkOutcome(
         created=sum(1 for item in good if item.creating),
@@ -165,7 +167,7 @@ def _assign_targets(writer: Writer, type_def: BlockTypeDef, items: Sequence[Writ
         if "id" in item.body:
             element_id = _single_id(item.body["id"])
             if element_id is None:
-                item.fail(400, [ErrorItem("/id", "wrong_type", "id is a positive integer (or [n])")])
+                item.fail(invalid([ErrorItem("/id", "wrong_type", "id is a positive integer (or [n])")]))
                 continue
             item.element_id = element_id
             by_id.append(item)
@@ -186,12 +188,11 @@ def _assign_targets(writer: Writer, type_def: BlockTypeDef, items: Sequence[Writ
     for item in sorted(by_id, key=lambda i: i.index):
         assert item.element_id is not None
         if item.element_id not in existing:
-            item.fail(
-                404, [ErrorItem("/id", "not_found", f"there is no {type_def.name} with id {item.element_id}")]
-            )
+            message = f"there is no {type_def.name} with id {item.element_id}"
+            item.fail(NotFound(message, errors=[ErrorItem("/id", "not_found", message)]))
         elif item.element_id in seen:
             message = f"element {item.element_id} is already written by item {seen[item.element_id]}"
-            item.fail(400, [ErrorItem("/id", "duplicate", message)])
+            item.fail(invalid([ErrorItem("/id", "duplicate", message)]))
         else:
             seen[item.element_id] = item.index
     may = {action: writer.actor.can_type(type_def.id, action) for action in ("create", "update")}
@@ -202,7 +203,9 @@ def _assign_targets(writer: Writer, type_def: BlockTypeDef, items: Sequence[Writ
             continue
         action = "create" if item.creating else "update"
         if not may[action]:
-            item.fail(403, [ErrorItem("", "forbidden", f"you may not {action} {type_def.name} elements")])
+            item.fail(
+                forbidden([ErrorItem("", "forbidden", f"you may not {action} {type_def.name} elements")])
+            )
 
 
 # --- bulk delete ---------------------------------------------------------------------------------------
@@ -251,5 +254,5 @@ def bulk_delete(writer: Writer, type_name: str, ids: Sequence[int], *, recursive
             "too or pass ?recursive=true",
             extra={"children": descendants[:100]},
         )
-    core.delete(writer, type_def, doomed)
+    persistence.delete(writer, type_def, doomed)
     return len(doomed)

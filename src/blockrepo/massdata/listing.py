@@ -1,7 +1,7 @@
 """Filtered, sorted reads of one type: keyset-paginated pages, or every match streamed as NDJSON.
 
 A page costs one query for the ids (the iteraQL condition, the sort and the keyset run in the database),
-a fixed number for their JSON (`reader.ElementReader`, the JSON `read_elements` gives), and one more for
+a fixed number for their JSON (`reader.ElementReader`, the JSON `ElementView.render` gives), and one more for
 `total` when asked: the same number for 1 or 1000 items.
 The cursor carries the sort key values and the id of the last row, so the next page starts right after it
 however many rows were inserted or deleted before it meanwhile (no offset drift).
@@ -25,8 +25,8 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.elements.models import Element, ElementValue
-from blockrepo.elements.reader import ElementReader
-from blockrepo.elements.view import ElementView
+from blockrepo.elements.read.reader import ElementReader
+from blockrepo.elements.read.view import ElementView
 from blockrepo.errors import BadRequest, ErrorItem, Forbidden, UnknownType
 from blockrepo.massdata.query.compiler import compile_filter, compile_query
 from blockrepo.massdata.query.limits import QueryLimits
@@ -398,7 +398,8 @@ def iterate_matches(
     db: Session, metamodel: Metamodel, actor: Actor | None, listing: Listing, *, batch: int = STREAM_BATCH
 ) -> Generator[list[dict[str, Any]], None, None]:
     """Every match, a batch of element JSON objects at a time, paging by keyset (flat memory). The objects
-    come from `ElementReader` (the JSON `read_elements` gives, built for throughput; treat as read-only)."""
+    come from `ElementReader` (the JSON `ElementView.render` gives, built for throughput; treat as
+    read-only)."""
 
     def pages() -> Iterator[list[int]]:
         after = listing.after

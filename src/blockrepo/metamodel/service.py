@@ -52,7 +52,7 @@ from blockrepo.revisions.recorder import ChangeLog
 
 class StoredElements(Protocol):
     """What metamodel edits ask of, and do to, the stored elements. The elements package provides it
-    (`elements.metamodel_edits`): the metamodel sits below the elements and does not import them."""
+    (`elements.edits.metamodel`): the metamodel sits below the elements and does not import them."""
 
     def type_has_elements(self, db: Session, type_id: int) -> bool: ...
 

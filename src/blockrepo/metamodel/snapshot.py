@@ -164,6 +164,9 @@ class Metamodel:
     _relation_types_by_name: Mapping[str, RelationTypeDef] = field(default_factory=dict)
     _relation_types_by_id: Mapping[int, RelationTypeDef] = field(default_factory=dict)
     _attributes_by_id: Mapping[int, AttributeDef] = field(default_factory=dict)
+    # What other packages compile from this snapshot, kept as long as it lives (`elements.compiled`: views
+    # and body parsers per actor); never compared, and a copy made by `dataclasses.replace` starts empty.
+    derived: dict[str, object] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def type_named(self, name: str) -> BlockTypeDef | None:
         return self._types_by_name.get(name)

@@ -10,10 +10,10 @@ transaction holds that lock from its first statement on: storage.transactions de
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, cast
+from typing import Any, NamedTuple, NotRequired, TypedDict, cast
 
 import orjson
 from sqlalchemy.orm import Session
@@ -25,6 +25,41 @@ FLUSH_SLICE = 5000  # change rows per insert when a request is flushed
 JsonValue = Any
 # Keys of the element JSON that history does not record (they change with every write).
 UNRECORDED_KEYS = frozenset({"id", "type", "revision", "lastModificationTime", "lastModificationUser"})
+
+# The shapes of element history, defined once. TypedDicts are plain dicts at run time: they cost the bulk
+# path nothing.
+ElementState = Mapping[str, Any]  # an element's JSON as history sees it: every key holds a list
+
+
+class ValueChange(TypedDict):
+    """A property's whole list of values before and after (name, description, parent, attributes)."""
+
+    property: str
+    old: list[Any]
+    new: list[Any]
+
+
+class EndChange(TypedDict):
+    """A relation end's (or `children`') entries added and removed, matched by id; `order`: the ids in
+    their new order, when the end was reordered as well."""
+
+    property: str
+    added: list[Any]
+    removed: list[Any]
+    order: NotRequired[list[Any]]
+
+
+Change = ValueChange | EndChange  # one entry of a changeset
+
+
+class ElementUpdate(NamedTuple):
+    """An "updated" changeset of an element that the request changed through something else: a neighbour
+    (a relation or child), a removed or renamed value, a removed relation type."""
+
+    type_name: str
+    element_id: int
+    element_name: str
+    changes: list[Change]
 
 
 @dataclass(slots=True)
@@ -67,12 +102,12 @@ _ENTRY_FIELDS = (
 )
 
 
-def _json_text(changes: list[dict[str, Any]]) -> str:
+def _json_text(changes: Sequence[Mapping[str, Any]]) -> str:
     # What the JSON column's bind processor would write (storage.engine: orjson), made once here.
     return orjson.dumps(changes).decode()
 
 
-def apply_related_change(current: list[Any], change: dict[str, Any]) -> list[Any]:
+def apply_related_change(current: list[Any], change: Mapping[str, Any]) -> list[Any]:
     """A relation end's (or `children`') entries after one recorded `added`/`removed` change.
 
     Removed entries go; an entry both removed and added (its relation attributes changed) keeps its
@@ -103,7 +138,7 @@ def _replaced_entry(before: Any, after: Any) -> Any:
     return after
 
 
-def _merged_order(known: dict[str, Any], change: dict[str, Any]) -> list[Any] | None:
+def _merged_order(known: Mapping[str, Any], change: Mapping[str, Any]) -> list[Any] | None:
     """The `order` of two folded relation changes: the later one's, or the earlier one moved on by the
     later additions and removals."""
     if "order" in change:
@@ -114,7 +149,9 @@ def _merged_order(known: dict[str, Any], change: dict[str, Any]) -> list[Any] | 
     return [entry["id"] for entry in apply_related_change(ids, change)]
 
 
-def _merge_property_changes(first: list[dict[str, Any]], later: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _merge_property_changes(
+    first: Sequence[Mapping[str, Any]], later: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
     """Fold two change lists of one entity: first `old` and last `new` win; relation lists combine."""
     merged: dict[str, dict[str, Any]] = {c["property"]: dict(c) for c in first}
     for change in later:
@@ -172,7 +209,7 @@ class ChangeLog:
         type_name: str,
         element_id: int,
         element_name: str,
-        changes: list[dict[str, Any]],
+        changes: Sequence[Change] | Sequence[Mapping[str, Any]],
     ) -> None:
         """Record that an element was "created", "updated" or "deleted"; several records of one element in
         one request fold into one changeset."""
@@ -199,17 +236,15 @@ class ChangeLog:
             known.changes = _merge_property_changes(known.changes, changes)
         known.element_name = element_name
 
-    def element_created(self, type_name: str, element_id: int, element: dict[str, Any]) -> None:
+    def element_created(self, type_name: str, element_id: int, element: ElementState) -> None:
         """Record a created element from its JSON: every recorded property that holds something, as new."""
         self._whole_element("created", type_name, element_id, element)
 
-    def element_deleted(self, type_name: str, element_id: int, element: dict[str, Any]) -> None:
+    def element_deleted(self, type_name: str, element_id: int, element: ElementState) -> None:
         """Record a deleted element from its last JSON: each recorded property that held something, as old."""
         self._whole_element("deleted", type_name, element_id, element)
 
-    def _whole_element(
-        self, operation: str, type_name: str, element_id: int, element: dict[str, Any]
-    ) -> None:
+    def _whole_element(self, operation: str, type_name: str, element_id: int, element: ElementState) -> None:
         created = operation == "created"
         changes = [
             {"property": key, "old": [] if created else value, "new": value if created else []}
@@ -224,11 +259,23 @@ class ChangeLog:
             changes=changes,
         )
 
-    def unrecorded(self, element_ids: Iterable[int]) -> list[int]:
-        """The ids this request has recorded no change of yet: those whose revision a writer still has to
-        bump (an element gets one new revision per request, however many records fold into its one
-        changeset)."""
-        return [element_id for element_id in element_ids if element_id not in self._by_element]
+    def elements_updated(self, updates: Iterable[ElementUpdate]) -> list[int]:
+        """Record each update ("updated"; several of one element fold into one changeset) and return the
+        ids of the elements this request had recorded nothing of before: each of those needs one new
+        revision (`elements.write.record.record_updates` gives it), the others have theirs already, so an
+        element gets one new revision per request however many records fold into its changeset."""
+        fresh = []
+        for type_name, element_id, element_name, changes in updates:
+            if element_id not in self._by_element:
+                fresh.append(element_id)
+            self.element(
+                "updated",
+                type_name=type_name,
+                element_id=element_id,
+                element_name=element_name,
+                changes=changes,
+            )
+        return fresh
 
     def metamodel(self, operation: str, subject: str, changes: list[dict[str, Any]]) -> None:
         self.metamodel_changed = True

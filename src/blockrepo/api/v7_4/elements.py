@@ -32,7 +32,8 @@ from blockrepo.api.problem import error_response
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.auth.basic import Principal
-from blockrepo.elements import reading, service
+from blockrepo.elements import service
+from blockrepo.elements.read import by_id as reading
 from blockrepo.errors import BlockrepoError
 from blockrepo.history import asof
 from blockrepo.history.schemas import AS_OF_DESCRIPTION

@@ -9,7 +9,7 @@ from blockrepo.api.body import require_json_body
 from blockrepo.api.context import RequestContext, races_as_conflicts, request_context
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import model_response
-from blockrepo.elements import metamodel_edits
+from blockrepo.elements.edits import metamodel as metamodel_edits
 from blockrepo.metamodel import service
 from blockrepo.metamodel.schemas import (
     BlockTypeCreate,

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from blockrepo import API_VERSION
 from blockrepo.access import repository as access_repository
 from blockrepo.elements import repository
-from blockrepo.elements.reader import ElementReader
+from blockrepo.elements.read.reader import ElementReader
 from blockrepo.elements.repository import chunks
 from blockrepo.history.repository import current_revision
 from blockrepo.massdata.listing import begin_snapshot

@@ -1,5 +1,5 @@
 """Imports an export document into the repository, all or nothing, as one revision, through the element
-write core (`elements.writer`), the same code that writes single elements and bulk writes.
+write core (`elements.write`), the same code that writes single elements and bulk writes.
 
 1. The metamodel the file needs is created where missing (`metamodel_sync`), and so are the accounts its
    responsibility values name (disabled, without roles).
@@ -34,9 +34,9 @@ from sqlalchemy.orm import Session
 from blockrepo.access.actor import Actor
 from blockrepo.administration import users as user_admin
 from blockrepo.elements import repository
-from blockrepo.elements import writer as core
 from blockrepo.elements.values import ValueProblem, check_name, json_type
-from blockrepo.elements.writer import TypeItems, WriteItem, Writer
+from blockrepo.elements.write import persistence, validation
+from blockrepo.elements.write.items import TypeItems, WriteItem, Writer
 from blockrepo.errors import ErrorItem, Forbidden, UnknownType, ValidationFailed
 from blockrepo.massdata.listing import require_massdata
 from blockrepo.massdata.transfer.document import Document, record_of
@@ -208,14 +208,14 @@ def import_document(
         _type_import(writer, type_name, records, mode, problems)
         for type_name, records in document.elements.items()
     ]
-    core.validate_types(writer, [TypeItems(t.type_def, t.items) for t in imports], forward=True)
+    validation.validate_types(writer, [TypeItems(t.type_def, t.items) for t in imports], forward=True)
     if mode == "cud":
         _refuse_references_to_doomed(metamodel, imports, problems)
     for type_import in imports:
         for item in type_import.items:
             for error in item.errors:
                 where = f"{type_import.where}/{item.index}"
-                if item.status == 403:
+                if isinstance(item.error, Forbidden):
                     problems.forbidden.append(
                         ErrorItem(where + _record_pointer(error.pointer), error.code, error.message)
                     )
@@ -238,7 +238,7 @@ def import_document(
         )
     for type_import in imports:
         _empty_the_rest(type_import)
-    written = core.persist_types(
+    written = persistence.persist_types(
         writer,
         [TypeItems(t.type_def, t.items) for t in imports],
         deletions=[(t.type_def, t.doomed) for t in imports if t.doomed],

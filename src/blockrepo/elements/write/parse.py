@@ -1,23 +1,14 @@
-"""Turns an element body into a normalized draft with every problem listed, separate from persistence.
-
-Three steps, each usable for one element or a whole bulk batch:
-1. `body_parser(...).parse`: pure; checks keys, value types, literals, cardinality of the element's own ends,
-   permissions per property; collects references (relation targets, parent, user logins).
-2. `resolve_references`: looks up every reference of many drafts in a fixed number of queries.
-3. `check_partners` (and, in the service, name, hierarchy and lock checks): rules that need the database.
-"""
+"""An element body checked and turned into a draft (`BodyParser`), without touching the database: keys,
+value types, literals, the cardinality of the element's own ends, permissions per property; references
+(relation ends, parent, user logins) are collected for `write.references` to resolve."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from blockrepo.access.actor import Actor
-from blockrepo.elements import repository
 from blockrepo.elements.values import (
     NAME_MAX_LENGTH,
     RICHTEXT_MAX_LENGTH,
@@ -28,76 +19,13 @@ from blockrepo.elements.values import (
     json_type,
     value_decoder,
 )
+from blockrepo.elements.write.drafts import LARGEST_ID, ElementDraft, EndEntry, Reference, pointer
 from blockrepo.errors import ErrorItem
-from blockrepo.metamodel.snapshot import READ_ONLY_KEYS, AttributeDef, BlockTypeDef, Metamodel, RelationEnd
+from blockrepo.metamodel.snapshot import READ_ONLY_KEYS, AttributeDef, BlockTypeDef, RelationEnd
 from blockrepo.name_normalization import InvalidName, normalized_name
 
-LARGEST_ID = 2**31 - 1
 _REFERENCE_KEYS = frozenset({"id", "name"})
 _END_ENTRY_KEYS = frozenset({"id", "name", "attributes"})
-
-
-def pointer(*parts: str | int) -> str:
-    """A JSON pointer (RFC 6901) from its unescaped parts."""
-    out = ""
-    for part in parts:
-        text = str(part)
-        # Escaping is rare (names hold no "/"), and a bulk write builds several pointers per element.
-        if "~" in text or "/" in text:
-            text = text.replace("~", "~0").replace("/", "~1")
-        out += "/" + text
-    return out
-
-
-@dataclass(slots=True)
-class Reference:
-    """An element named by id or by name in an expected type, resolved by `resolve_references`."""
-
-    pointer: str
-    type_id: int
-    id: int | None = None
-    name: str | None = None
-    resolved_id: int | None = None
-    resolved_name: str | None = None
-
-
-@dataclass(slots=True)
-class EndEntry:
-    """One value of a relation end: the other element and, if given, new relation attribute values
-    (each attribute present replaces its list; None: keep what an existing relation has)."""
-
-    reference: Reference
-    attributes: dict[int, list[TypedValue]] | None = None
-
-
-@dataclass(slots=True)
-class ElementDraft:
-    """A write of one element, normalized: only keys present in the body are set."""
-
-    type_def: BlockTypeDef
-    element_id: int | None  # None: the element is created
-    name: str | None = None
-    description: str | None = None
-    parent_given: bool = False
-    parent: Reference | None = None
-    values: dict[int, list[TypedValue]] = field(default_factory=dict)
-    ends: dict[str, list[EndEntry]] = field(default_factory=dict)
-    errors: list[ErrorItem] = field(default_factory=list)
-    forbidden: list[ErrorItem] = field(default_factory=list)
-    logins: list[tuple[str, str]] = field(default_factory=list)  # (pointer, login) to verify
-
-    @property
-    def creating(self) -> bool:
-        return self.element_id is None
-
-    def references(self) -> list[Reference]:
-        refs = [entry.reference for entries in self.ends.values() for entry in entries]
-        if self.parent is not None:
-            refs.insert(0, self.parent)
-        return refs
-
-    def error(self, where: str, code: str, message: str) -> None:
-        self.errors.append(ErrorItem(where, code, message))
 
 
 Handler = Callable[["ElementDraft", Any], None]
@@ -168,26 +96,6 @@ class BodyParser:
             # An end to a type the actor may not read is left out of what they read: unknown, too.
             return _end_handler(actor, end)
         return None
-
-
-_PARSERS: dict[tuple[int, int], tuple[BlockTypeDef, Actor, BodyParser]] = {}
-_MAX_PARSERS = 256
-
-
-def body_parser(actor: Actor, type_def: BlockTypeDef) -> BodyParser:
-    """The `BodyParser` of the type and the actor, made once while both stay the same objects: the
-    compiled metamodel and the actor are cached per revision, so a single write does not build its
-    handlers again, and a metamodel or access change brings new objects and a new parser."""
-    key = (id(type_def), id(actor))
-    entry = _PARSERS.get(key)
-    # An entry holds its type and actor, so no other object can have their ids while it exists.
-    if entry is not None and entry[0] is type_def and entry[1] is actor:
-        return entry[2]
-    parser = BodyParser(actor, type_def)
-    if len(_PARSERS) >= _MAX_PARSERS:
-        _PARSERS.clear()
-    _PARSERS[key] = (type_def, actor, parser)
-    return parser
 
 
 def _ignore(draft: ElementDraft, raw: Any) -> None:
@@ -485,133 +393,3 @@ def _check_mandatory(draft: ElementDraft, demanded: Sequence[AttributeDef], body
         values = draft.values.get(prop.id)
         if (draft.creating and prop.name not in body) or (values is not None and not values):
             draft.error(pointer(prop.name), "mandatory", f"{prop.name} is mandatory")
-
-
-def resolve_references(db: Session, metamodel: Metamodel, drafts: Sequence[ElementDraft]) -> None:
-    """Resolve every reference and login of `drafts` with one query each for ids, names and logins;
-    unresolvable ones become errors of their draft."""
-    ids: set[int] = set()
-    names: dict[int, set[str]] = {}
-    references = [draft.references() for draft in drafts]
-    for refs in references:
-        for ref in refs:
-            if ref.id is not None:
-                ids.add(ref.id)
-            elif ref.name is not None:
-                names.setdefault(ref.type_id, set()).add(ref.name)
-    by_id = repository.find_by_ids(db, ids)
-    by_name = repository.find_by_names(db, names)
-    for draft, refs in zip(drafts, references, strict=True):
-        for ref in refs:
-            if ref.id is None:
-                _resolve_name(metamodel, draft, ref, by_name)
-                continue
-            found = by_id.get(ref.id)
-            if found is not None and found[0] == ref.type_id:
-                ref.resolved_id, ref.resolved_name = ref.id, found[1]
-            elif found is None:
-                draft.error(ref.pointer, "unknown_target", f"there is no element {ref.id}")
-            else:
-                actual, expected = metamodel.type_by_id(found[0]).name, metamodel.type_by_id(ref.type_id).name
-                draft.error(ref.pointer, "wrong_type", f"element {ref.id} is a {actual}, not a {expected}")
-    named = [draft for draft in drafts if draft.logins]
-    logins = repository.existing_logins(db, (login for draft in named for _, login in draft.logins))
-    for draft in named:
-        for where, login in draft.logins:
-            if login not in logins:
-                draft.error(where, "unknown_user", f"there is no user {login!r}")
-    for draft in drafts:
-        _check_resolved_ends(draft)
-
-
-def _resolve_name(
-    metamodel: Metamodel, draft: ElementDraft, ref: Reference, by_name: dict[tuple[int, str], int]
-) -> None:
-    element_id = by_name.get((ref.type_id, ref.name or ""))
-    if element_id is None:
-        expected = metamodel.type_by_id(ref.type_id).name
-        draft.error(ref.pointer, "unknown_target", f"there is no {expected} named {ref.name!r}")
-    else:
-        ref.resolved_id, ref.resolved_name = element_id, ref.name
-
-
-def _check_resolved_ends(draft: ElementDraft) -> None:
-    creating = draft.element_id is None
-    for end_name, entries in draft.ends.items():
-        if creating and len(entries) < 2:
-            continue  # one entry cannot repeat, and a created element cannot be listed already
-        end = draft.type_def.ends[end_name]
-        seen: set[int] = set()
-        for entry in entries:
-            other = entry.reference.resolved_id
-            if other is None:
-                continue
-            if other in seen:
-                draft.error(entry.reference.pointer, "duplicate", f"{end_name} lists element {other} twice")
-            seen.add(other)
-            if (
-                other == draft.element_id
-                and end.relation_type.source_type_id == end.relation_type.target_type_id
-            ):
-                draft.error(
-                    entry.reference.pointer, "self_reference", "an element cannot be related to itself"
-                )
-    if draft.parent is not None and draft.parent.resolved_id is not None:  # noqa: SIM102
-        if draft.parent.resolved_id == draft.element_id:
-            draft.error(draft.parent.pointer, "cycle", "an element cannot be its own parent")
-
-
-def check_partners(db: Session, drafts: Sequence[ElementDraft]) -> None:
-    """Relations whose opposite end holds one value: a new partner must not already have another one.
-
-    Example: listing flow F in an information system's `outgoingFlows` while F's `sourceSystem` is another
-    system is rejected (the client must clear F's `sourceSystem` first) rather than silently moving F."""
-    checks: list[tuple[ElementDraft, RelationEnd, repository.PartnerCheck]] = []
-    single_ends: dict[int, frozenset[str]] = {}  # type id -> its ends whose opposite holds one value
-    for draft in drafts:
-        type_def = draft.type_def
-        singles = single_ends.get(type_def.id)
-        if singles is None:
-            singles = single_ends[type_def.id] = frozenset(
-                name
-                for name, end in type_def.ends.items()
-                if not (
-                    end.relation_type.target_multiple
-                    if end.holder_is_source
-                    else end.relation_type.source_multiple
-                )
-            )
-        if singles.isdisjoint(draft.ends):
-            continue
-        for end_name, entries in draft.ends.items():
-            if end_name not in singles:
-                continue
-            end = type_def.ends[end_name]
-            others = tuple(e.reference.resolved_id for e in entries if e.reference.resolved_id is not None)
-            checks.append(
-                (
-                    draft,
-                    end,
-                    repository.PartnerCheck(
-                        end.relation_type.id, end.holder_is_source, draft.element_id, others
-                    ),
-                )
-            )
-    if not checks:
-        return
-    taken = repository.taken_partners(db, [check for _, _, check in checks])
-    if not taken:
-        return
-    for draft, end, _ in checks:
-        for entry in draft.ends[end.name]:
-            other = entry.reference.resolved_id
-            partner = (
-                taken.get((end.relation_type.id, end.holder_is_source, other)) if other is not None else None
-            )
-            if partner is not None:
-                draft.error(
-                    entry.reference.pointer,
-                    "cardinality",
-                    f"{end.other_type} {entry.reference.resolved_name!r} already has {end.opposite_name} "
-                    f"{partner}; it holds one value, so clear it there first",
-                )

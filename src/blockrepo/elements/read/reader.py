@@ -1,16 +1,16 @@
 """A column-oriented reader of element JSON for streams, exports and bulk history: the same JSON as
-`elements.view.read_elements` (a test holds them equal), built for throughput.
+`elements.read.view.ElementView.render` (a test holds them equal), built for throughput.
 
-`read_elements` builds ORM objects and typed values per row, fine for a page; a stream of 100,000 elements
-needs less per row. This reader runs one query each for elements, children, values, relations per end
-direction and relation values for a whole batch, each compiled to SQL once per reader and dialect and
-fetched as the driver's plain tuples (no SQLAlchemy row or type processing: on SQLite that alone halved
-the time of a stream). Each value is encoded from the driver's form by a function chosen once per
-attribute and dialect, and each element rendered from a template fixed once per view. A read has two
-halves, `fetch` (the database's) and `render` (Python's), so that a stream can fetch its next batch
-while it renders this one (`read_batches`). Memory stays proportional to one batch. The dicts it
-returns share list objects (every empty property is one shared `[]`, the type name list is shared):
-serialize or compare them, never change them in place.
+`read.repository.load_elements` builds typed values per row, fine for a page or a write; a stream of 100,000
+elements needs less per row. This reader runs one query each for elements, children, values, relations per
+end direction and relation values for a whole batch, each compiled to SQL once per reader and dialect and
+fetched as the driver's plain tuples (no SQLAlchemy row or type processing: on SQLite that alone halved the
+time of a stream). Each value is encoded from the driver's form by a function chosen once per attribute and
+dialect, and each element rendered from a template fixed once per view. A read has two halves, `fetch` (the
+database's) and `render` (Python's), so that a stream can fetch its next batch while it renders this one
+(`read_batches`). Memory stays proportional to one batch. The dicts it returns share list objects (every
+empty property is one shared `[]`, the type name list is shared): serialize or compare them, never change
+them in place.
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session, aliased
 
 from blockrepo.elements.models import Element, ElementValue, Relation, RelationValue
+from blockrepo.elements.read.view import HEAD_KEYS, TAIL_KEYS, ElementView, format_timestamp
 from blockrepo.elements.repository import chunks
 from blockrepo.elements.values import encode_number
-from blockrepo.elements.view import HEAD_KEYS, TAIL_KEYS, ElementView, format_timestamp
 from blockrepo.metamodel.snapshot import AttributeDef
 from blockrepo.storage.engine import driver_rows
 

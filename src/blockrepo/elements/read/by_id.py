@@ -22,8 +22,8 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.access.repository import Revisions
-from blockrepo.elements.reader import ElementReader
-from blockrepo.elements.view import ElementView, view_of
+from blockrepo.elements.compiled import view_of
+from blockrepo.elements.read.reader import ElementReader
 from blockrepo.errors import Forbidden, NotFound, UnknownType
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
 
@@ -42,7 +42,7 @@ class ElementReaders:
         # The identity checks make an entry of an actor or metamodel that is gone (its id reused) a miss.
         if entry is not None and entry[0] is actor and entry[1] is metamodel:
             return entry[2]
-        reader = ElementReader(ElementView.build(metamodel, actor, type_def))
+        reader = ElementReader(view_of(metamodel, actor, type_def))
         with self._lock:
             if len(self._entries) >= self._max_entries:
                 self._entries.clear()

@@ -9,9 +9,10 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from blockrepo.elements import repository
+from blockrepo.elements.edits import repository
+from blockrepo.elements.write.record import record_updates
 from blockrepo.metamodel.snapshot import RelationTypeDef
-from blockrepo.revisions.recorder import ChangeLog
+from blockrepo.revisions.recorder import ChangeLog, ElementUpdate
 
 
 def type_has_elements(db: Session, type_id: int) -> bool:
@@ -43,14 +44,14 @@ def remove_relations_of_type(
         removed.setdefault(target_id, {}).setdefault(relation_type.target_end, []).append(
             {"id": source_id, "name": source_name}
         )
-    for element_id, ends in removed.items():
-        type_name, element_name = elements[element_id]
-        changes.element(
-            "updated",
-            type_name=type_name,
-            element_id=element_id,
-            element_name=element_name,
-            changes=[{"property": end, "added": [], "removed": others} for end, others in ends.items()],
+    updates = (
+        ElementUpdate(
+            elements[element_id][0],
+            element_id,
+            elements[element_id][1],
+            [{"property": end, "added": [], "removed": others} for end, others in ends.items()],
         )
-    repository.bump_elements(db, elements, now=now, user=login)
+        for element_id, ends in removed.items()
+    )
+    record_updates(db, changes, updates, login=login, now=now)
     repository.delete_relations_of_type(db, relation_type.id)

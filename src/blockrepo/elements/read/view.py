@@ -1,9 +1,5 @@
-"""What one actor sees of a type's elements, and the element JSON built from loaded rows.
-
-The view is computed once per (actor, type, fields) and used by every read. `read_elements` builds the
-JSON from ORM rows, a fixed number of queries per batch of ids: the reference that `elements.reader`
-(which GET by id, pages, streams, exports and history read through) is tested equal to.
-"""
+"""What one actor sees of a type's elements (`ElementView`), and the element JSON rendered from loaded
+rows."""
 
 from __future__ import annotations
 
@@ -14,10 +10,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from blockrepo.access.actor import Actor
-from blockrepo.elements.repository import LoadedElement, LoadedRelation, Selection, load_elements
+from blockrepo.elements.read.repository import LoadedElement, LoadedRelation, Selection
 from blockrepo.elements.values import TypedValue, encode_value
 from blockrepo.metamodel.snapshot import AttributeDef, BlockTypeDef, Metamodel, RelationEnd
 
@@ -154,23 +148,6 @@ class ElementView:
 
 
 # (metamodel, actor or None, type id) -> the view: the snapshots are immutable and cached by revision, so a
-# view built for them stays right as long as they live; a single write needs three (bench/hot_path.py).
-_VIEWS: dict[tuple[int, int, int], tuple[Metamodel, Actor | None, ElementView]] = {}
-_MAX_VIEWS = 1024
-
-
-def view_of(metamodel: Metamodel, actor: Actor | None, type_def: BlockTypeDef) -> ElementView:
-    """`ElementView.build(metamodel, actor, type_def)` (every field), built once per snapshot and actor."""
-    key = (id(metamodel), id(actor), type_def.id)
-    entry = _VIEWS.get(key)
-    # The identity checks make an entry of a snapshot or actor that is gone (its id reused) a miss.
-    if entry is not None and entry[0] is metamodel and entry[1] is actor:
-        return entry[2]
-    view = ElementView.build(metamodel, actor, type_def)
-    if len(_VIEWS) >= _MAX_VIEWS:
-        _VIEWS.clear()  # rebuilding a view is cheap; keeping those of old snapshots is not
-    _VIEWS[key] = (metamodel, actor, view)
-    return view
 
 
 def encode_values(attribute: AttributeDef, values: Iterable[TypedValue]) -> list[Any]:
@@ -190,22 +167,3 @@ def format_timestamp(moment: dt.datetime) -> str:
     if moment.tzinfo is not None:
         moment = moment.astimezone(dt.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-def read_elements(
-    db: Session,
-    metamodel: Metamodel,
-    actor: Actor | None,
-    type_def: BlockTypeDef,
-    ids: Sequence[int],
-    fields: Iterable[str] | None = None,
-    *,
-    view: ElementView | None = None,
-) -> list[dict[str, Any]]:
-    """The element JSON of `ids` (in that order; ids not of this type are skipped) as `actor` may see it.
-
-    Checks no type permission itself: callers check `actor.can_type(type_def.id, "read")` first. Pass a
-    prebuilt `view` when reading many batches (streaming) to build it once."""
-    view = view or ElementView.build(metamodel, actor, type_def, fields)
-    loaded = load_elements(db, type_def.id, ids, view.selection)
-    return [view.render(loaded[element_id]) for element_id in dict.fromkeys(ids) if element_id in loaded]

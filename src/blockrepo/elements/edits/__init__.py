@@ -1,0 +1,1 @@
+"""Edits across all stored elements, made by metamodel edits and value removal."""

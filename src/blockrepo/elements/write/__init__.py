@@ -1,0 +1,23 @@
+"""The one element write core: validates, plans, writes, diffs and records 1..n elements of 1..n types.
+
+Every element write goes through here: the element API calls it with one item, bulk writes with many
+of one type, the importer with the records of every type of its file (`validation.validate_types`,
+`persistence.persist_types`). Order of work, with a fixed number of statements per chunk of items rather
+than per item:
+1. `validation.validate`: `parse.BodyParser.parse` per item; references to elements that other items
+   create (`{"name": …}`: earlier items of the type, or with `forward` any item of the write) are set
+   aside, every other reference is resolved at once (`references.resolve_references`,
+   `references.check_partners`); then the rules across items: hierarchy cycles, single-valued partners
+   claimed twice, names (against the database and the other items), items depending on a failed item;
+2. `persistence.persist`: creates as rows of tuples for every type before any value or relation (SQLite:
+   with the ids handed out as AUTOINCREMENT would; PostgreSQL: INSERT … RETURNING), then values and
+   relations as multi-row VALUES (COPY); updates: each item's `plan.plan_update` applied in batches;
+   deletions last. From PIPELINE_MIN_CREATES created elements on, SQLite runs these inserts on the write
+   pipeline (`storage.write_pipeline`) while this thread goes on;
+3. `record.record_write`: created elements are recorded from their drafts (with what other created items
+   list them in, when that is all that refers to them), the other written elements are re-read a batch at
+   a time; each is recorded (created, or the diff of before and after), deleted ones from their last state;
+   the elements at the other end of changed relations and parents get one mirrored changeset each and a
+   new revision (`record.NeighbourMirror`).
+The items (`items`), drafts (`drafts`) and the SQL of writes (`repository`) are shared by these steps.
+"""
