@@ -11,8 +11,8 @@ from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from blockrepo.api.problem import error_response, problem_response
 from blockrepo.errors import BlockrepoError, ConcurrentWrite, ErrorItem
+from blockrepo.problem import error_response, problem_response
 from blockrepo.storage.transactions import RETRY_AFTER_SECONDS, is_retryable
 
 log = logging.getLogger("blockrepo")

@@ -11,8 +11,8 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from blockrepo import API_VERSION, SUPPORTED_API_VERSIONS
-from blockrepo.api.problem import error_response, problem_response
 from blockrepo.nul_characters import nul_in_url
+from blockrepo.problem import error_response, problem_response
 
 REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 IMPORT_PATH = "/api/massdata/import"

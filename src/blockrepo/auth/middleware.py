@@ -21,13 +21,13 @@ from anyio import to_thread
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from blockrepo.api.problem import error_response, problem_response
 from blockrepo.auth.backends import STORE_ERRORS, AuthBackends
 from blockrepo.auth.basic import Principal, parse_basic
 from blockrepo.auth.cookies import login_cookie_headers, read_session_cookie
 from blockrepo.auth.csrf import is_cross_origin_login
 from blockrepo.auth.sessions import IssuedSession, LiveSession, WriteNeeded
 from blockrepo.errors import BadRequest, BlockrepoError, Forbidden, PasswordHashingBusy
+from blockrepo.problem import error_response, problem_response
 from blockrepo.settings import Settings
 
 log = logging.getLogger("blockrepo.auth")

@@ -28,7 +28,6 @@ from blockrepo.api.element_path import element_in_path
 from blockrepo.api.errors import concurrent_write_refusal
 from blockrepo.api.etag import element_etag, if_match_check, none_match
 from blockrepo.api.parameters import REVISION_OR_TIME, given
-from blockrepo.api.problem import error_response
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.auth.basic import Principal
@@ -36,6 +35,7 @@ from blockrepo.elements import reading, service
 from blockrepo.errors import BlockrepoError
 from blockrepo.history import asof
 from blockrepo.history.schemas import AS_OF_DESCRIPTION
+from blockrepo.problem import error_response
 
 router = APIRouter(tags=["Elements"])
 
