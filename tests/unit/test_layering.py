@@ -205,9 +205,13 @@ def test_the_source_tree_is_found() -> None:
 
 
 def test_storage_imports_no_feature_or_higher_layer() -> None:
-    # Storage may lean on the shared foundation (settings, errors) and nothing else of the project.
+    # Storage may lean on the shared foundation (settings, errors, the interpreter switches) and nothing
+    # else of the project.
     def forbidden(imported: str) -> bool:
-        return not (is_storage(imported) or imported in {"blockrepo.settings", "blockrepo.errors"})
+        return not (
+            is_storage(imported)
+            or imported in {"blockrepo.settings", "blockrepo.errors", "blockrepo.interpreter"}
+        )
 
     assert violations(filter(is_storage, MODULE_PATHS), forbidden) == []
 

@@ -67,7 +67,7 @@ class AppServices:
         self.actors = ActorCache()
         self.element_readers = ElementReaders()
         self.rendered_elements = RenderedElements()
-        # The GET lane's connections on the event loop (api/element_lane.py).
+        # The read lane's connections on the event loop (api/lanes/read.py).
         self.loop_connections = HeldConnections(self.short_engine)
         # The listings' cursors, sealed under a key derived from the server secret (read at the first use).
         self.cursors = CursorSeal(lambda: self.auth.sessions.signer.derived_key(b"cursors"))
