@@ -16,7 +16,7 @@ from blockrepo.api.lanes.path import element_in_path
 from blockrepo.api.middleware import identity_headers, request_id_for, version_supported
 from blockrepo.auth.cookies import session_cookie_in
 from blockrepo.auth.middleware import client_address
-from blockrepo.auth.quick import QuickAuth
+from blockrepo.auth.resolution import Resolver
 from blockrepo.storage.engine import held_snapshot
 
 log = logging.getLogger("blockrepo.api")
@@ -38,14 +38,14 @@ Answer = tuple[Message, Message]
 
 class ElementReadLane:
     """Pure ASGI, outermost: answers a GET by id without a query string with 200 or 304 itself when the
-    caller is known without writing anything (`auth.quick`) and the metamodel and rights of the current
+    caller is known without writing anything (`Resolver.quick`) and the metamodel and rights of the current
     revisions are cached; every other request, and any of these the lane cannot answer so (an error, a
     session whose idle time stamp is due, credentials to verify, a cold cache), goes through the
     application's middleware and the routed `get_element` unchanged, which answer it as they always did.
 
     It answers exactly what that path would, headers included (request id, API version, the signed
     session of a Basic request), after one statement that reads who acts and the repository's revisions
-    (`auth.quick`); the body comes from `RenderedElements` while those revisions are current, else from
+    (`Resolver.quick`); the body comes from `RenderedElements` while those revisions are current, else from
     the element's statements in one snapshot. All of it runs on the event loop, on a connection held for
     it in autocommit: a hop to a worker thread, a pool checkout (with PostgreSQL's pre-ping) and a BEGIN
     and ROLLBACK each cost more than the one statement, and thread hops are what made latency under load
@@ -56,7 +56,7 @@ class ElementReadLane:
     def __init__(self, app: ASGIApp, *, services: AppServices) -> None:
         self.app = app
         self.services = services
-        self.auth = QuickAuth(services.auth, services.settings)
+        self.auth = Resolver(services.auth, services.settings)
         # The lane answers on the event loop or not at all (`loop_reads`, one policy with auth's reads).
         self.enabled = services.auth.reads_on_loop
 
@@ -110,7 +110,7 @@ class ElementReadLane:
         cookie: str | None,
     ) -> Answer | None:
         services = self.services
-        found = self.auth.resolve(
+        found = self.auth.quick(
             connection, headers.get(b"authorization") or None, cookie, client_address(scope)
         )
         if found is None:
