@@ -8,7 +8,8 @@ classified by where it lives and what it does:
 - repository: any `*/repository.py` (all SQL of a feature);
 - service: any `*/service.py`, and any other feature module that imports a repository (it orchestrates SQL,
   so it sits above the repositories whatever its name);
-- route: `blockrepo.api.v<major>_<minor>.*`; the rest of `blockrepo.api` is the HTTP layer they share.
+- route: `blockrepo.api.v<major>_<minor>.*`; the rest of `blockrepo.api` is the HTTP layer they share, which
+  like the routes reaches repositories and storage only through services (and `blockrepo.databases`).
 
 Beyond the layers: no package imports another that imports it back (no cycles between packages), no
 private name crosses a module boundary (imported, or exported under a public alias), and SQL is built and
@@ -248,6 +249,17 @@ def test_routes_go_through_services() -> None:
         return is_repository(imported) or is_models(imported) or is_storage(imported)
 
     assert violations(filter(is_route, MODULE_PATHS), forbidden) == []
+
+
+def test_the_http_layer_goes_through_services_too() -> None:
+    # The non-route modules of api/ (middleware, the lanes, the request context) are HTTP code as much as
+    # the routes: what they read goes through a service, and storage through `blockrepo.databases`.
+    def forbidden(imported: str) -> bool:
+        return is_repository(imported) or is_models(imported) or is_storage(imported)
+
+    http_layer = [module for module in MODULE_PATHS if is_api(module) and not is_route(module)]
+    assert "blockrepo.api.lanes.read" in http_layer
+    assert violations(http_layer, forbidden) == []
 
 
 def test_only_the_command_line_imports_cli_and_app() -> None:

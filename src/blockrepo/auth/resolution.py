@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from blockrepo.access.repository import Revisions, acting_user
+from blockrepo.access.repository import Revisions
+from blockrepo.access.service import acting_account
 from blockrepo.auth.backends import AuthBackends
 from blockrepo.auth.basic import Principal, parse_basic
 from blockrepo.auth.cookies import LoginCookieHeaders
@@ -173,12 +174,10 @@ class Resolver:
         principal = self._verified_here(authorization, address)
         if principal is None:
             return None
-        row = acting_user(connection, principal.user_id)
-        if row is None or not row[1] or row[2] != principal.credentials_version:
+        account = acting_account(connection, principal.user_id, principal.credentials_version)
+        if account is None:
             return None  # the middleware forgets the cached credentials and verifies them again
-        return QuickResolution(
-            principal, row[0], Revisions(row[3], row[4], row[5]), self._signed_session(principal)
-        )
+        return QuickResolution(principal, account.login, account.revisions, self._signed_session(principal))
 
     def _verified_here(self, authorization: bytes, address: str) -> Principal | None:
         """`LoginThrottle.verified_here` for the credentials of this raw `Authorization` header."""

@@ -8,7 +8,7 @@ import logging
 from sqlalchemy import Connection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from blockrepo.access.repository import current_revisions
+from blockrepo.access.service import revisions_now
 from blockrepo.api.context import AppServices
 from blockrepo.api.etag import element_etag, not_modified
 from blockrepo.api.headers import DATA_HEADERS
@@ -17,7 +17,6 @@ from blockrepo.api.middleware import identity_headers, request_id_for, version_s
 from blockrepo.auth.cookies import session_cookie_in
 from blockrepo.auth.middleware import client_address
 from blockrepo.auth.resolution import Resolver
-from blockrepo.storage.engine import held_snapshot
 
 log = logging.getLogger("blockrepo.api")
 
@@ -129,8 +128,8 @@ class ElementReadLane:
         if rendered is None:
             # Not read at these revisions yet: the element's statements, in one snapshot that must still be
             # at these revisions (else a write came in between, and the documented way answers).
-            with held_snapshot(connection):
-                if current_revisions(connection) != revisions:
+            with services.databases.snapshot(connection):
+                if revisions_now(connection) != revisions:
                     return None
                 rendered = services.rendered_elements.read(
                     connection, metamodel, actor, services.element_readers, type_def, element_id, revisions

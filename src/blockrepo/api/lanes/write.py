@@ -14,9 +14,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from blockrepo.api.body import is_json_media_type, read_json_object
 from blockrepo.api.context import AppServices, races_refused, session_context
 from blockrepo.api.element_answers import element_response, update_element
-from blockrepo.api.errors import concurrent_write_refusal
 from blockrepo.api.lanes.path import element_in_path
 from blockrepo.auth.basic import Principal
+from blockrepo.databases import concurrent_write_refusal
 from blockrepo.errors import BlockrepoError
 from blockrepo.problem import error_response
 
