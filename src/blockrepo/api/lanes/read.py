@@ -10,7 +10,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from blockrepo.access.service import revisions_now
 from blockrepo.api.context import AppServices
-from blockrepo.api.etag import element_etag, not_modified
+from blockrepo.api.etag import element_etag, none_match
 from blockrepo.api.headers import DATA_HEADERS
 from blockrepo.api.lanes.path import element_in_path
 from blockrepo.api.middleware import identity_headers, request_id_for, version_supported
@@ -83,7 +83,7 @@ class ElementReadLane:
         if b"transfer-encoding" in headers or headers.get(b"content-length", b"0") != b"0":
             return None  # a GET with a body: the body limit of RequestContextMiddleware applies
         version = headers.get(b"api-version")
-        if not version_supported(None if version is None else version.decode("latin-1")):
+        if version is not None and not version_supported(version.decode("latin-1")):
             return None
         authorization = headers.get(b"authorization")
         cookie = session_cookie_in(headers[b"cookie"].decode("latin-1")) if b"cookie" in headers else None
@@ -141,7 +141,7 @@ class ElementReadLane:
         request_id = request_id_for(None if sent_id is None else sent_id.decode("latin-1"))
         common = [*found.set_cookies, *identity_headers(request_id), *DATA_HEADERS]
         if_none_match = headers.get(b"if-none-match")
-        if not_modified(None if if_none_match is None else if_none_match.decode("latin-1"), etag):
+        if if_none_match is not None and none_match(if_none_match.decode("latin-1"), etag):
             start = {
                 "type": "http.response.start",
                 "status": 304,
