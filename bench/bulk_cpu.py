@@ -29,7 +29,8 @@ from rich.console import Console
 from rich.table import Table
 
 import blockrepo
-from blockrepo.app import GC_YOUNG_THRESHOLD, create_app
+from blockrepo import interpreter
+from blockrepo.app import create_app
 from blockrepo.cli.repository import initialize_repository
 
 warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
@@ -62,9 +63,7 @@ def main() -> int:
         app = create_app(settings)
         # As `app_from_environment` sets up a served worker: the collector's settings change what a
         # large request body costs to decode (the young generation fills dozens of times per request).
-        gc.freeze()
-        _, middle, old = gc.get_threshold()
-        gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
+        interpreter.settle_after_startup()
         with TestClient(app) as client:
             client.auth = ("system", PASSWORD)
             for attribute in ATTRIBUTES:

@@ -31,7 +31,8 @@ from harness import cheap_settings, scratch_database
 from massdata_scale import ATTRIBUTES, END, LITERALS, TARGET_TYPE, TYPE
 
 import blockrepo
-from blockrepo.app import GC_YOUNG_THRESHOLD, create_app
+from blockrepo import interpreter
+from blockrepo.app import create_app
 from blockrepo.cli.repository import initialize_repository
 
 warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
@@ -118,9 +119,7 @@ def main() -> int:
         settings = cheap_settings(url, PASSWORD)
         initialize_repository(settings)
         app = create_app(settings)
-        gc.freeze()  # as a served worker (`app_from_environment`)
-        _, middle, old = gc.get_threshold()
-        gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
+        interpreter.settle_after_startup()  # as a served worker (`app_from_environment`)
         with TestClient(app) as client:
             client.auth = ("system", PASSWORD)
             for attribute in ATTRIBUTES:

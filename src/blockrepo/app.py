@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -12,16 +11,16 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-from blockrepo import API_VERSION, __version__
+from blockrepo import API_VERSION, __version__, interpreter
 from blockrepo.api.body_arrival import WholeBodyFirst
 from blockrepo.api.context import AppServices
 from blockrepo.api.docs import assets_path, publish_description
-from blockrepo.api.element_lane import ElementReadLane
 from blockrepo.api.errors import install_error_handlers
 from blockrepo.api.headers import ResponseHeadersMiddleware
+from blockrepo.api.lanes.read import ElementReadLane
+from blockrepo.api.lanes.write import ElementWriteLane
 from blockrepo.api.methods import MethodsMiddleware
 from blockrepo.api.middleware import IMPORT_PATH, RequestContextMiddleware
-from blockrepo.api.v7_4.elements import ElementWriteLane
 from blockrepo.api.versions import API_VERSIONS
 from blockrepo.auth.csrf import CsrfMiddleware
 from blockrepo.auth.middleware import AuthMiddleware
@@ -29,15 +28,14 @@ from blockrepo.settings import Settings
 from blockrepo.web.challenge import ScriptChallengeMiddleware
 from blockrepo.web.routes import ASSETS_PREFIX, mount_web_interface
 
-GC_YOUNG_THRESHOLD = 50_000  # allocations between collections of the youngest generation (CPython: 700)
-
 
 class Application(FastAPI):
     """FastAPI with the element GET lane in front of everything: a GET by id that the lane can answer never
     enters FastAPI's own entry (its telemetry check), the middleware stack or the routing, each of which
     costs about as much as the lane's whole answer; any other request passes the lane unchanged. Between
     the two, `ResponseHeadersMiddleware` gives every other answer its caching and security headers (the
-    lane adds the same to its own).
+    lane adds the same to its own). With `lanes` off in the settings, neither lane is installed and every
+    request takes the routed path.
 
     In front of the lane, with `trusted_proxies` configured, uvicorn's proxy-headers middleware takes the
     client's address (and scheme) from `X-Forwarded-For` (`-Proto`) of requests from those addresses only:
@@ -47,20 +45,21 @@ class Application(FastAPI):
     def __init__(self, services: AppServices, **options: Any) -> None:
         super().__init__(**options)
         public = (ASSETS_PREFIX, *(f"{assets_path(version)}/" for version in API_VERSIONS))
-        headed = ResponseHeadersMiddleware(partial(FastAPI.__call__, self), public_prefixes=public)
-        self.lane = ElementReadLane(headed, services=services)
+        headed: ASGIApp = ResponseHeadersMiddleware(partial(FastAPI.__call__, self), public_prefixes=public)
+        self.lane = ElementReadLane(headed, services=services) if services.settings.lanes else None
         proxies = [address.strip() for address in services.settings.trusted_proxies.split(",")]
         trusted = [address for address in proxies if address]
-        self.entry: ASGIApp = self.lane
+        self.entry: ASGIApp = headed if self.lane is None else self.lane
         if trusted:
-            # uvicorn types ASGI apps with its own protocols; the lane is one, typed with Starlette's.
-            self.entry = ProxyHeadersMiddleware(self.lane, trusted_hosts=trusted)  # type: ignore[arg-type,assignment]
+            # uvicorn types ASGI apps with its own protocols; the entry is one, typed with Starlette's.
+            self.entry = ProxyHeadersMiddleware(self.entry, trusted_hosts=trusted)  # type: ignore[arg-type,assignment]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.entry(scope, receive, send)
 
 
 def create_app(settings: Settings) -> FastAPI:
+    interpreter.configure(enabled=settings.interpreter_tuning)
     services = AppServices(settings)
 
     @asynccontextmanager
@@ -90,9 +89,10 @@ def create_app(settings: Settings) -> FastAPI:
     # Added innermost first, so a request passes them in the reverse order: request context, the web
     # interface's challenge, authentication (sessions), CSRF, OPTIONS and methods a path does not serve,
     # the whole body read (no route takes a lock before it has arrived), the element PUT/PATCH lane (a hot
-    # path, answered without FastAPI's routing), then the routes. The element GET lane is in front of them
-    # all (`Application`).
-    app.add_middleware(ElementWriteLane, services=services)
+    # path, answered without FastAPI's routing; with `lanes` on), then the routes. The element GET lane is
+    # in front of them all (`Application`).
+    if settings.lanes:
+        app.add_middleware(ElementWriteLane, services=services)
     app.add_middleware(WholeBodyFirst, timeout=settings.body_read_timeout, streamed=frozenset({IMPORT_PATH}))
     app.add_middleware(MethodsMiddleware)
     app.add_middleware(CsrfMiddleware, enabled=settings.csrf_enabled)
@@ -109,15 +109,5 @@ def create_app(settings: Settings) -> FastAPI:
 def app_from_environment() -> FastAPI:
     """Factory for `uvicorn --factory` worker processes: settings come from BLOCKREPO_* variables."""
     app = create_app(Settings())
-    # What exists now (modules, the app, its routes and descriptions) lives as long as the process. Moved
-    # out of the collector's sight, it is no longer traversed by every full collection, which otherwise
-    # costs streams and bulk writes a large share of their time (bench/README.md).
-    gc.freeze()
-    # A stream or bulk write allocates tens of thousands of dicts and lists per batch that die together
-    # when the batch is done. With the default threshold (700) the young generation is collected dozens
-    # of times per batch, each survivor is promoted, and full collections follow every few batches; at
-    # GC_YOUNG_THRESHOLD most of a batch is freed by reference counting before any collection looks at
-    # it (fewer instructions per streamed element, bench/README.md).
-    _, middle, old = gc.get_threshold()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
+    interpreter.settle_after_startup()
     return app

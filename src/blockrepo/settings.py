@@ -60,6 +60,22 @@ class Settings(BaseSettings):
     argon2_memory_cost: int = Field(65536, ge=8, description="Argon2id memory in KiB")
     argon2_parallelism: int = Field(4, ge=1, description="Argon2id lanes")
     db_pool_size: int = Field(10, ge=1, description="connections kept per process (as many more on demand)")
+    lanes: bool = Field(
+        True,
+        description="answer element GET, PUT and PATCH by id on the fast lanes (api/lanes/), as the routes "
+        "would; off: every request takes the routed FastAPI path",
+    )
+    loop_reads: bool = Field(
+        True,
+        description="short reads of the database and Redis (a session, cached credentials, the read lane's "
+        "statement) run on the event loop, sparing a hop to a worker thread; off: in worker threads only, "
+        "and the read lane passes every GET to the routes (for a database or Redis across a slow network)",
+    )
+    interpreter_tuning: bool = Field(
+        True,
+        description="the process-wide interpreter switches of interpreter.py (GC freeze and threshold, "
+        "collector pauses of bulk writes, a shorter GIL switch interval while a write pipeline runs)",
+    )
     log_level: str = Field("info", description="log level")
     body_read_timeout: int = Field(
         30,

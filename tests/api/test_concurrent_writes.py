@@ -42,7 +42,7 @@ def test_a_retryable_database_error_is_a_409_with_retry_after(
     def busy(db: Session) -> None:
         raise error
 
-    monkeypatch.setattr("blockrepo.api.context.begin_write", busy)
+    monkeypatch.setattr("blockrepo.databases.begin_write", busy)
     response = client.post("/api/element/InformationSystem", json={"name": ["ERP"]})
 
     assert response.status_code == 409, response.text
@@ -55,7 +55,7 @@ def test_any_other_database_error_is_still_a_500(app: FastAPI, monkeypatch: pyte
     def broken(db: Session) -> None:
         raise OperationalError("SELECT 1", None, Exception("the disk is on fire"))
 
-    monkeypatch.setattr("blockrepo.api.context.begin_write", broken)
+    monkeypatch.setattr("blockrepo.databases.begin_write", broken)
     with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as client:
         client.auth = ("system", ADMIN_PASSWORD)
         response = client.post("/api/element/InformationSystem", json={"name": ["ERP"]})

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from blockrepo.massdata.collector import collector_paused
+from blockrepo.interpreter import collector_paused
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,8 @@ classified by where it lives and what it does:
 - repository: any `*/repository.py` (all SQL of a feature);
 - service: any `*/service.py`, and any other feature module that imports a repository (it orchestrates SQL,
   so it sits above the repositories whatever its name);
-- route: `blockrepo.api.v<major>_<minor>.*`; the rest of `blockrepo.api` is the HTTP layer they share.
+- route: `blockrepo.api.v<major>_<minor>.*`; the rest of `blockrepo.api` is the HTTP layer they share, which
+  like the routes reaches repositories and storage only through services (and `blockrepo.databases`).
 
 Beyond the layers: no package imports another that imports it back (no cycles between packages), no
 private name crosses a module boundary (imported, or exported under a public alias), and SQL is built and
@@ -51,10 +52,6 @@ ALLOWED = {
     ("blockrepo.storage.migrations.env", "blockrepo.elements.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.revisions.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.metamodel.models"),
-    # The auth layer is pure ASGI middleware running before routing (the brief puts it in auth/): its 401,
-    # 403 and 429 answers must be the one problem+json shape, so it may use the renderer and nothing else
-    # of the HTTP layer.
-    ("blockrepo.auth", "blockrepo.api.problem"),
 }
 
 
@@ -209,9 +206,13 @@ def test_the_source_tree_is_found() -> None:
 
 
 def test_storage_imports_no_feature_or_higher_layer() -> None:
-    # Storage may lean on the shared foundation (settings, errors) and nothing else of the project.
+    # Storage may lean on the shared foundation (settings, errors, the interpreter switches) and nothing
+    # else of the project.
     def forbidden(imported: str) -> bool:
-        return not (is_storage(imported) or imported in {"blockrepo.settings", "blockrepo.errors"})
+        return not (
+            is_storage(imported)
+            or imported in {"blockrepo.settings", "blockrepo.errors", "blockrepo.interpreter"}
+        )
 
     assert violations(filter(is_storage, MODULE_PATHS), forbidden) == []
 
@@ -248,6 +249,17 @@ def test_routes_go_through_services() -> None:
         return is_repository(imported) or is_models(imported) or is_storage(imported)
 
     assert violations(filter(is_route, MODULE_PATHS), forbidden) == []
+
+
+def test_the_http_layer_goes_through_services_too() -> None:
+    # The non-route modules of api/ (middleware, the lanes, the request context) are HTTP code as much as
+    # the routes: what they read goes through a service, and storage through `blockrepo.databases`.
+    def forbidden(imported: str) -> bool:
+        return is_repository(imported) or is_models(imported) or is_storage(imported)
+
+    http_layer = [module for module in MODULE_PATHS if is_api(module) and not is_route(module)]
+    assert "blockrepo.api.lanes.read" in http_layer
+    assert violations(http_layer, forbidden) == []
 
 
 def test_only_the_command_line_imports_cli_and_app() -> None:
@@ -298,9 +310,12 @@ def test_the_checker_reports_a_forbidden_import_by_name() -> None:
         "src/blockrepo/elements/repository.py:7: "
         "blockrepo.elements.repository imports blockrepo.elements.service"
     ]
-    # The allowlist is narrow: the auth layer may render problems, but not reach the request context.
-    assert allowed(Import("blockrepo.auth.csrf", "blockrepo.api.problem", MODULE_PATHS[module], 1))
-    assert not allowed(Import("blockrepo.auth.csrf", "blockrepo.api.context", MODULE_PATHS[module], 1))
+    # The allowlist is narrow: Alembic's entry script may import the models, nothing else may lean on it.
+    models = "blockrepo.auth.models"
+    assert allowed(Import("blockrepo.storage.migrations.env", models, MODULE_PATHS[module], 1))
+    assert not allowed(Import("blockrepo.storage.engine", models, MODULE_PATHS[module], 1))
+    # No package cycle is allow-listed: auth renders problems with `blockrepo.problem`, below api.
+    assert not any(within(importer, "blockrepo.auth") for importer, _ in ALLOWED)
 
 
 def package_of(module: str) -> str:

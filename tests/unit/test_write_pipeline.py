@@ -14,6 +14,7 @@ from sqlalchemy import Table, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from blockrepo import interpreter
 from blockrepo.elements.models import Element
 from blockrepo.storage import bulk_insert, write_pipeline
 from blockrepo.storage.engine import build_engine
@@ -149,6 +150,6 @@ def test_the_switch_interval_is_lowered_while_a_pipeline_runs_and_restored_after
         engine.dispose()
     assert sys.getswitchinterval() == before
     if engine.dialect.name == "sqlite":
-        assert inside == [pytest.approx(min(before, write_pipeline.SWITCH_INTERVAL))]
+        assert inside == [pytest.approx(min(before, interpreter.SWITCH_INTERVAL))]
     else:  # PostgreSQL's rows go in as COPY at once: no pipeline
         assert inside == [before]

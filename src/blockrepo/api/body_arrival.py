@@ -6,7 +6,7 @@ import asyncio
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from blockrepo.api.problem import problem_response
+from blockrepo.problem import problem_response
 
 TIMEOUT_CODE = "request_timeout"
 

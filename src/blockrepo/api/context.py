@@ -8,7 +8,7 @@ begins with the repository's write lock (storage.transactions), before it reads 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from fastapi import Request
@@ -17,26 +17,19 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from blockrepo.access.actor import Actor, ActorCache
-from blockrepo.access.repository import acting_user
+from blockrepo.access.service import acting_account
 from blockrepo.api.cursors import CursorSeal
 from blockrepo.auth.authenticator import Authenticator
 from blockrepo.auth.backends import AuthBackends
 from blockrepo.auth.basic import CredentialCache, Principal
 from blockrepo.auth.passwords import Passwords
+from blockrepo.databases import Databases
 from blockrepo.elements.read.by_id import ElementReaders, RenderedElements
 from blockrepo.errors import Conflict, Unauthenticated
 from blockrepo.metamodel.service import MetamodelCache
 from blockrepo.metamodel.snapshot import Metamodel
 from blockrepo.revisions.recorder import ChangeLog
 from blockrepo.settings import Settings
-from blockrepo.storage.engine import (
-    HeldConnections,
-    build_engine,
-    build_session_factory,
-    read_snapshot,
-    with_own_pool,
-)
-from blockrepo.storage.transactions import WriteQueue, begin_write
 
 
 class AppServices:
@@ -44,18 +37,15 @@ class AppServices:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.engine: Engine = build_engine(settings.database_url, pool_size=settings.db_pool_size)
-        # Writes on SQLite begin with BEGIN IMMEDIATE so that two writers queue instead of deadlocking.
-        self.write_engine: Engine = self.engine.execution_options(begin_immediate=True)
-        self.read_sessions: sessionmaker[Session] = build_session_factory(self.engine)
-        self.write_sessions: sessionmaker[Session] = build_session_factory(self.write_engine)
-        self.write_queue = WriteQueue(self.engine)
-        # Connections taken and given back within one synchronous call, never held across an await: the
-        # reads made on the event loop (sessions, cached credentials, GET by id) take theirs here. Had they
-        # shared the pool with request sessions, which routes hold across awaits, a burst of writes could
-        # hold every connection while waiting for the event loop, and the loop would wait for one of them
-        # (PUTs under load stalled until the pool's timeout, bench/README.md).
-        self.short_engine: Engine = with_own_pool(self.engine, pool_size=settings.db_pool_size)
+        self.databases = Databases(settings)
+        # Named here too, for the many readers of the process's engines and sessions.
+        self.engine: Engine = self.databases.engine
+        self.write_engine: Engine = self.databases.write_engine
+        self.read_sessions: sessionmaker[Session] = self.databases.read_sessions
+        self.write_sessions: sessionmaker[Session] = self.databases.write_sessions
+        self.write_queue = self.databases.write_queue
+        self.short_engine: Engine = self.databases.short_engine
+        self.loop_connections = self.databases.loop_connections
         self.passwords = Passwords(settings)
         self.credentials = CredentialCache(settings.credential_cache_size, settings.credential_cache_ttl)
         self.authenticator = Authenticator(
@@ -67,16 +57,12 @@ class AppServices:
         self.actors = ActorCache()
         self.element_readers = ElementReaders()
         self.rendered_elements = RenderedElements()
-        # The GET lane's connections on the event loop (api/element_lane.py).
-        self.loop_connections = HeldConnections(self.short_engine)
         # The listings' cursors, sealed under a key derived from the server secret (read at the first use).
         self.cursors = CursorSeal(lambda: self.auth.sessions.signer.derived_key(b"cursors"))
 
     def dispose(self) -> None:
         self.auth.close()
-        self.loop_connections.close_all()
-        self.engine.dispose()
-        self.short_engine.dispose()
+        self.databases.dispose()
 
 
 @dataclass
@@ -126,14 +112,12 @@ def principal_of(request: Request) -> Principal:
 
 
 def _context_in(services: AppServices, principal: Principal, db: Session, request_id: str) -> RequestContext:
-    row = acting_user(db.connection(), principal.user_id)
-    if row is None:
+    account = acting_account(db.connection(), principal.user_id, principal.credentials_version)
+    if account is None:
         raise Unauthenticated("the account is disabled or its credentials changed")
-    login, enabled, credentials_version, revision, metamodel_revision, access_revision = row
-    if not enabled or credentials_version != principal.credentials_version:
-        raise Unauthenticated("the account is disabled or its credentials changed")
-    metamodel = services.metamodels.get(db, metamodel_revision)
-    actor = services.actors.get(db, principal.user_id, login, access_revision, metamodel_revision)
+    login, revisions = account.login, account.revisions
+    metamodel = services.metamodels.get(db, revisions.metamodel)
+    actor = services.actors.get(db, principal.user_id, login, revisions.access, revisions.metamodel)
     return RequestContext(
         db=db,
         actor=actor,
@@ -142,7 +126,7 @@ def _context_in(services: AppServices, principal: Principal, db: Session, reques
         settings=services.settings,
         services=services,
         request_id=request_id,
-        revision=revision,
+        revision=revisions.revision,
     )
 
 
@@ -173,15 +157,8 @@ def session_context(
     """The request's session and who acts under which metamodel, outside FastAPI's dependencies too (the
     element write lane); a writing one takes the write lock first. Rolled back and closed at the end:
     the caller commits what it means to keep."""
-    with services.write_queue.turn() if writing else nullcontext():
-        db = (services.write_sessions if writing else services.read_sessions)()
-        try:
-            if writing:
-                begin_write(db)
-            yield _context_in(services, principal, db, request_id)
-        finally:
-            db.rollback()
-            db.close()
+    with services.databases.session(writing=writing) as db:
+        yield _context_in(services, principal, db, request_id)
 
 
 @dataclass
@@ -206,11 +183,11 @@ def open_read_context(services: AppServices, principal: Principal) -> Iterator[R
     write (history as of a time, every write) stays in worker threads. The statements run at the driver
     level in one read transaction; a metamodel or actor not cached yet is loaded through an ORM session
     of its own."""
-    with services.short_engine.connect() as connection, read_snapshot(connection):
-        row = acting_user(connection, principal.user_id)
-        if row is None or not row[1] or row[2] != principal.credentials_version:
+    with services.databases.short_read() as connection:
+        account = acting_account(connection, principal.user_id, principal.credentials_version)
+        if account is None:
             raise Unauthenticated("the account is disabled or its credentials changed")
-        login, _enabled, _version, _revision, metamodel_revision, access_revision = row
+        login, (_, metamodel_revision, access_revision) = account.login, account.revisions
         metamodel = services.metamodels.current(metamodel_revision)
         actor = services.actors.cached(principal.user_id, login, access_revision, metamodel_revision)
         if metamodel is None or actor is None:

@@ -11,9 +11,9 @@ from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from blockrepo.api.problem import error_response, problem_response
-from blockrepo.errors import BlockrepoError, ConcurrentWrite, ErrorItem
-from blockrepo.storage.transactions import RETRY_AFTER_SECONDS, is_retryable
+from blockrepo.databases import concurrent_write_refusal
+from blockrepo.errors import BlockrepoError, ErrorItem
+from blockrepo.problem import error_response, problem_response
 
 log = logging.getLogger("blockrepo")
 
@@ -103,17 +103,6 @@ async def _database_error(request: Request, exc: Exception) -> Response:
         raise exc  # a fault: on to the outermost handler, which logs it and answers 500
     log.warning("%s %s: %s", request.method, request.url.path, exc.orig)
     return error_response(refusal, request_id_of(request))
-
-
-def concurrent_write_refusal(exc: DBAPIError) -> ConcurrentWrite | None:
-    """What a client gets when a database error means a concurrent transaction was in the way
-    (`is_retryable`): 409 with Retry-After; None for any other database error (a fault)."""
-    if not is_retryable(exc):
-        return None
-    return ConcurrentWrite(
-        "a concurrent change was in the way and nothing was written; send the request again",
-        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-    )
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> Response:

@@ -48,3 +48,8 @@ def none_match(header: str, etag: str) -> bool:
         return True
     current = _opaque(etag)
     return any(raw.strip() == "*" or _opaque(raw) == current for raw in header.split(","))
+
+
+def not_modified(if_none_match: str | None, etag: str) -> bool:
+    """Whether a GET with this If-None-Match header (None: not sent) is answered 304 for `etag`."""
+    return if_none_match is not None and none_match(if_none_match, etag)

@@ -13,7 +13,7 @@ from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from blockrepo.api.problem import problem_response
+from blockrepo.problem import problem_response
 
 # The order methods are listed in `Allow`.
 METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")

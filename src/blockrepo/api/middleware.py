@@ -3,19 +3,36 @@ limit."""
 
 from __future__ import annotations
 
+import os
 import re
-import uuid
 from typing import Any
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from blockrepo import API_VERSION, SUPPORTED_API_VERSIONS
-from blockrepo.api.problem import error_response, problem_response
 from blockrepo.nul_characters import nul_in_url
+from blockrepo.problem import error_response, problem_response
 
 REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 IMPORT_PATH = "/api/massdata/import"
+_API_VERSION = API_VERSION.encode()
+
+
+def request_id_for(sent: str | None) -> str:
+    """The id a request goes by: the caller's `X-Request-Id` when it has the allowed shape, else a new one
+    (the shape of `uuid4().hex`, for less)."""
+    return sent if sent is not None and REQUEST_ID_PATTERN.match(sent) else os.urandom(16).hex()
+
+
+def identity_headers(request_id: str) -> list[tuple[bytes, bytes]]:
+    """The headers every answer carries: its request id and the API version that answers."""
+    return [(b"x-request-id", request_id.encode()), (b"api-version", _API_VERSION)]
+
+
+def version_supported(asked: str | None) -> bool:
+    """Whether an `API-Version` header (None: not sent, the current version) names a served version."""
+    return asked is None or asked.strip() in SUPPORTED_API_VERSIONS
 
 
 class BodyTooLarge(Exception):
@@ -37,13 +54,9 @@ class RequestContextMiddleware:
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        sent_id = headers.get("x-request-id")
-        request_id = sent_id if sent_id and REQUEST_ID_PATTERN.match(sent_id) else uuid.uuid4().hex
+        request_id = request_id_for(headers.get("x-request-id"))
         scope.setdefault("state", {})["request_id"] = request_id
-        extra_headers = [
-            (b"x-request-id", request_id.encode()),
-            (b"api-version", API_VERSION.encode()),
-        ]
+        extra_headers = identity_headers(request_id)
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -58,7 +71,7 @@ class RequestContextMiddleware:
             await send(message)
 
         asked_version = headers.get("api-version")
-        if asked_version is not None and asked_version.strip() not in SUPPORTED_API_VERSIONS:
+        if not version_supported(asked_version):
             response = problem_response(
                 status=400,
                 title="Unsupported API Version",

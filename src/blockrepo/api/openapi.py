@@ -20,10 +20,10 @@ from starlette.routing import BaseRoute
 from blockrepo import SUPPORTED_API_VERSIONS, __version__
 from blockrepo.api.limits import publish_limits
 from blockrepo.api.middleware import REQUEST_ID_PATTERN
-from blockrepo.api.problem import PROBLEM_MEDIA_TYPE, WWW_AUTHENTICATE
 from blockrepo.api.problem_docs import PROBLEM_SCHEMA
 from blockrepo.api.versions import ApiVersion
 from blockrepo.auth.middleware import is_public
+from blockrepo.problem import PROBLEM_MEDIA_TYPE, WWW_AUTHENTICATE
 from blockrepo.settings import Settings
 
 OPERATION_METHODS = ("get", "put", "post", "patch", "delete", "head", "options")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from blockrepo.api.problem import PROBLEM_MEDIA_TYPE
+from blockrepo.problem import PROBLEM_MEDIA_TYPE
 
 PROBLEM_SCHEMA: dict[str, Any] = {
     "type": "object",

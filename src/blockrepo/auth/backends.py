@@ -25,9 +25,11 @@ class AuthBackends:
     throttle: LoginThrottle
     rate_limiter: RateLimiter | None
     redis_client: redis.Redis | None
-    # Whether store reads may run on the event loop: only SQLite's, which are local work with no wait;
-    # a wait for PostgreSQL or Redis on the loop would hold up every other request of the process.
-    reads_on_loop: bool = False
+    # Whether short store reads may run on the event loop (`loop_reads` in the settings, for every store:
+    # the one policy the read lane follows too). A read of SQLite is local work; one of PostgreSQL or
+    # Redis on the same host or a fast network answers in well under a millisecond, less than the hop to
+    # a worker thread and back costs; across a slow network the setting is turned off.
+    reads_on_loop: bool = True
 
     @classmethod
     def build(
@@ -45,6 +47,7 @@ class AuthBackends:
                     else None
                 ),
                 redis_client=client,
+                reads_on_loop=settings.loop_reads,
             )
         return cls(
             sessions=SessionManager(DatabaseSessionStore(read_engine, write_engine), read_engine, settings),
@@ -55,7 +58,7 @@ class AuthBackends:
                 else None
             ),
             redis_client=None,
-            reads_on_loop=read_engine.dialect.name == "sqlite",
+            reads_on_loop=settings.loop_reads,
         )
 
     def close(self) -> None:

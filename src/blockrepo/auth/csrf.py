@@ -24,9 +24,9 @@ from urllib.parse import urlsplit
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from blockrepo.api.problem import problem_response
 from blockrepo.auth.cookies import CSRF_HEADER
 from blockrepo.auth.sessions import LiveSession
+from blockrepo.problem import problem_response
 
 MODIFYING_METHODS = frozenset({"PATCH", "POST", "PUT", "DELETE"})
 FORM_LOGIN_PATHS = frozenset({"/j_service_security_check", "/api/j_service_security_check"})

@@ -6,28 +6,28 @@ were wrong) and `session` (the `LiveSession` in effect, or None). It answers by 
 paths without a principal, 429 for throttled logins and rate-limited users, 503 when the shared store
 fails or every password hash permit is taken (`auth/passwords.py`). Before any of that it refuses a login
 that names credentials in its URL (400 `credentials_in_url`) or that a browser sends for a page of another
-origin (403 `cross_origin_login`): neither is verified, counted or given a session. Requests without
-credentials or cookie never leave the event loop, and neither do those that only read the stores (a
-session lookup, credentials verified before); a write or a password hash goes to a worker thread.
+origin (403 `cross_origin_login`): neither is verified, counted or given a session. Who acts is decided
+by `auth.resolution.Resolver`. Requests without credentials or cookie never leave the event loop, and with
+`loop_reads` neither do those that only read the stores (a session lookup, credentials verified before); a
+write or a password hash goes to a worker thread.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
 from anyio import to_thread
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from blockrepo.api.problem import error_response, problem_response
 from blockrepo.auth.backends import STORE_ERRORS, AuthBackends
-from blockrepo.auth.basic import Principal, parse_basic
 from blockrepo.auth.cookies import login_cookie_headers, read_session_cookie
 from blockrepo.auth.csrf import is_cross_origin_login
-from blockrepo.auth.sessions import IssuedSession, LiveSession, WriteNeeded
+from blockrepo.auth.resolution import ANONYMOUS, BASIC_LOGIN_PATHS, Resolution, Resolver
+from blockrepo.auth.sessions import WRITE_NEEDED
 from blockrepo.errors import BadRequest, BlockrepoError, Forbidden, PasswordHashingBusy
+from blockrepo.problem import error_response, problem_response
 from blockrepo.settings import Settings
 
 log = logging.getLogger("blockrepo.auth")
@@ -47,17 +47,6 @@ PUBLIC_PATHS = frozenset(
     }
 )
 PUBLIC_PREFIXES = ("/api/7_4/assets/", "/web/")
-# GET/HEAD with Basic credentials here is a login: it always starts a new session.
-BASIC_LOGIN_PATHS = frozenset({"/api/auth-scheme", "/api/j_service_security_check"})
-# POSTs whose route starts or ends the session itself (form login, logout).
-SESSION_ROUTE_PATHS = frozenset(
-    {
-        "/j_service_security_check",
-        "/api/j_service_security_check",
-        "/j_service_logout",
-        "/api/j_service_logout",
-    }
-)
 
 
 # Every path that logs in; credentials in their query string log nobody in (API.md rule 1.6).
@@ -74,27 +63,10 @@ def client_address(scope: Scope) -> str:
     return str(client[0]) if client else "unknown"
 
 
-@dataclass(frozen=True)
-class Resolution:
-    """What the credentials and cookie of one request amount to."""
-
-    principal: Principal | None = None
-    session: LiveSession | None = None
-    issued: IssuedSession | None = None
-    failed: bool = False
-    login_retry_after: int | None = None
-    rate_retry_after: int | None = None
-
-
-ANONYMOUS = Resolution()
-
-
 class AuthMiddleware:
     def __init__(self, app: ASGIApp, *, backends: AuthBackends, settings: Settings) -> None:
         self.app = app
-        self.sessions = backends.sessions
-        self.throttle = backends.throttle
-        self.rate_limiter = backends.rate_limiter
+        self.resolver = Resolver(backends, settings)
         self.cookie_secure = settings.cookie_secure
         self.csrf_enabled = settings.csrf_enabled
         self.reads_on_loop = backends.reads_on_loop
@@ -116,14 +88,15 @@ class AuthMiddleware:
         if authorization is not None or cookie is not None:
             arguments = (authorization, cookie, client_address(scope), scope["method"], scope["path"])
             try:
-                try:
-                    # Most requests only read (a session, cached credentials): on SQLite, done here on the
-                    # event loop, they spare the hop to a worker thread and back.
-                    if not self.reads_on_loop:
-                        raise WriteNeeded
-                    resolution = self._resolve(*arguments, may_write=False)
-                except WriteNeeded:
-                    resolution = await to_thread.run_sync(self._resolve, *arguments)
+                # Most requests only read (a session, cached credentials): done here on the event loop
+                # (`loop_reads`), they spare the hop to a worker thread and back.
+                decided = (
+                    self.resolver.resolve(*arguments, may_write=False) if self.reads_on_loop else WRITE_NEEDED
+                )
+                if isinstance(decided, Resolution):
+                    resolution = decided
+                else:
+                    resolution = await to_thread.run_sync(self._resolve_anyhow, *arguments)
             except STORE_ERRORS:
                 log.exception("the session store failed")
                 await self._problem(scope, receive, send, 503, "the session store is unavailable", {})
@@ -163,78 +136,13 @@ class AuthMiddleware:
 
         await self.app(scope, receive, send_with_cookies)
 
-    def _resolve(
-        self,
-        authorization: str | None,
-        cookie: str | None,
-        address: str,
-        method: str,
-        path: str,
-        may_write: bool = True,
+    def _resolve_anyhow(
+        self, authorization: str | None, cookie: str | None, address: str, method: str, path: str
     ) -> Resolution:
-        """Every store access of the request, in one place. With `may_write` False (on the event loop) it
-        raises `WriteNeeded` before anything that writes or hashes a password; the caller then runs it
-        again in a worker thread, where it may block."""
-        if not may_write and self.rate_limiter is not None:
-            raise WriteNeeded  # the request counter writes
-        session = self.sessions.resume(cookie, may_write=may_write) if cookie is not None else None
-        if authorization is None:
-            if session is None:
-                return ANONYMOUS
-            return self._limited(Resolution(principal=session.principal(), session=session))
-        credentials = parse_basic(authorization)
-        if credentials is None:
-            return Resolution(failed=True)
-        if may_write:
-            outcome = self.throttle.attempt(*credentials, address, "basic")
-            if outcome.retry_after is not None:
-                # A valid session of the same user keeps working while an attack throttles its password.
-                if session is not None and session.login == credentials[0]:
-                    return self._limited(Resolution(principal=session.principal(), session=session))
-                return Resolution(login_retry_after=outcome.retry_after)
-            principal = outcome.principal
-            if principal is None:
-                return Resolution(failed=True)
-        else:
-            principal = self._cached_principal(*credentials, address)
-        # Credentials win over the cookie: a session of another user is not used.
-        if session is not None and session.user_id != principal.user_id:
-            if not may_write:
-                raise WriteNeeded
-            self.sessions.end_session(session)
-            session = None
-        limited = self._limited(Resolution(principal=principal, session=session))
-        if limited.rate_retry_after is not None or (method == "POST" and path in SESSION_ROUTE_PATHS):
-            return limited
-        explicit_login = method in ("GET", "HEAD") and path in BASIC_LOGIN_PATHS
-        if session is not None and not explicit_login:
-            return limited
-        # No valid session of this user, or an explicit login: a new session with a new id (no fixation).
-        # An explicit login stores it at once; any other request gets a signed session, stored only when
-        # its cookie comes back, so a script that never keeps cookies costs no write per request.
-        if not may_write and (session is not None or explicit_login):
-            raise WriteNeeded
-        if session is not None:
-            self.sessions.end_session(session)
-        issued = self.sessions.start(principal, deferred=not explicit_login)
-        if issued is None:
-            return Resolution(failed=True)
-        return Resolution(principal=principal, session=issued.session, issued=issued)
-
-    def _cached_principal(self, login: str, password: str, address: str) -> Principal:
-        """Credentials verified before and still valid, when the login throttle would let them pass without
-        hashing or counting; anything else (a refusal to log, a hash to pay, a failure to count) raises
-        `WriteNeeded`, and the login throttle decides in a worker thread."""
-        principal = self.throttle.cached(login, password, address)
-        if principal is None:
-            raise WriteNeeded
-        return principal
-
-    def _limited(self, resolution: Resolution) -> Resolution:
-        if self.rate_limiter is None or resolution.principal is None:
-            return resolution
-        retry_after = self.rate_limiter.check(resolution.principal.user_id)
-        return resolution if retry_after is None else Resolution(rate_retry_after=retry_after)
+        """`Resolver.resolve` where it may write (a worker thread): it always decides there."""
+        decided = self.resolver.resolve(authorization, cookie, address, method, path)
+        assert isinstance(decided, Resolution), "a resolution that may write needs nothing more"
+        return decided
 
     @staticmethod
     async def _problem(

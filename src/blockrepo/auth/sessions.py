@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import enum
 import hashlib
 import hmac
 import logging
@@ -73,9 +74,15 @@ def session_key(cookie_value: str) -> str:
     return hashlib.sha256(cookie_value.encode()).hexdigest()
 
 
-class WriteNeeded(Exception):
-    """`SessionManager.resume(..., may_write=False)` would have to write to the store: retry where
-    blocking is allowed (a worker thread)."""
+class WriteNeeded(enum.Enum):
+    """What `SessionManager.resume(..., may_write=False)` returns where it would have to write to the store
+    (a touch, removing an expired record, the first return of a signed cookie): the caller asks again
+    where blocking is allowed (a worker thread)."""
+
+    WRITE_NEEDED = "write needed"
+
+
+WRITE_NEEDED = WriteNeeded.WRITE_NEEDED
 
 
 @dataclass(frozen=True)
@@ -539,10 +546,10 @@ class SessionManager:
         the `LiveSession` around it: for a caller that only hands the cookie out (the GET lane)."""
         return self.signer.sign(principal.user_id, principal.credentials_version, math.floor(self._now()))
 
-    def resume(self, cookie_value: str, *, may_write: bool = True) -> LiveSession | None:
+    def resume(self, cookie_value: str, *, may_write: bool = True) -> LiveSession | WriteNeeded | None:
         """The session this cookie names, if it is still valid; None for unknown, ended or expired ones.
 
-        With `may_write` False, raises `WriteNeeded` where the store would have to be written (a touch,
+        With `may_write` False, returns `WRITE_NEEDED` where the store would have to be written (a touch,
         removing an expired record, the first return of a signed cookie) instead of writing."""
         key = session_key(cookie_value)
         stored = self.store.get(key)
@@ -559,12 +566,12 @@ class SessionManager:
             or user.credentials_version != stored.credentials_version
         ):
             if not may_write:
-                raise WriteNeeded
+                return WRITE_NEEDED
             self.store.delete(key)
             return None
         if now - stored.last_seen_at >= self._touch_after:
             if not may_write:
-                raise WriteNeeded
+                return WRITE_NEEDED
             self.store.touch(stored, now, self._expires_at(stored, now))
         return LiveSession(
             key=key,
@@ -639,7 +646,7 @@ class SessionManager:
         if toucher is not None:
             toucher.shutdown(wait=True)
 
-    def _revive(self, cookie_value: str, key: str, may_write: bool) -> LiveSession | None:
+    def _revive(self, cookie_value: str, key: str, may_write: bool) -> LiveSession | WriteNeeded | None:
         """The first return of a signed cookie: its record is made now, if the session is still valid."""
         claims = self.signer.claims(cookie_value)
         if claims is None:
@@ -655,7 +662,7 @@ class SessionManager:
         ):
             return None
         if not may_write:
-            raise WriteNeeded
+            return WRITE_NEEDED
         stored = StoredSession(
             key=key,
             user_id=claims.user_id,

@@ -19,7 +19,7 @@ from blockrepo.auth.passwords import Passwords
 from blockrepo.cli.options import build_settings, console
 from blockrepo.cli.repository import initialize_repository
 from blockrepo.errors import BlockrepoError
-from blockrepo.massdata.collector import collector_paused
+from blockrepo.interpreter import collector_paused
 from blockrepo.massdata.listing import begin_snapshot
 from blockrepo.massdata.transfer.document import Document, parse_json_document
 from blockrepo.massdata.transfer.export import json_chunks

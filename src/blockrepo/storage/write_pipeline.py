@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -12,16 +11,9 @@ from typing import Any
 from sqlalchemy import Connection, event
 from sqlalchemy.orm import Session
 
-INFO_KEY = "blockrepo.write_pipeline"  # in the pooled DBAPI connection's `info` while a pipeline runs on it
-# How long a thread may hold the GIL while another waits for it (CPython's default: 5 ms), while a
-# pipeline runs. Each pipelined statement needs the GIL to bind its parameters after the previous one
-# has run without it; at 5 ms the insert thread waited longer for the GIL than SQLite took for the
-# statement, and the overlap was lost (bench/README.md).
-SWITCH_INTERVAL = 0.0002
+from blockrepo.interpreter import switch_interval_lowered
 
-_switch_lock = threading.Lock()
-_switch_holders = 0
-_switch_before = 0.0
+INFO_KEY = "blockrepo.write_pipeline"  # in the pooled DBAPI connection's `info` while a pipeline runs on it
 
 
 class WritePipeline:
@@ -93,10 +85,10 @@ def pipelined(db: Session) -> Iterator[None]:
 
     # On this connection only, for the block's time: the hot path's statements run no listener for it.
     event.listen(connection, "before_cursor_execute", wait_first)
-    _lower_switch_interval()
     try:
-        yield
-        pipeline.wait()
+        with switch_interval_lowered():  # the statements' thread gets the GIL back soon (interpreter.py)
+            yield
+            pipeline.wait()
     except BaseException:
         pipeline.cancel()
         raise
@@ -105,7 +97,6 @@ def pipelined(db: Session) -> Iterator[None]:
         del info[INFO_KEY]
         pipeline.close()
         event.remove(connection, "before_cursor_execute", wait_first)
-        _restore_switch_interval()
 
 
 def submit_statement(connection: Connection, run: Callable[[], None]) -> None:
@@ -116,20 +107,3 @@ def submit_statement(connection: Connection, run: Callable[[], None]) -> None:
         run()
     else:
         pipeline.submit(run)
-
-
-def _lower_switch_interval() -> None:
-    global _switch_holders, _switch_before
-    with _switch_lock:
-        if _switch_holders == 0:
-            _switch_before = sys.getswitchinterval()
-            sys.setswitchinterval(min(_switch_before, SWITCH_INTERVAL))
-        _switch_holders += 1
-
-
-def _restore_switch_interval() -> None:
-    global _switch_holders
-    with _switch_lock:
-        _switch_holders -= 1
-        if _switch_holders == 0:
-            sys.setswitchinterval(_switch_before)

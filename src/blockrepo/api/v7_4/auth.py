@@ -15,7 +15,6 @@ from pydantic import BaseModel, Field
 from starlette.responses import Response
 
 from blockrepo import API_VERSION
-from blockrepo.api.problem import PROBLEM_MEDIA_TYPE
 from blockrepo.api.problem_docs import PROBLEM_SCHEMA
 from blockrepo.api.responses import JsonResponse
 from blockrepo.auth.backends import STORE_ERRORS, AuthBackends
@@ -34,6 +33,7 @@ from blockrepo.errors import (
     UnsupportedMediaType,
     ValidationFailed,
 )
+from blockrepo.problem import PROBLEM_MEDIA_TYPE
 from blockrepo.settings import Settings
 
 router = APIRouter(tags=["Authentication"])

@@ -4,37 +4,26 @@ Thin: the rules live in blockrepo.elements.service."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any
 
-from anyio import to_thread
 from fastapi import APIRouter, Depends, Header, Path, Query, Request
-from sqlalchemy.exc import DBAPIError
-from starlette.requests import Request as StarletteRequest
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from blockrepo.api.body import is_json_media_type, read_json_object
+from blockrepo.api.body import read_json_object
 from blockrepo.api.context import (
     AppServices,
     RequestContext,
     open_read_context,
     principal_of,
-    races_refused,
     request_context,
-    session_context,
 )
-from blockrepo.api.element_path import element_in_path
-from blockrepo.api.errors import concurrent_write_refusal
-from blockrepo.api.etag import element_etag, if_match_check, none_match
+from blockrepo.api.element_answers import element_response, element_writer, update_element, view_tag_of
+from blockrepo.api.etag import element_etag, if_match_check, not_modified
 from blockrepo.api.parameters import REVISION_OR_TIME, given
-from blockrepo.api.problem import error_response
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
-from blockrepo.auth.basic import Principal
 from blockrepo.elements import service
 from blockrepo.elements.read import by_id as reading
-from blockrepo.errors import BlockrepoError
 from blockrepo.history import asof
 from blockrepo.history.schemas import AS_OF_DESCRIPTION
 
@@ -147,23 +136,6 @@ def _write_body(required: bool = True) -> dict[str, Any]:
     }
 
 
-def _writer(ctx: RequestContext) -> service.Writer:
-    return service.Writer(ctx.db, ctx.metamodel, ctx.actor, ctx.changes)
-
-
-def _view_tag(ctx: RequestContext, element: dict[str, Any]) -> str:
-    """The part of the element's ETag that names what the acting user sees of its type."""
-    type_def = ctx.metamodel.type_named(element["type"][0])
-    return "" if type_def is None else reading.view_tag(ctx.metamodel, ctx.actor, type_def)
-
-
-def _element_json(
-    element: dict[str, Any], view_tag: str, status: int = 200, headers: dict[str, str] | None = None
-) -> JsonResponse:
-    etag = element_etag(element["revision"][0], view_tag)
-    return JsonResponse(element, status_code=status, headers={"ETag": etag, **(headers or {})})
-
-
 async def json_body(request: Request) -> dict[str, Any]:
     """The request body as a JSON object (415 if not JSON, 400 if malformed)."""
     return await read_json_object(request)
@@ -195,7 +167,7 @@ def get_element(
         str | None, Query(alias="asOf", description=AS_OF_DESCRIPTION, json_schema_extra=REVISION_OR_TIME)
     ] = None,
 ) -> Response:
-    # Most GETs never get here: `ElementReadLane` (api/element_lane.py) answers them. This answers the rest
+    # Most GETs never get here: `ElementReadLane` (api/lanes/read.py) answers them. This answers the rest
     # (`asOf`, HEAD, an id out of range is a 400 from the parameter, errors, sessions that need a write),
     # in a worker thread: history replay may take long.
     as_of = given(as_of)
@@ -211,19 +183,15 @@ def get_element(
             with services.read_sessions() as db:
                 element = asof.get_element_as_of(db, ctx.metamodel, ctx.actor, type_def, element_id, as_of)
     etag = element_etag(element["revision"][0], view_tag)
-    if if_none_match is not None and none_match(if_none_match, etag):
+    if not_modified(if_none_match, etag):
         return Response(status_code=304, headers={"ETag": etag})
-    return _element_json(element, view_tag)
+    return element_response(element, view_tag)
 
 
 def _update(
     type_name: str, element_id: int, body: dict[str, Any], ctx: RequestContext, if_match: str | None
 ) -> JsonResponse:
-    element = service.update_element(
-        _writer(ctx), type_name, element_id, body, if_match=if_match_check(if_match)
-    )
-    ctx.commit()
-    return _element_json(element, _view_tag(ctx, element))
+    return element_response(*update_element(ctx, type_name, element_id, body, if_match))
 
 
 UPDATE_DESCRIPTION = (
@@ -298,10 +266,10 @@ def post_element(
     body: Annotated[dict[str, Any], Depends(json_body)],  # parsed before the write lock is taken
     ctx: Annotated[RequestContext, Depends(request_context)],
 ) -> JsonResponse:
-    element = service.create_element(_writer(ctx), type_name, body)
+    element = service.create_element(element_writer(ctx), type_name, body)
     ctx.commit()
     location = f"/api/element/{element['type'][0]}/{element['id'][0]}"
-    return _element_json(element, _view_tag(ctx, element), 201, {"Location": location})
+    return element_response(element, view_tag_of(ctx, element), 201, {"Location": location})
 
 
 @router.delete(
@@ -323,106 +291,7 @@ def delete_element(
     recursive: Annotated[bool, Query(description="also delete every descendant")] = False,
 ) -> Response:
     service.delete_element(
-        _writer(ctx), type_name, element_id, recursive=recursive, if_match=if_match_check(if_match)
+        element_writer(ctx), type_name, element_id, recursive=recursive, if_match=if_match_check(if_match)
     )
     ctx.commit()
     return Response(status_code=204)
-
-
-async def _no_body() -> Message:
-    return {"type": "http.request", "body": b"", "more_body": False}
-
-
-class ElementWriteLane:
-    """Pure ASGI: answers `PUT` and `PATCH /api/element/{type}/{id}` with a JSON body and no query string,
-    the same as the routed `put_element`/`patch_element` above, which stay the documented operations and
-    answer everything else (another media type, ids out of range ...).
-
-    A PUT of one attribute is the write hot path (issue 16): through FastAPI it paid for routing,
-    dependency solving and three thread hand-offs (opening the context, the endpoint, closing it), more
-    than the write itself. Here the body is read first, before the write lock is taken (a slow client
-    never holds it), and the whole write runs in one worker-thread call. Writes of one process queue on
-    an asyncio lock rather than each in its own thread on the database's lock: on SQLite a waiting writer
-    sleeps in the busy handler (1, 2, 5, 10 ms ...), so a dozen writers of one process polling the lock
-    let the other process's writers starve (seconds-long PUTs under load, bench/README.md)."""
-
-    def __init__(self, app: ASGIApp, *, services: AppServices) -> None:
-        self.app = app
-        self.services = services
-        self._locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
-
-    def _writing(self) -> asyncio.Lock:
-        """This event loop's write queue (a server has one loop per process; a test client one per
-        session, and an asyncio lock belongs to one loop)."""
-        loop = asyncio.get_running_loop()
-        lock = self._locks.get(loop)
-        if lock is None:
-            if len(self._locks) > 8:
-                self._locks.clear()  # loops of test clients that are gone
-            lock = self._locks[loop] = asyncio.Lock()
-        return lock
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] in ("PUT", "PATCH") and not scope["query_string"]:
-            element = element_in_path(scope["path"])
-            principal = scope.get("state", {}).get("principal")
-            content_type = next((value for name, value in scope["headers"] if name == b"content-type"), None)
-            if (
-                element is not None
-                and principal is not None
-                and content_type is not None
-                and is_json_media_type(content_type.decode("latin-1"))
-            ):
-                await self._answer(scope, receive, send, principal, *element)
-                return
-        await self.app(scope, receive, send)
-
-    async def _answer(
-        self,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        principal: Principal,
-        type_name: str,
-        element_id: int,
-    ) -> None:
-        request_id = scope["state"].get("request_id")
-        if_match = next((value for name, value in scope["headers"] if name == b"if-match"), None)
-        try:
-            body = await read_json_object(StarletteRequest(scope, receive))
-            async with self._writing():
-                element, view_tag = await to_thread.run_sync(
-                    self._write,
-                    principal,
-                    request_id,
-                    type_name,
-                    element_id,
-                    body,
-                    None if if_match is None else if_match.decode("latin-1"),
-                )
-        except BlockrepoError as exc:
-            await error_response(exc, request_id)(scope, _no_body, send)
-            return
-        await _element_json(element, view_tag)(scope, _no_body, send)
-
-    def _write(
-        self,
-        principal: Principal,
-        request_id: str,
-        type_name: str,
-        element_id: int,
-        body: dict[str, Any],
-        if_match: str | None,
-    ) -> tuple[dict[str, Any], str]:
-        try:
-            with races_refused(), session_context(self.services, principal, request_id, writing=True) as ctx:
-                element = service.update_element(
-                    _writer(ctx), type_name, element_id, body, if_match=if_match_check(if_match)
-                )
-                ctx.commit()
-                return element, _view_tag(ctx, element)
-        except DBAPIError as exc:
-            refusal = concurrent_write_refusal(exc)
-            if refusal is None:
-                raise
-            raise refusal from exc

@@ -26,10 +26,10 @@ from blockrepo.api.responses import JsonResponse
 from blockrepo.elements.service import Writer
 from blockrepo.errors import BadRequest, ErrorItem, UnsupportedMediaType
 from blockrepo.history.schemas import AS_OF_ATTRIBUTE_NAMES
+from blockrepo.interpreter import collector_paused
 from blockrepo.json_integers import integral_number_as_int
 from blockrepo.massdata import asof as past
 from blockrepo.massdata import bulk, listing
-from blockrepo.massdata.collector import collector_paused
 from blockrepo.massdata.query.limits import QueryLimits
 from blockrepo.massdata.transfer.document import Document, parse_json_document
 from blockrepo.massdata.transfer.export import stream_json

@@ -1,4 +1,4 @@
-"""Renders every error as application/problem+json (RFC 9457)."""
+"""Renders every error as application/problem+json (RFC 9457), for the api and auth layers alike."""
 
 from __future__ import annotations
 

@@ -1,25 +1,22 @@
-"""The GET lane: `GET /api/element/{type}/{id}` answered in front of the whole application, when the
+"""The read lane: `GET /api/element/{type}/{id}` answered in front of the whole application, when the
 request is the plain case, and passed on unchanged otherwise."""
 
 from __future__ import annotations
 
 import logging
-import os
 
 from sqlalchemy import Connection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from blockrepo import API_VERSION, SUPPORTED_API_VERSIONS
-from blockrepo.access.repository import current_revisions
+from blockrepo.access.service import revisions_now
 from blockrepo.api.context import AppServices
-from blockrepo.api.element_path import element_in_path
 from blockrepo.api.etag import element_etag, none_match
 from blockrepo.api.headers import DATA_HEADERS
-from blockrepo.api.middleware import REQUEST_ID_PATTERN
+from blockrepo.api.lanes.path import element_in_path
+from blockrepo.api.middleware import identity_headers, request_id_for, version_supported
 from blockrepo.auth.cookies import session_cookie_in
 from blockrepo.auth.middleware import client_address
-from blockrepo.auth.quick import QuickAuth
-from blockrepo.storage.engine import held_snapshot
+from blockrepo.auth.resolution import Resolver
 
 log = logging.getLogger("blockrepo.api")
 
@@ -34,35 +31,41 @@ _WANTED = frozenset(
         b"transfer-encoding",
     }
 )
-_API_VERSION = API_VERSION.encode()
 
 Answer = tuple[Message, Message]
 
 
 class ElementReadLane:
     """Pure ASGI, outermost: answers a GET by id without a query string with 200 or 304 itself when the
-    caller is known without writing anything (`auth.quick`) and the metamodel and rights of the current
+    caller is known without writing anything (`Resolver.quick`) and the metamodel and rights of the current
     revisions are cached; every other request, and any of these the lane cannot answer so (an error, a
     session whose idle time stamp is due, credentials to verify, a cold cache), goes through the
     application's middleware and the routed `get_element` unchanged, which answer it as they always did.
 
     It answers exactly what that path would, headers included (request id, API version, the signed
     session of a Basic request), after one statement that reads who acts and the repository's revisions
-    (`auth.quick`); the body comes from `RenderedElements` while those revisions are current, else from
+    (`Resolver.quick`); the body comes from `RenderedElements` while those revisions are current, else from
     the element's statements in one snapshot. All of it runs on the event loop, on a connection held for
     it in autocommit: a hop to a worker thread, a pool checkout (with PostgreSQL's pre-ping) and a BEGIN
     and ROLLBACK each cost more than the one statement, and thread hops are what made latency under load
     long. That holds while the database and Redis answer in well under a millisecond (the same host or
     network); against worker threads on PostgreSQL it costs a fraction of the CPU per GET and serves
-    several times the rate (bench/README.md)."""
+    several times the rate (bench/README.md). Where they do not, `loop_reads` off turns the lane off."""
 
     def __init__(self, app: ASGIApp, *, services: AppServices) -> None:
         self.app = app
         self.services = services
-        self.auth = QuickAuth(services.auth, services.settings)
+        self.auth = Resolver(services.auth, services.settings)
+        # The lane answers on the event loop or not at all (`loop_reads`, one policy with auth's reads).
+        self.enabled = services.auth.reads_on_loop
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "GET" and not scope["query_string"]:
+        if (
+            self.enabled
+            and scope["type"] == "http"
+            and scope["method"] == "GET"
+            and not scope["query_string"]
+        ):
             element = element_in_path(scope["path"])
             if element is not None:
                 answer = self._answer(scope, *element)
@@ -80,7 +83,7 @@ class ElementReadLane:
         if b"transfer-encoding" in headers or headers.get(b"content-length", b"0") != b"0":
             return None  # a GET with a body: the body limit of RequestContextMiddleware applies
         version = headers.get(b"api-version")
-        if version is not None and version.decode("latin-1").strip() not in SUPPORTED_API_VERSIONS:
+        if version is not None and not version_supported(version.decode("latin-1")):
             return None
         authorization = headers.get(b"authorization")
         cookie = session_cookie_in(headers[b"cookie"].decode("latin-1")) if b"cookie" in headers else None
@@ -106,7 +109,7 @@ class ElementReadLane:
         cookie: str | None,
     ) -> Answer | None:
         services = self.services
-        found = self.auth.resolve(
+        found = self.auth.quick(
             connection, headers.get(b"authorization") or None, cookie, client_address(scope)
         )
         if found is None:
@@ -125,8 +128,8 @@ class ElementReadLane:
         if rendered is None:
             # Not read at these revisions yet: the element's statements, in one snapshot that must still be
             # at these revisions (else a write came in between, and the documented way answers).
-            with held_snapshot(connection):
-                if current_revisions(connection) != revisions:
+            with services.databases.snapshot(connection):
+                if revisions_now(connection) != revisions:
                     return None
                 rendered = services.rendered_elements.read(
                     connection, metamodel, actor, services.element_readers, type_def, element_id, revisions
@@ -135,17 +138,8 @@ class ElementReadLane:
             return None
         etag = element_etag(rendered.revision, rendered.view_tag)
         sent_id = headers.get(b"x-request-id")
-        request_id = (
-            sent_id
-            if sent_id is not None and REQUEST_ID_PATTERN.match(sent_id.decode("latin-1"))
-            else os.urandom(16).hex().encode()  # the shape of uuid4().hex, for less
-        )
-        common = [
-            *found.set_cookies,
-            (b"x-request-id", request_id),
-            (b"api-version", _API_VERSION),
-            *DATA_HEADERS,
-        ]
+        request_id = request_id_for(None if sent_id is None else sent_id.decode("latin-1"))
+        common = [*found.set_cookies, *identity_headers(request_id), *DATA_HEADERS]
         if_none_match = headers.get(b"if-none-match")
         if if_none_match is not None and none_match(if_none_match.decode("latin-1"), etag):
             start = {

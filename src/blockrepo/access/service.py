@@ -1,0 +1,31 @@
+"""Who acts: the account behind a principal as it is now, with the repository's revisions read alongside."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from sqlalchemy import Connection
+
+from blockrepo.access.repository import Revisions, acting_user, current_revisions
+
+
+class ActingAccount(NamedTuple):
+    """The login of a principal's account and the repository's revisions, read in one statement (a tuple:
+    the read lane builds one per request, and a frozen dataclass costs several times as much)."""
+
+    login: str
+    revisions: Revisions
+
+
+def acting_account(connection: Connection, user_id: int, credentials_version: int) -> ActingAccount | None:
+    """The account of `user_id`, if it still exists, is enabled and has the credentials version its
+    principal was given (a new password, login or disabling changes it); else None."""
+    row = acting_user(connection, user_id)
+    if row is None or not row[1] or row[2] != credentials_version:
+        return None
+    return ActingAccount(row[0], Revisions(row[3], row[4], row[5]))
+
+
+def revisions_now(connection: Connection) -> Revisions:
+    """The repository's revisions (data, metamodel, access) as `connection` sees them."""
+    return current_revisions(connection)

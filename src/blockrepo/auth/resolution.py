@@ -1,0 +1,211 @@
+"""The one authentication decision: who a request acts as, from its session cookie and Basic credentials,
+and what that takes (a session started or ended, a login counted), returned as a value: a `Resolution`, or
+`WRITE_NEEDED` where only a worker thread may go on (a store write or a password hash). Its read-only subset
+for the read lane, `quick`, also reads the repository's revisions in the same statement."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+
+from sqlalchemy import Connection
+
+from blockrepo.access.repository import Revisions
+from blockrepo.access.service import acting_account
+from blockrepo.auth.backends import AuthBackends
+from blockrepo.auth.basic import Principal, parse_basic
+from blockrepo.auth.cookies import LoginCookieHeaders
+from blockrepo.auth.sessions import WRITE_NEEDED, IssuedSession, LiveSession, WriteNeeded
+from blockrepo.settings import Settings
+
+# GET/HEAD with Basic credentials here is a login: it always starts a new session.
+BASIC_LOGIN_PATHS = frozenset({"/api/auth-scheme", "/api/j_service_security_check"})
+# POSTs whose route starts or ends the session itself (form login, logout).
+SESSION_ROUTE_PATHS = frozenset(
+    {
+        "/j_service_security_check",
+        "/api/j_service_security_check",
+        "/j_service_logout",
+        "/api/j_service_logout",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What the credentials and cookie of one request amount to."""
+
+    principal: Principal | None = None
+    session: LiveSession | None = None
+    issued: IssuedSession | None = None
+    failed: bool = False
+    login_retry_after: int | None = None
+    rate_retry_after: int | None = None
+
+
+ANONYMOUS = Resolution()
+
+
+SetCookies = tuple[tuple[bytes, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class QuickResolution:
+    """The principal, the account's current login, the revisions read with them, and the Set-Cookie
+    headers of the signed session handed to Basic credentials that brought none (as `AuthMiddleware`
+    hands it)."""
+
+    principal: Principal
+    login: str
+    revisions: Revisions
+    set_cookies: SetCookies = ()
+
+
+Decision = Resolution | WriteNeeded
+
+
+class Resolver:
+    """Decides for `AuthMiddleware` (`resolve`: on the event loop without writing, then if need be in a worker
+    thread) and for the read lane (`quick`: the cases that only read, or None for the middleware's way).
+
+    The quick cases: a session cookie whose record is valid and needs no touch, and Basic credentials this
+    process verified from the same address. Everything else (no credentials, a failure, throttling, the
+    rate limit, a cookie together with credentials, a signed cookie's first return) is left to `resolve`.
+    Repeated Basic credentials are recognised there by their raw header: a keyed hash of the address and
+    the header names the login throttle's key for them (`verified_key`, which parsing and two hashes would
+    compute again), so neither this map nor its keys hold a password. It only saves that work: the
+    throttle's entry still decides (verified here, not expired or forgotten) and the statement still
+    checks the account, so a password change or a disabled account is seen by the next request."""
+
+    def __init__(self, backends: AuthBackends, settings: Settings) -> None:
+        self.sessions = backends.sessions
+        self.throttle = backends.throttle
+        self.rate_limiter = backends.rate_limiter
+        self.cookies = LoginCookieHeaders(secure=settings.cookie_secure, csrf_enabled=settings.csrf_enabled)
+        self._header_key = secrets.token_bytes(32)
+        self._throttle_keys: dict[bytes, bytes] = {}
+        self._max_throttle_keys = max(settings.credential_cache_size, 1)
+
+    def resolve(
+        self,
+        authorization: str | None,
+        cookie: str | None,
+        address: str,
+        method: str,
+        path: str,
+        may_write: bool = True,
+    ) -> Decision:
+        """Every store access of the request, in one place. With `may_write` False (on the event loop) it
+        returns `WRITE_NEEDED` before anything that writes or hashes a password; the caller then asks
+        again in a worker thread, where it may block."""
+        if not may_write and self.rate_limiter is not None:
+            return WRITE_NEEDED  # the request counter writes
+        session = self.sessions.resume(cookie, may_write=may_write) if cookie is not None else None
+        if session is WRITE_NEEDED:
+            return WRITE_NEEDED
+        if authorization is None:
+            if session is None:
+                return ANONYMOUS
+            return self._limited(Resolution(principal=session.principal(), session=session))
+        credentials = parse_basic(authorization)
+        if credentials is None:
+            return Resolution(failed=True)
+        if may_write:
+            outcome = self.throttle.attempt(*credentials, address, "basic")
+            if outcome.retry_after is not None:
+                # A valid session of the same user keeps working while an attack throttles its password.
+                if session is not None and session.login == credentials[0]:
+                    return self._limited(Resolution(principal=session.principal(), session=session))
+                return Resolution(login_retry_after=outcome.retry_after)
+            principal = outcome.principal
+            if principal is None:
+                return Resolution(failed=True)
+        else:
+            # Credentials verified before and still valid, when the login throttle would let them pass
+            # without hashing or counting; anything else (a refusal to log, a hash to pay, a failure to
+            # count) is for the login throttle in a worker thread.
+            cached = self.throttle.cached(*credentials, address)
+            if cached is None:
+                return WRITE_NEEDED
+            principal = cached
+        # Credentials win over the cookie: a session of another user is not used.
+        if session is not None and session.user_id != principal.user_id:
+            if not may_write:
+                return WRITE_NEEDED
+            self.sessions.end_session(session)
+            session = None
+        limited = self._limited(Resolution(principal=principal, session=session))
+        if limited.rate_retry_after is not None or (method == "POST" and path in SESSION_ROUTE_PATHS):
+            return limited
+        explicit_login = method in ("GET", "HEAD") and path in BASIC_LOGIN_PATHS
+        if session is not None and not explicit_login:
+            return limited
+        # No valid session of this user, or an explicit login: a new session with a new id (no fixation).
+        # An explicit login stores it at once; any other request gets a signed session, stored only when
+        # its cookie comes back, so a script that never keeps cookies costs no write per request.
+        if not may_write and (session is not None or explicit_login):
+            return WRITE_NEEDED
+        if session is not None:
+            self.sessions.end_session(session)
+        issued = self.sessions.start(principal, deferred=not explicit_login)
+        if issued is None:
+            return Resolution(failed=True)
+        return Resolution(principal=principal, session=issued.session, issued=issued)
+
+    def _limited(self, resolution: Resolution) -> Resolution:
+        if self.rate_limiter is None or resolution.principal is None:
+            return resolution
+        retry_after = self.rate_limiter.check(resolution.principal.user_id)
+        return resolution if retry_after is None else Resolution(rate_retry_after=retry_after)
+
+    def quick(
+        self, connection: Connection, authorization: bytes | None, cookie: str | None, address: str
+    ) -> QuickResolution | None:
+        if self.rate_limiter is not None:
+            return None  # the per-user rate limit counts every request, a write: none is quick
+        if authorization is None:
+            if cookie is None:
+                return None
+            found = self.sessions.peek(cookie, connection)
+            return None if found is None else QuickResolution(found[0], found[0].login, found[1])
+        if cookie is not None:
+            return None  # credentials and a cookie: which wins, and ending the other, is the middleware's
+        principal = self._verified_here(authorization, address)
+        if principal is None:
+            return None
+        account = acting_account(connection, principal.user_id, principal.credentials_version)
+        if account is None:
+            return None  # the middleware forgets the cached credentials and verifies them again
+        return QuickResolution(principal, account.login, account.revisions, self._signed_session(principal))
+
+    def _verified_here(self, authorization: bytes, address: str) -> Principal | None:
+        """`LoginThrottle.verified_here` for the credentials of this raw `Authorization` header."""
+        encoded_address = address.encode()
+        header_digest = hashlib.blake2b(
+            len(encoded_address).to_bytes(2, "big") + encoded_address + authorization,
+            key=self._header_key,
+            digest_size=16,
+        ).digest()
+        throttle_key = self._throttle_keys.get(header_digest)
+        if throttle_key is not None:
+            return self.throttle.verified_by_key(throttle_key)
+        credentials = parse_basic(authorization.decode("latin-1"))
+        if credentials is None:
+            return None
+        throttle_key = self.throttle.verified_key(*credentials, address)
+        principal = self.throttle.verified_by_key(throttle_key)
+        if principal is not None:
+            if len(self._throttle_keys) >= self._max_throttle_keys:
+                self._throttle_keys.clear()  # the next request of each client computes its key again
+            self._throttle_keys[header_digest] = throttle_key
+        return principal
+
+    def _signed_session(self, principal: Principal) -> SetCookies:
+        """The Set-Cookie headers of a new signed session (`SessionManager.start(..., deferred=True)`), its
+        CSRF token derived only when the CSRF cookie is sent: nothing is stored, so nothing else is needed."""
+        cookie_value = self.sessions.signed_cookie(principal)
+        if not self.cookies.csrf_enabled:
+            return (self.cookies.session(cookie_value),)
+        csrf_token = self.sessions.signer.csrf_token(cookie_value)
+        return (self.cookies.session(cookie_value), self.cookies.csrf(csrf_token))

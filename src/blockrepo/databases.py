@@ -1,0 +1,86 @@
+"""The databases of one process and how a request uses them: the engines and pools, a session to read or
+to write (the write lock first), short reads on the event loop, and what a concurrent write answers.
+
+The HTTP layer reaches storage through this module only (`tests/unit/test_layering.py`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session, sessionmaker
+
+from blockrepo.errors import ConcurrentWrite
+from blockrepo.settings import Settings
+from blockrepo.storage.engine import (
+    HeldConnections,
+    build_engine,
+    build_session_factory,
+    held_snapshot,
+    read_snapshot,
+    with_own_pool,
+)
+from blockrepo.storage.transactions import RETRY_AFTER_SECONDS, WriteQueue, begin_write, is_retryable
+
+
+class Databases:
+    """The engines of one process. Building them connects to nothing."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.engine: Engine = build_engine(settings.database_url, pool_size=settings.db_pool_size)
+        # Writes on SQLite begin with BEGIN IMMEDIATE so that two writers queue instead of deadlocking.
+        self.write_engine: Engine = self.engine.execution_options(begin_immediate=True)
+        self.read_sessions: sessionmaker[Session] = build_session_factory(self.engine)
+        self.write_sessions: sessionmaker[Session] = build_session_factory(self.write_engine)
+        self.write_queue = WriteQueue(self.engine)
+        # Connections taken and given back within one synchronous call, never held across an await: the
+        # reads made on the event loop (sessions, cached credentials, GET by id) take theirs here. Had they
+        # shared the pool with request sessions, which routes hold across awaits, a burst of writes could
+        # hold every connection while waiting for the event loop, and the loop would wait for one of them
+        # (PUTs stalled at 32 connections for the pool's 30 s timeout).
+        self.short_engine: Engine = with_own_pool(self.engine, pool_size=settings.db_pool_size)
+        # The read lane's connections on the event loop (api/lanes/read.py).
+        self.loop_connections = HeldConnections(self.short_engine)
+
+    @contextmanager
+    def session(self, *, writing: bool) -> Iterator[Session]:
+        """A request's session; a writing one waits its turn and takes the write lock first. Rolled back
+        and closed at the end: the caller commits what it means to keep."""
+        with self.write_queue.turn() if writing else nullcontext():
+            db = (self.write_sessions if writing else self.read_sessions)()
+            try:
+                if writing:
+                    begin_write(db)
+                yield db
+            finally:
+                db.rollback()
+                db.close()
+
+    @contextmanager
+    def short_read(self) -> Iterator[Connection]:
+        """A connection of the short reads' pool in one read transaction (`read_snapshot`)."""
+        with self.short_engine.connect() as connection, read_snapshot(connection):
+            yield connection
+
+    @staticmethod
+    def snapshot(connection: Connection) -> AbstractContextManager[None]:
+        """One snapshot for the statements inside, on a held connection (`held_snapshot`)."""
+        return held_snapshot(connection)
+
+    def dispose(self) -> None:
+        self.loop_connections.close_all()
+        self.engine.dispose()
+        self.short_engine.dispose()
+
+
+def concurrent_write_refusal(exc: DBAPIError) -> ConcurrentWrite | None:
+    """What a client gets when a database error means a concurrent transaction was in the way
+    (`is_retryable`): 409 with Retry-After; None for any other database error (a fault)."""
+    if not is_retryable(exc):
+        return None
+    return ConcurrentWrite(
+        "a concurrent change was in the way and nothing was written; send the request again",
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )
