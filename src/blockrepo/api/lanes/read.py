@@ -15,6 +15,7 @@ from blockrepo.api.headers import DATA_HEADERS
 from blockrepo.api.lanes.path import element_in_path
 from blockrepo.api.middleware import identity_headers, request_id_for, version_supported
 from blockrepo.auth.cookies import session_cookie_in
+from blockrepo.auth.csrf import sent_for_another_origin
 from blockrepo.auth.middleware import client_address
 from blockrepo.auth.resolution import Resolver
 
@@ -89,6 +90,8 @@ class ElementReadLane:
         cookie = session_cookie_in(headers[b"cookie"].decode("latin-1")) if b"cookie" in headers else None
         if not authorization and cookie is None:
             return None
+        if authorization and sent_for_another_origin(scope["headers"], scope["scheme"], referer=True):
+            return None  # credentials sent for another origin's page: the middleware decides (no session)
         connections = self.services.loop_connections
         try:
             return self._read(connections.get(), scope, headers, type_name, element_id, cookie)
