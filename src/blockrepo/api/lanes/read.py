@@ -9,6 +9,7 @@ from sqlalchemy import Connection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from blockrepo.access.service import revisions_now
+from blockrepo.api.body_arrival import has_body
 from blockrepo.api.context import AppServices
 from blockrepo.api.etag import element_etag, none_match
 from blockrepo.api.headers import DATA_HEADERS
@@ -28,8 +29,6 @@ _WANTED = frozenset(
         b"if-none-match",
         b"x-request-id",
         b"api-version",
-        b"content-length",
-        b"transfer-encoding",
     }
 )
 
@@ -81,7 +80,7 @@ class ElementReadLane:
         for name, value in scope["headers"]:
             if name in _WANTED and name not in headers:  # the first of repeated headers, as Headers.get
                 headers[name] = value
-        if b"transfer-encoding" in headers or headers.get(b"content-length", b"0") != b"0":
+        if has_body(scope["headers"]):
             return None  # a GET with a body: the body limit of RequestContextMiddleware applies
         version = headers.get(b"api-version")
         if version is not None and not version_supported(version.decode("latin-1")):
