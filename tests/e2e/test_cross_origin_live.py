@@ -193,3 +193,60 @@ def test_a_burst_of_wrong_passwords_meets_the_hash_bound_and_a_session_reads_on(
     for answer in busy:
         assert answer.json()["code"] == "password_hashing_busy"
         assert int(answer.headers["Retry-After"]) >= 1
+
+
+@pytest.mark.browser
+def test_a_foreign_page_cannot_swap_its_visitors_session_through_credentials_in_a_url(
+    live_server: LiveServer, attack_site: tuple[str, Path], browser: Browser
+) -> None:
+    """A page of another port sends its visitor to `http://mallory:pw@repo/api/...`; Chromium answers the
+    401 with the URL's credentials. The answer sets no cookie and the visitor's own session lives on."""
+    mallory = ("mallory", "correct horse battery staple")
+    with httpx.Client(base_url=live_server.base_url, auth=BASIC, timeout=30) as admin:
+        body = {
+            "login": mallory[0],
+            "firstName": "Mallory",
+            "lastName": "Attacker",
+            "email": "mallory@example.com",
+            "enabled": True,
+            "roles": ["Supervisor"],
+            "password": mallory[1],
+        }
+        assert admin.post("/api/administration/users", json=body).status_code == 201
+    site, directory = attack_site
+    host = live_server.base_url.removeprefix("http://")
+    target = f"http://{mallory[0]}:{mallory[1].replace(' ', '%20')}@{host}/api/administration/users/current"
+    (directory / "index.html").write_text(f'<!doctype html><a id="go" href="{target}">go</a>')
+    context = browser.new_context()
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        page = context.new_page()
+        # Without a session: Chromium answers the 401 with the URL's credentials, which act statelessly.
+        page.goto(f"{site}/index.html")
+        with page.expect_navigation() as navigation:
+            page.click("#go")
+        response = navigation.value
+        assert response is not None and response.status == 200
+        assert response.json()["login"] == mallory[0]
+        assert "set-cookie" not in response.all_headers()
+        # Not asserted: no JSESSIONID in the jar. Chromium keeps the URL's credentials in its auth cache and
+        # sends them with its own same-origin follow-up (the favicon), which starts a session as for any
+        # same-origin Basic request: a residual gap, reported with issue 22's fixes.
+        context.clear_cookies()
+        # With the visitor's own session: it stays, and stays the visitor's.
+        login = context.request.post(
+            f"{live_server.base_url}/j_service_security_check",
+            form={"j_username": BASIC[0], "j_password": BASIC[1]},
+        )
+        assert login.status == 200
+        own = {c["name"]: c["value"] for c in context.cookies(live_server.base_url)}
+        page.goto(f"{site}/index.html")
+        with page.expect_navigation() as navigation:
+            page.click("#go")
+        assert navigation.value is not None and "set-cookie" not in navigation.value.all_headers()
+        after = {c["name"]: c["value"] for c in context.cookies(live_server.base_url)}
+        assert after.get("JSESSIONID") == own["JSESSIONID"]
+        current = context.request.get(f"{live_server.base_url}/api/administration/users/current")
+        assert current.status == 200 and current.json()["login"] == BASIC[0]
+    finally:
+        context.close()

@@ -15,7 +15,9 @@ class BodyReadTimedOut(Exception):
     """Raised from `receive` when no part of a body arrived within the read timeout."""
 
 
-def _has_body(headers: list[tuple[bytes, bytes]]) -> bool:
+def has_body(headers: list[tuple[bytes, bytes]]) -> bool:
+    """True if the raw headers announce a body (a non-zero `Content-Length`, or any `Transfer-Encoding`),
+    in any of their occurrences. Shared with the read lane, which leaves a GET with a body to the routes."""
     for name, value in headers:
         if (name == b"content-length" and value != b"0") or name == b"transfer-encoding":
             return True
@@ -42,7 +44,7 @@ class WholeBodyFirst:
         self.streamed = streamed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not _has_body(scope["headers"]):
+        if scope["type"] != "http" or not has_body(scope["headers"]):
             await self.app(scope, receive, send)
             return
         started = False

@@ -11,14 +11,15 @@ credentials it remembers, so then the token is needed whatever authenticated the
 `AuthMiddleware`, which resolves the session.
 
 The logins have their own guard against login CSRF (a foreign page logging the victim into the
-attacker's account): `is_cross_origin_login` refuses a form or Basic login that a browser sends on another
-origin's behalf, or whose `Origin` or `Referer` names another origin than the one the request was sent to.
-Clients that send none of these headers (curl, scripts) pass.
+attacker's account): `AuthMiddleware` refuses a form or Basic login that `sent_for_another_origin` (with
+`Referer`) finds cross-origin, and serves any other request with credentials it finds so without a session
+(none started, none ended). Clients that send none of these headers (curl, scripts) pass.
 """
 
 from __future__ import annotations
 
 import hmac
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
@@ -47,7 +48,9 @@ def csrf_violation(scope: Scope) -> tuple[str, str] | None:
     principal = state.get("principal")
     if principal is None:
         return None
-    if principal.via != "session" and not _sent_for_another_origin(scope):
+    if principal.via != "session" and not sent_for_another_origin(
+        scope["headers"], scope["scheme"], referer=False
+    ):
         return None  # credentials in the request itself, from a script: no ambient authority
     session: LiveSession | None = state.get("session")
     sent = Headers(scope=scope).get(CSRF_HEADER)
@@ -63,22 +66,6 @@ def csrf_violation(scope: Scope) -> tuple[str, str] | None:
     if not hmac.compare_digest(sent.encode("latin-1"), expected):
         return "csrf_token_invalid", "the X-XSRF-TOKEN header does not match this session's token"
     return None
-
-
-def _sent_for_another_origin(scope: Scope) -> bool:
-    """True if a browser sent this request for a page of another origin: `Sec-Fetch-Site` says cross-site or
-    same-site, or `Origin` names another origin than the `Host`. One pass over the raw headers: every
-    modifying request authenticated by credentials comes through here."""
-    origin: bytes | None = None
-    for name, value in scope["headers"]:
-        if name == b"sec-fetch-site" and value.lower() in FOREIGN_FETCH_SITES:
-            return True
-        if name == b"origin":
-            origin = value
-    if not origin:
-        return False
-    host = next((value for name, value in scope["headers"] if name == b"host"), b"")
-    return _is_another_origin(origin.decode("latin-1"), host.decode("latin-1"), scope["scheme"])
 
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -106,30 +93,45 @@ def _is_another_origin(value: str, host: str, scheme: str) -> bool:
     return own is None or _host_and_port(sent.netloc, sent.scheme.lower()) != own
 
 
-def names_another_origin(headers: Headers, scheme: str) -> bool:
-    """True if `Origin` or `Referer` names another origin than the `Host` this request was sent to.
+def sent_for_another_origin(
+    raw_headers: Iterable[tuple[bytes, bytes]], scheme: str, *, referer: bool
+) -> bool:
+    """True if a browser sent this request for a page of another origin: `Sec-Fetch-Site` says cross-site
+    or same-site, or `Origin` (or, with `referer`, `Referer`) names another origin than the `Host`. The one
+    cross-origin test of the service, over the raw ASGI headers in one pass (the first of repeated headers
+    counts, as `Headers.get`; any foreign `Sec-Fetch-Site` does).
+
+    Why `referer` is a choice (API.md rule 1.3 against 1.4): a login is mostly a GET navigation or a form
+    POST, which carry no `Origin` in browsers without Fetch Metadata (Firefox before 70 sent none on form
+    POSTs, Safari before 16.4 has no `Sec-Fetch-Site`), so the logins, and a request whose credentials
+    would start a session, also read `Referer`. The write check does not: every browser sends `Origin` on
+    the modifying requests it sends for a page, so `Referer` adds nothing there, and the contract names
+    only `Sec-Fetch-Site` and `Origin` for it.
 
     The scheme is not compared: behind a proxy that ends TLS the service sees http while the browser
     says https. Host and port are (a default port equals no port). `Origin: null` (sandboxed frames,
-    some redirects) and unreadable values count as another origin."""
-    host = headers.get("host", "")
-    for name in ("origin", "referer"):
-        value = headers.get(name)
-        if not value:  # absent (curl, scripts) or empty: names no origin
-            continue
-        if _is_another_origin(value, host, scheme):
-            return True
-    return False
-
-
-def is_cross_origin_login(headers: Headers, scheme: str) -> bool:
-    """True if a login (form or Basic) comes from a page of another origin: a browser says so in
-    `Sec-Fetch-Site` (a top-level navigation carries no `Origin` and may carry no `Referer`), or `Origin`
-    or `Referer` names another origin."""
-    fetch_site = headers.get("sec-fetch-site")
-    if fetch_site is not None and fetch_site.lower().encode("latin-1") in FOREIGN_FETCH_SITES:
-        return True
-    return names_another_origin(headers, scheme)
+    some redirects) and unreadable values count as another origin; absent or empty ones (curl, scripts)
+    name none."""
+    host: bytes | None = None
+    origin: bytes | None = None
+    referer_value: bytes | None = None
+    for name, value in raw_headers:
+        if name == b"sec-fetch-site":
+            if value.lower() in FOREIGN_FETCH_SITES:
+                return True
+        elif name == b"origin":
+            origin = value if origin is None else origin
+        elif name == b"host":
+            host = value if host is None else host
+        elif referer and name == b"referer":
+            referer_value = value if referer_value is None else referer_value
+    if not origin and not referer_value:
+        return False
+    own = (host or b"").decode("latin-1")
+    return any(
+        value and _is_another_origin(value.decode("latin-1"), own, scheme)
+        for value in (origin, referer_value)
+    )
 
 
 class CsrfMiddleware:

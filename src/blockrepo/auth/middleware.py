@@ -6,10 +6,11 @@ were wrong) and `session` (the `LiveSession` in effect, or None). It answers by 
 paths without a principal, 429 for throttled logins and rate-limited users, 503 when the shared store
 fails or every password hash permit is taken (`auth/passwords.py`). Before any of that it refuses a login
 that names credentials in its URL (400 `credentials_in_url`) or that a browser sends for a page of another
-origin (403 `cross_origin_login`): neither is verified, counted or given a session. Who acts is decided
-by `auth.resolution.Resolver`. Requests without credentials or cookie never leave the event loop, and with
-`loop_reads` neither do those that only read the stores (a session lookup, credentials verified before); a
-write or a password hash goes to a worker thread.
+origin (403 `cross_origin_login`): neither is verified, counted or given a session. Credentials a browser
+sends for a page of another origin on any other path act without a session (none started, none ended).
+Who acts is decided by `auth.resolution.Resolver`. Requests without credentials or cookie never leave the
+event loop, and with `loop_reads` neither do those that only read the stores (a session lookup, credentials
+verified before); a write or a password hash goes to a worker thread.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from blockrepo.auth.backends import STORE_ERRORS, AuthBackends
 from blockrepo.auth.cookies import login_cookie_headers, read_session_cookie
-from blockrepo.auth.csrf import is_cross_origin_login
+from blockrepo.auth.csrf import FORM_LOGIN_PATHS, sent_for_another_origin
 from blockrepo.auth.resolution import ANONYMOUS, BASIC_LOGIN_PATHS, Resolution, Resolver
 from blockrepo.auth.sessions import WRITE_NEEDED
 from blockrepo.errors import BadRequest, BlockrepoError, Forbidden, PasswordHashingBusy
@@ -79,14 +80,26 @@ class AuthMiddleware:
         headers = Headers(scope=scope)
         authorization = headers.get("authorization") or None  # an empty header is no credentials
         if scope["path"] in LOGIN_PATHS:
-            refusal = _login_refusal(scope, headers, authorization)
+            refusal = _login_refusal(scope, authorization)
             if refusal is not None:
                 await error_response(refusal, state.get("request_id"))(scope, receive, send)
                 return
         cookie = read_session_cookie(headers)
         resolution = ANONYMOUS
         if authorization is not None or cookie is not None:
-            arguments = (authorization, cookie, client_address(scope), scope["method"], scope["path"])
+            # Credentials a browser sends for a page of another origin (the test the logins use) are served
+            # without a session: see `Resolver.resolve`.
+            foreign = authorization is not None and sent_for_another_origin(
+                scope["headers"], scope["scheme"], referer=True
+            )
+            arguments = (
+                authorization,
+                cookie,
+                client_address(scope),
+                scope["method"],
+                scope["path"],
+                foreign,
+            )
             try:
                 # Most requests only read (a session, cached credentials): done here on the event loop
                 # (`loop_reads`), they spare the hop to a worker thread and back.
@@ -137,10 +150,16 @@ class AuthMiddleware:
         await self.app(scope, receive, send_with_cookies)
 
     def _resolve_anyhow(
-        self, authorization: str | None, cookie: str | None, address: str, method: str, path: str
+        self,
+        authorization: str | None,
+        cookie: str | None,
+        address: str,
+        method: str,
+        path: str,
+        foreign: bool,
     ) -> Resolution:
         """`Resolver.resolve` where it may write (a worker thread): it always decides there."""
-        decided = self.resolver.resolve(authorization, cookie, address, method, path)
+        decided = self.resolver.resolve(authorization, cookie, address, method, path, foreign)
         assert isinstance(decided, Resolution), "a resolution that may write needs nothing more"
         return decided
 
@@ -161,7 +180,7 @@ class AuthMiddleware:
         await response(scope, receive, send)
 
 
-def _login_refusal(scope: Scope, headers: Headers, authorization: str | None) -> BlockrepoError | None:
+def _login_refusal(scope: Scope, authorization: str | None) -> BlockrepoError | None:
     """The error to answer if this request to a login path must not log anyone in, else None."""
     query = scope["query_string"]
     if query and any(
@@ -172,13 +191,16 @@ def _login_refusal(scope: Scope, headers: Headers, authorization: str | None) ->
             "credentials are never read from a URL: send them as Basic or as a form body",
             code="credentials_in_url",
         )
-    if (
-        authorization is not None
-        and scope["method"] in ("GET", "HEAD")
-        and scope["path"] in BASIC_LOGIN_PATHS
-        and is_cross_origin_login(headers, scope["scheme"])
-    ):
-        # A page of another origin cannot log its visitor in with credentials the browser remembers (or
-        # that the page put into the URL it navigates to): the same refusal as the form login's.
-        return Forbidden("a page of another origin cannot log in here", code="cross_origin_login")
+    method, path = scope["method"], scope["path"]
+    logs_in = (method == "POST" and path in FORM_LOGIN_PATHS) or (
+        authorization is not None and method in ("GET", "HEAD") and path in BASIC_LOGIN_PATHS
+    )
+    if logs_in and sent_for_another_origin(scope["headers"], scope["scheme"], referer=True):
+        # A page of another origin cannot log its visitor in, neither with a form it posts nor with Basic
+        # credentials the browser remembers or that the page put into the URL it navigates to (login CSRF).
+        # Refused here, for both logins, before anything is verified, counted, started or ended.
+        return Forbidden(
+            "a page of another origin cannot log in here (Sec-Fetch-Site, Origin or Referer says so)",
+            code="cross_origin_login",
+        )
     return None

@@ -94,11 +94,13 @@ class Resolver:
         address: str,
         method: str,
         path: str,
+        foreign: bool = False,
         may_write: bool = True,
     ) -> Decision:
         """Every store access of the request, in one place. With `may_write` False (on the event loop) it
         returns `WRITE_NEEDED` before anything that writes or hashes a password; the caller then asks
-        again in a worker thread, where it may block."""
+        again in a worker thread, where it may block. `foreign`: a browser sent the credentials for a page
+        of another origin (`auth.csrf.sent_for_another_origin`, with `Referer`)."""
         if not may_write and self.rate_limiter is not None:
             return WRITE_NEEDED  # the request counter writes
         session = self.sessions.resume(cookie, may_write=may_write) if cookie is not None else None
@@ -129,6 +131,17 @@ class Resolver:
             if cached is None:
                 return WRITE_NEEDED
             principal = cached
+        if foreign:
+            # Login CSRF (API.md rules 1.3, 1.4, 1.6): a page elsewhere sends its visitor to
+            # `http://attacker:pw@repo/api/...`, the browser answers the 401 with the URL's credentials.
+            # Served statelessly rather than refused: they act for this one request and start no session,
+            # and the caller's own session is neither ended nor replaced (nor used, if it is another user's).
+            # A refusal would protect the session no better but would break what the CSRF rule allows: a
+            # page of a sibling origin that holds the session's token may write with Basic credentials,
+            # and a foreign read shows only what those credentials may see.
+            if session is not None and session.user_id != principal.user_id:
+                session = None
+            return self._limited(Resolution(principal=principal, session=session))
         # Credentials win over the cookie: a session of another user is not used.
         if session is not None and session.user_id != principal.user_id:
             if not may_write:

@@ -9,12 +9,14 @@ from sqlalchemy import Connection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from blockrepo.access.service import revisions_now
+from blockrepo.api.body_arrival import has_body
 from blockrepo.api.context import AppServices
 from blockrepo.api.etag import element_etag, none_match
 from blockrepo.api.headers import DATA_HEADERS
 from blockrepo.api.lanes.path import element_in_path
 from blockrepo.api.middleware import identity_headers, request_id_for, version_supported
 from blockrepo.auth.cookies import session_cookie_in
+from blockrepo.auth.csrf import sent_for_another_origin
 from blockrepo.auth.middleware import client_address
 from blockrepo.auth.resolution import Resolver
 
@@ -27,8 +29,6 @@ _WANTED = frozenset(
         b"if-none-match",
         b"x-request-id",
         b"api-version",
-        b"content-length",
-        b"transfer-encoding",
     }
 )
 
@@ -80,7 +80,7 @@ class ElementReadLane:
         for name, value in scope["headers"]:
             if name in _WANTED and name not in headers:  # the first of repeated headers, as Headers.get
                 headers[name] = value
-        if b"transfer-encoding" in headers or headers.get(b"content-length", b"0") != b"0":
+        if has_body(scope["headers"]):
             return None  # a GET with a body: the body limit of RequestContextMiddleware applies
         version = headers.get(b"api-version")
         if version is not None and not version_supported(version.decode("latin-1")):
@@ -89,6 +89,8 @@ class ElementReadLane:
         cookie = session_cookie_in(headers[b"cookie"].decode("latin-1")) if b"cookie" in headers else None
         if not authorization and cookie is None:
             return None
+        if authorization and sent_for_another_origin(scope["headers"], scope["scheme"], referer=True):
+            return None  # credentials sent for another origin's page: the middleware decides (no session)
         connections = self.services.loop_connections
         try:
             return self._read(connections.get(), scope, headers, type_name, element_id, cookie)

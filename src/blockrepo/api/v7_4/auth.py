@@ -20,13 +20,11 @@ from blockrepo.api.responses import JsonResponse
 from blockrepo.auth.backends import STORE_ERRORS, AuthBackends
 from blockrepo.auth.basic import Principal
 from blockrepo.auth.cookies import expired_cookies, login_cookies, read_session_cookie
-from blockrepo.auth.csrf import is_cross_origin_login
 from blockrepo.auth.middleware import client_address
 from blockrepo.auth.sessions import IssuedSession
 from blockrepo.auth.throttle import LoginOutcome
 from blockrepo.errors import (
     ErrorItem,
-    Forbidden,
     ServiceUnavailable,
     TooManyRequests,
     Unauthenticated,
@@ -250,11 +248,7 @@ def _log_in(
     openapi_extra=FORM_BODY,
 )
 async def form_login(request: Request) -> JsonResponse:
-    if is_cross_origin_login(request.headers, request.url.scheme):
-        raise Forbidden(
-            "a login form of another origin cannot log in here (Origin or Referer names another origin)",
-            code="cross_origin_login",
-        )
+    # A login form of another origin was refused by `AuthMiddleware` (403 `cross_origin_login`).
     media_type = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
     if media_type not in FORM_MEDIA_TYPES:
         raise UnsupportedMediaType(

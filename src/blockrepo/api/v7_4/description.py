@@ -16,6 +16,11 @@ this API, compatible with the LUY/iteraplan repository API **7.4**.
 * **Sessions.** A request authenticated with credentials starts a server-side session and answers with the
   cookie `JSESSIONID`; later requests may send only the cookie. Sessions end after 300 s idle or 12 h.
   Form login: `POST /j_service_security_check` with `j_username`, `j_password`.
+* **Login CSRF.** Credentials a browser sends for a page of another origin (`Sec-Fetch-Site` cross-site
+  or same-site, or an `Origin` or `Referer` of another origin) log nobody in: on the login paths they get
+  403 `cross_origin_login`; on any other path they act for that one request only, start no session and
+  neither end nor replace the caller's session (served rather than refused, so that a sibling page that
+  holds the session's token keeps working). Credentials are never read from a URL's query string.
 * **CSRF.** A PATCH, POST, PUT or DELETE authenticated by the session cookie alone must repeat the
   `XSRF-TOKEN` cookie in the header `X-XSRF-TOKEN` (else 403 `csrf_token_missing`/`csrf_token_invalid`).
   Requests that carry Basic credentials are exempt, unless a browser sends them for a page of another
