@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from starlette.testclient import TestClient
 
 from blockrepo.web.routes import STATIC_DIRECTORY
@@ -60,6 +61,21 @@ def test_script_requests_get_a_form_login_challenge_instead_of_basic(anon: TestC
     )
     assert wrong.status_code == 401
     assert wrong.headers["www-authenticate"].startswith("FormLogin ")
+
+
+@pytest.mark.parametrize("site", ["cross-site", "same-site"])
+def test_a_request_for_another_sites_page_gets_no_basic_challenge(anon: TestClient, site: str) -> None:
+    """A browser answers a Basic challenge with the credentials a foreign page put into the URL it sent the
+    browser to, and keeps them for the origin: no Basic challenge, no such login (API.md 1.4, 1.6)."""
+    for path in ("/api/metamodel", "/api/administration/users/current", "/favicon.ico"):
+        response = anon.get(path, headers={"Sec-Fetch-Site": site, "Sec-Fetch-Mode": "navigate"})
+        if response.status_code == 401:
+            assert response.headers["www-authenticate"].startswith("FormLogin "), path
+    # Scripts, typed-in URLs and the service's own pages still get the Basic challenge.
+    for headers in ({}, {"Sec-Fetch-Site": "none"}, {"Sec-Fetch-Site": "same-origin"}):
+        response = anon.get("/api/metamodel", headers=headers)
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"].startswith("Basic "), headers
 
 
 def test_script_requests_with_a_session_are_answered_as_usual(client: TestClient) -> None:

@@ -118,16 +118,20 @@ def test_a_same_site_page_cannot_import_through_remembered_basic_credentials(
         page.goto(f"{site}/index.html")
         page.wait_for_function("document.title === 'done'")
         page.wait_for_timeout(500)  # let the response events arrive
-        # Both posts were authenticated by the remembered credentials (without them: 401) and refused for
-        # the missing CSRF token.
-        assert seen == [403, 403]
+        # Both posts are refused: 403 for the missing CSRF token where the browser sends the remembered
+        # credentials unasked (as browsers do once their user logged in with them), 401 where it waits for a
+        # challenge, which a request for another site's page no longer gets as Basic (web/challenge.py);
+        # tests/api/test_cross_origin_writes.py sends the credentials itself and asserts the 403.
+        assert len(seen) == 2 and set(seen) <= {401, 403}, seen
         assert domain_names(api) == before
 
 
 @pytest.mark.browser
 @pytest.mark.parametrize(
     ("query", "status"),
-    [("", 403), (f"?j_username=system&j_password={ADMIN_PASSWORD}", 400)],
+    # Refused as a cross-origin login (403) when the browser sends its remembered credentials unasked, or
+    # unauthenticated (401, no Basic challenge for another site's page) when it waits for a challenge.
+    [("", (401, 403)), (f"?j_username=system&j_password={ADMIN_PASSWORD}", (400,))],
     ids=["remembered-credentials", "credentials-in-the-url"],
 )
 def test_a_same_site_page_cannot_log_its_visitor_in(
@@ -135,7 +139,7 @@ def test_a_same_site_page_cannot_log_its_visitor_in(
     attack_site: tuple[str, Path],
     remembering_browser: BrowserContext,
     query: str,
-    status: int,
+    status: tuple[int, ...],
 ) -> None:
     """Login CSRF: a page of another port navigates its visitor to the Basic login; no session starts."""
     site, directory = attack_site
@@ -146,7 +150,7 @@ def test_a_same_site_page_cannot_log_its_visitor_in(
     with page.expect_navigation() as navigation:
         page.click("#go")
     response = navigation.value
-    assert response is not None and response.status == status
+    assert response is not None and response.status in status
     assert [c for c in remembering_browser.cookies(live_server.base_url) if c["name"] == "JSESSIONID"] == []
 
 
@@ -221,18 +225,17 @@ def test_a_foreign_page_cannot_swap_its_visitors_session_through_credentials_in_
     context.set_default_timeout(TIMEOUT_MS)
     try:
         page = context.new_page()
-        # Without a session: Chromium answers the 401 with the URL's credentials, which act statelessly.
+        # Without a session: the 401 to a navigation from another site names the form login, not Basic, so
+        # Chromium never sends the URL's credentials, neither now nor with its own follow-ups (the favicon).
         page.goto(f"{site}/index.html")
         with page.expect_navigation() as navigation:
             page.click("#go")
         response = navigation.value
-        assert response is not None and response.status == 200
-        assert response.json()["login"] == mallory[0]
+        assert response is not None and response.status == 401
+        assert response.headers["www-authenticate"].startswith("FormLogin ")
         assert "set-cookie" not in response.all_headers()
-        # Not asserted: no JSESSIONID in the jar. Chromium keeps the URL's credentials in its auth cache and
-        # sends them with its own same-origin follow-up (the favicon), which starts a session as for any
-        # same-origin Basic request: a residual gap, reported with issue 22's fixes.
-        context.clear_cookies()
+        page.wait_for_load_state("load")
+        assert "JSESSIONID" not in {c["name"] for c in context.cookies(live_server.base_url)}
         # With the visitor's own session: it stays, and stays the visitor's.
         login = context.request.post(
             f"{live_server.base_url}/j_service_security_check",
