@@ -411,7 +411,7 @@ def list_elements(
         filter_text=filter,
         sort=sort,
         fields=fields,
-        cursor=ctx.services.cursors.open(MASSDATA, cursor, "cursor"),
+        cursor=ctx.services.cursors.open(MASSDATA, cursor, "query:cursor"),
         limits=QueryLimits.from_settings(ctx.settings),
     )
     revision = _revision(ctx, as_of)
@@ -554,7 +554,7 @@ def run_query(
         text,
         sort=body.get("sort"),
         fields=body.get("fields"),
-        cursor=ctx.services.cursors.open(MASSDATA, body.get("cursor"), "cursor"),
+        cursor=ctx.services.cursors.open(MASSDATA, body.get("cursor"), "/cursor"),
         limits=QueryLimits.from_settings(ctx.settings),
     )
     revision = _revision(ctx, body.get("asOf"))
