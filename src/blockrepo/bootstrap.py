@@ -11,9 +11,8 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import FUNCTIONAL_PERMISSIONS, SYSTEM_LOGIN
 from blockrepo.access.models import SUPERVISOR_ROLE, Role, RoleFunctionalPermission, User, UserRole
-from blockrepo.auth.password_policy import password_refusal
+from blockrepo.auth.password_policy import refuse_weak_password
 from blockrepo.auth.passwords import Passwords, generate_password
-from blockrepo.errors import ErrorItem, ValidationFailed
 from blockrepo.metamodel.defaults import DEFAULT_BUILTINS, DEFAULT_RELATIONS, DEFAULT_TYPES
 from blockrepo.metamodel.models import (
     Attribute,
@@ -46,13 +45,10 @@ def initialize(engine: Engine, settings: Settings, passwords: Passwords) -> Init
                 if db.get(RepositoryState, 1) is not None:
                     return InitResult(created=False, generated_password=None)
                 password = settings.admin_password.get_secret_value() if settings.admin_password else None
-                refusal = None if password is None else password_refusal(password, SYSTEM_LOGIN)
-                if refusal is not None:
+                if password is not None:
                     # Raised before anything is written: the next start with a better one seeds as usual.
-                    raise ValidationFailed(
-                        "BLOCKREPO_ADMIN_PASSWORD is too easy to guess",
-                        errors=[ErrorItem("BLOCKREPO_ADMIN_PASSWORD", "weak_password", refusal)],
-                    )
+                    setting = "BLOCKREPO_ADMIN_PASSWORD"
+                    refuse_weak_password(password, SYSTEM_LOGIN, pointer=setting, label=setting)
                 generated = None if password else generate_password()
                 seed(db, passwords.hash(password or generated or ""))
                 db.commit()

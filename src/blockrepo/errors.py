@@ -73,6 +73,17 @@ class BadRequest(BlockrepoError):
     title = "Bad Request"
 
 
+def invalid_cursor(pointer: str) -> BadRequest:
+    """400 `invalid_cursor` at `pointer` (`query:cursor`, or `/cursor` in a body): a cursor the service did
+    not hand out for this listing, whatever is wrong with it."""
+    message = "the cursor is not one this service handed out for this listing"
+    return BadRequest(
+        message,
+        code="invalid_cursor",
+        errors=[ErrorItem(pointer, "invalid_cursor", "pass the nextCursor of the previous page unchanged")],
+    )
+
+
 class ValidationFailed(BadRequest):
     code = "validation_failed"
     title = "Validation Failed"

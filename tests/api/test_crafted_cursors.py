@@ -76,6 +76,9 @@ def assert_invalid_cursor(response: httpx.Response) -> None:
     problem = response.json()
     assert problem["code"] == "invalid_cursor"
     assert [item["code"] for item in problem["errors"]] == ["invalid_cursor"]
+    # The query parameter, or the member of a query's body.
+    in_body = response.request.method == "POST"
+    assert [item["pointer"] for item in problem["errors"]] == ["/cursor" if in_body else "query:cursor"]
 
 
 # The sort a crafted listing cursor goes with, and the payload: values no row could have given (out of
@@ -297,7 +300,7 @@ PLAUSIBLE = (
 def test_the_listing_service_refuses_positions_no_row_could_give(sort: str, payload: Any) -> None:
     """Behind the seal, the listing still checks every value it binds (for any caller but the API too)."""
     with pytest.raises(BadRequest) as raised:
-        listing.decode_cursor(crafted(payload), "InformationSystem", _keys(sort))
+        listing.decode_cursor(crafted(payload), "InformationSystem", _keys(sort), "query:cursor")
     assert raised.value.instance_code == "invalid_cursor"
 
 

@@ -23,14 +23,14 @@ PARSE_BOUND = 5
 IMPORT_BOUND = 30
 
 
-def export_body(systems: int) -> bytes:
+def export_body(systems: int, description: str = "the system number") -> bytes:
     """An export document: systems with a description and two components each, listed by name."""
     components = [f"Component {n:05d}" for n in range(systems // 50)]
     records = [
         {
             "id": 100_000 + n,
             "name": f"System {n:06d}",
-            "description": f"the system number {n}",
+            "description": f"{description} {n}",
             "technicalComponents": [
                 components[n % len(components)],
                 components[(n * 7 + 1) % len(components)],
@@ -93,3 +93,17 @@ def test_json_import_peak_is_bounded_by_its_body(client: TestClient, traced: Non
     assert response.status_code == 200, response.text
     assert response.json()["created"] == SYSTEMS + SYSTEMS // 50
     assert peak <= IMPORT_BOUND * len(body), f"the import peaked at {peak / len(body):.1f} times the body"
+
+
+def test_a_character_above_u_ffff_does_not_widen_the_parse(traced: None) -> None:
+    """One emoji made the whole body's decoded text four bytes per character (and each record's text a
+    further copy of that): the body is now cut on its bytes, each value decoded on its own."""
+    raw = bytearray(export_body(SYSTEMS, description="the system \N{ROCKET} number"))
+    documents = []
+    peak = peak_of(lambda: documents.append(parse_json_document(raw)))
+    assert peak <= 3 * len(raw), f"the parse peaked at {peak / len(raw):.1f} times the body"
+    (document,) = documents
+    from blockrepo.massdata.transfer.document import record_of
+
+    systems = document.elements["InformationSystem"]
+    assert record_of(systems[7])["description"] == "the system \N{ROCKET} number 7"

@@ -111,3 +111,24 @@ def test_the_permits_default_to_the_cores_shared_among_the_workers(
 ) -> None:
     settings = make_settings(database_url, password_hash_concurrency=setting)
     assert hash_permits(settings, workers) == (available_cores() if expected is None else expected)
+
+
+def test_a_new_users_password_is_hashed_while_every_check_permit_is_held(
+    web: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Creating a user hashes under the write lock: a flood of wrong passwords must not stall it."""
+    assert web.get(PROTECTED, auth=BASIC).status_code == 200  # verified once: cached from now on
+    gate = HashGate()
+    gate.install(monkeypatch)
+    with ThreadPoolExecutor(1) as pool:
+        holder = pool.submit(web.get, PROTECTED, auth=("system", "wrong password"))
+        assert gate.entered.wait(30)
+        try:
+            assert web.get(PROTECTED, auth=("anna", "another")).status_code == 503  # every permit held
+            body = {"login": "newcomer", "password": "a fresh passphrase 42"}
+            created = web.post("/api/administration/users", json=body, auth=BASIC)
+            assert created.status_code == 201, created.text
+            assert not holder.done()
+        finally:
+            gate.opened.set()
+        assert holder.result().status_code == 401

@@ -154,7 +154,9 @@ HISTORY_CURSOR = KnownRefusal(
     (("invalid_cursor", "query:cursor"),),
 )
 LISTING_CURSOR = KnownRefusal(
-    "a cursor must be one the service issued", "invalid_cursor", (("invalid_cursor", "cursor"),)
+    "a cursor must be one the service issued",
+    "invalid_cursor",
+    (("invalid_cursor", "query:cursor"), ("invalid_cursor", "/cursor")),
 )
 FUTURE_REVISION = KnownRefusal(
     "an asOf revision must already exist", "validation_failed", (("future_revision", "query:asOf"),)

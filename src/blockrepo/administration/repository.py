@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import LargeBinary, cast, delete, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from blockrepo.access.models import (
@@ -99,12 +99,18 @@ def login_taken(db: Session, login: str, *, except_id: int | None = None) -> boo
 
 def _key_taken(db: Session, id_column: Any, name_column: Any, name: str, except_id: int | None) -> bool:
     """Whether another row's name has the uniqueness key of `name` (`name_key`: full Unicode case
-    folding in Python, where SQL lower() folds only ASCII on SQLite). Users, roles and groups are few."""
+    folding in Python, where SQL lower() folds only ASCII on SQLite). SQL narrows the rows first, as an
+    import creating many users checks each login under the write lock: an ASCII name's key is its SQL
+    lower(), exact for ASCII rows on both databases; only a name that is not all ASCII (more bytes than
+    characters) can fold into a key differently (`Straße` into `strasse`), so those rows are compared in
+    Python. Logins are ASCII (LOGIN_PATTERN): for them the check reads the one row that clashes."""
     key = name_key(name)
-    return any(
-        row_id != except_id and name_key(row_name) == key
-        for row_id, row_name in db.execute(select(id_column, name_column))
-    )
+    not_ascii = func.length(cast(name_column, LargeBinary)) != func.length(name_column)
+    candidates = or_(func.lower(name_column) == key, not_ascii) if key.isascii() else not_ascii
+    query = select(id_column, name_column).where(candidates)
+    if except_id is not None:
+        query = query.where(id_column != except_id)
+    return any(name_key(row_name) == key for _, row_name in db.execute(query))
 
 
 def insert_user(db: Session, values: dict[str, Any]) -> int:

@@ -19,7 +19,7 @@ from blockrepo.administration.schemas import (
     UserUpdate,
     require_matching_id,
 )
-from blockrepo.auth.password_policy import password_refusal
+from blockrepo.auth.password_policy import refuse_weak_password
 from blockrepo.auth.passwords import generate_password
 from blockrepo.errors import Conflict, ErrorItem, Forbidden, NameConflict, NotFound, ValidationFailed
 from blockrepo.metamodel.snapshot import Metamodel
@@ -84,15 +84,6 @@ def _role_ids(db: Session, names: list[str]) -> dict[str, int]:
     if errors:
         raise ValidationFailed("unknown roles", errors=errors)
     return found
-
-
-def refuse_weak_password(password: str, login: str) -> None:
-    """400 at `/password` for a password nobody may have (API.md rule 1.9): the login, or a common one."""
-    refusal = password_refusal(password, login)
-    if refusal is not None:
-        raise ValidationFailed(
-            "the password is too easy to guess", errors=[ErrorItem("/password", "weak_password", refusal)]
-        )
 
 
 def _ensure_a_supervisor_remains(db: Session) -> None:

@@ -8,7 +8,7 @@ import hmac
 import threading
 from collections.abc import Callable
 
-from blockrepo.errors import BadRequest, ErrorItem
+from blockrepo.errors import invalid_cursor
 
 # The listings whose cursors are sealed; a cursor of one is refused by the other.
 MASSDATA = b"massdata"
@@ -61,12 +61,3 @@ class CursorSeal:
         ):
             raise invalid_cursor(pointer)
         return position
-
-
-def invalid_cursor(pointer: str) -> BadRequest:
-    message = "the cursor is not one this service handed out for this listing"
-    return BadRequest(
-        message,
-        code="invalid_cursor",
-        errors=[ErrorItem(pointer, "invalid_cursor", "pass the nextCursor of the previous page unchanged")],
-    )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from functools import cache
 
+from blockrepo.errors import ErrorItem, ValidationFailed
+
 # Where the list of common passwords comes from, for the description and the README.
 COMMON_PASSWORDS_SOURCE = (
     "the 30,000 most common passwords of the zxcvbn package (its `passwords` frequency list, MIT licence)"
@@ -28,3 +30,15 @@ def password_refusal(password: str, login: str) -> str | None:
     if folded in common_passwords():
         return "the password is one of the most common passwords; choose a longer or less predictable one"
     return None
+
+
+def refuse_weak_password(
+    password: str, login: str, *, pointer: str = "/password", label: str = "the password"
+) -> None:
+    """400 `weak_password` at `pointer` for a password nobody may have (API.md rule 1.9): the login, or a
+    common one; `label` names where it came from (the body's member, a setting, the command line)."""
+    refusal = password_refusal(password, login)
+    if refusal is not None:
+        raise ValidationFailed(
+            f"{label} is too easy to guess", errors=[ErrorItem(pointer, "weak_password", refusal)]
+        )

@@ -10,10 +10,11 @@ import typer
 from blockrepo.access.models import SUPERVISOR_ROLE
 from blockrepo.administration import repository
 from blockrepo.administration.schemas import LOGIN_PATTERN, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH
-from blockrepo.auth.password_policy import password_refusal
+from blockrepo.auth.password_policy import refuse_weak_password
 from blockrepo.auth.passwords import Passwords
 from blockrepo.cli.options import build_settings, console
 from blockrepo.cli.repository import initialize_repository
+from blockrepo.errors import ValidationFailed
 from blockrepo.revisions.recorder import ChangeLog
 from blockrepo.storage.engine import build_engine, build_session_factory
 from blockrepo.storage.transactions import begin_write
@@ -37,10 +38,11 @@ def _ask_password(password: str | None, login: str) -> str:
             f"[red]the password must have {PASSWORD_MIN_LENGTH} to {PASSWORD_MAX_LENGTH} characters[/red]"
         )
         raise typer.Exit(1)
-    refusal = password_refusal(secret, login)
-    if refusal is not None:
-        console.print(f"[red]{refusal}[/red]")
-        raise typer.Exit(1)
+    try:
+        refuse_weak_password(secret, login)
+    except ValidationFailed as refused:
+        console.print(f"[red]{refused.errors[0].message}[/red]")
+        raise typer.Exit(1) from None
     return secret
 
 

@@ -23,12 +23,12 @@ from blockrepo.administration.groups import create_group
 from blockrepo.administration.roles import create_role
 from blockrepo.administration.schemas import AttributeCreate, AttributeGroupCreate, RoleCreate, UserCreate
 from blockrepo.administration.users import create_user
-from blockrepo.auth.password_policy import password_refusal
+from blockrepo.auth.password_policy import refuse_weak_password
 from blockrepo.auth.passwords import Passwords, generate_password
 from blockrepo.demo import landscape
 from blockrepo.elements import repository as elements_repository
 from blockrepo.elements.service import Writer, create_element
-from blockrepo.errors import BlockrepoError
+from blockrepo.errors import BlockrepoError, ValidationFailed
 from blockrepo.metamodel import repository as metamodel_repository
 from blockrepo.metamodel.snapshot import Metamodel
 from blockrepo.revisions.recorder import ChangeLog
@@ -61,9 +61,11 @@ def load_demo(engine: Engine, settings: Settings) -> DemoResult:
     given = settings.demo_password.get_secret_value() if settings.demo_password else None
     if given:
         for user in landscape.USERS:
-            refusal = password_refusal(given, user["login"])
-            if refusal is not None:
-                raise DemoLoadFailed(f"BLOCKREPO_DEMO_PASSWORD: {refusal} (for {user['login']!r})")
+            try:
+                refuse_weak_password(given, user["login"], pointer="BLOCKREPO_DEMO_PASSWORD")
+            except ValidationFailed as refused:
+                refusal = refused.errors[0].message
+                raise DemoLoadFailed(f"BLOCKREPO_DEMO_PASSWORD: {refusal} (for {user['login']!r})") from None
     # BEGIN IMMEDIATE on SQLite: a running server's writers queue behind the load instead of failing.
     sessions = build_session_factory(engine.execution_options(begin_immediate=True))
     with sessions() as db:

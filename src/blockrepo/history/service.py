@@ -15,7 +15,14 @@ import orjson
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
-from blockrepo.errors import BadRequest, ErrorItem, Forbidden, NotFound, UnknownType, ValidationFailed
+from blockrepo.errors import (
+    ErrorItem,
+    Forbidden,
+    NotFound,
+    UnknownType,
+    ValidationFailed,
+    invalid_cursor,
+)
 from blockrepo.history import repository
 from blockrepo.history.identities import AttributeIdentities, FormerName, no_former_names
 from blockrepo.history.repository import ChangesetRow, FeedScope, Window
@@ -157,13 +164,7 @@ def encode_cursor(scope: str, revision: int, change_id: int) -> str:
 
 
 def _decode_cursor(raw: str, scope: str) -> tuple[int, int]:
-    invalid = BadRequest(
-        "cursor is not a cursor of this listing",
-        code="invalid_cursor",
-        errors=[
-            ErrorItem("query:cursor", "invalid_cursor", "pass the nextCursor of the previous page unchanged")
-        ],
-    )
+    invalid = invalid_cursor("query:cursor")
     try:
         payload = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
         value = orjson.loads(payload)

@@ -27,7 +27,7 @@ from blockrepo.access.actor import Actor
 from blockrepo.elements.models import Element, ElementValue
 from blockrepo.elements.read.reader import ElementReader
 from blockrepo.elements.read.view import ElementView
-from blockrepo.errors import BadRequest, ErrorItem, Forbidden, UnknownType
+from blockrepo.errors import BadRequest, ErrorItem, Forbidden, UnknownType, invalid_cursor
 from blockrepo.massdata.query.compiler import compile_filter, compile_query
 from blockrepo.massdata.query.limits import QueryLimits
 from blockrepo.massdata.query.parser import parse_predicate, parse_query
@@ -232,21 +232,21 @@ def encode_cursor(type_name: str, keys: Sequence[SortKey], values: Sequence[Any]
     return base64.urlsafe_b64encode(orjson.dumps(payload)).decode().rstrip("=")
 
 
-def decode_cursor(token: str, type_name: str, keys: Sequence[SortKey]) -> list[Any]:
-    """The sort key values a cursor carries; 400 `invalid_cursor` for anything that is not ours or was
-    made for another type or sort."""
+def decode_cursor(token: str, type_name: str, keys: Sequence[SortKey], pointer: str) -> list[Any]:
+    """The sort key values a cursor carries; 400 `invalid_cursor` at `pointer` for anything that is not
+    ours or was made for another type or sort."""
     try:
         payload = orjson.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
         cursor_type, spec, raw_values = payload
         if cursor_type != type_name or spec != ",".join(key.spec for key in keys):
-            raise _bad("cursor", "invalid_cursor", "the cursor belongs to another type or sort order")
+            raise invalid_cursor(pointer)  # another type's or sort order's
         if not isinstance(raw_values, list) or len(raw_values) != len(keys):
             raise ValueError("wrong length")
         return [_decode_value(key.kind, raw) for key, raw in zip(keys, raw_values, strict=True)]
     except BadRequest:
         raise
     except (ValueError, TypeError, OverflowError, binascii.Error, orjson.JSONDecodeError):
-        raise _bad("cursor", "invalid_cursor", "the cursor is not one this service handed out") from None
+        raise invalid_cursor(pointer) from None
 
 
 # --- what to list --------------------------------------------------------------------------------------
@@ -324,7 +324,7 @@ def prepare_listing(
     if filter_text is not None and filter_text.strip():
         predicate = parse_predicate(filter_text, pointer="filter", limits=limits)
         condition = compile_filter(predicate, type_def, metamodel, actor, text=filter_text, pointer="filter")
-    prepared = _listing(metamodel, actor, type_def, condition, sort, fields, cursor)
+    prepared = _listing(metamodel, actor, type_def, condition, sort, fields, cursor, "query:cursor")
     return replace(prepared, predicate=predicate)
 
 
@@ -343,7 +343,9 @@ def prepare_query(
     require_massdata(actor)
     query = parse_query(query_text, limits=limits)
     compiled = compile_query(query, metamodel, actor, text=query_text)
-    prepared = _listing(metamodel, actor, compiled.type_def, compiled.condition, sort, fields, cursor)
+    prepared = _listing(
+        metamodel, actor, compiled.type_def, compiled.condition, sort, fields, cursor, "/cursor"
+    )
     return replace(prepared, query=query, steps=compiled.steps)
 
 
@@ -355,10 +357,11 @@ def _listing(
     sort: str | None,
     fields: Sequence[str] | str | None,
     cursor: str | None,
+    cursor_pointer: str,
 ) -> Listing:
     keys = parse_sort(sort, type_def, actor)
     view = ElementView.build(metamodel, actor, type_def, _fields(fields, metamodel, actor, type_def))
-    after = decode_cursor(cursor, type_def.name, keys) if cursor else None
+    after = decode_cursor(cursor, type_def.name, keys, cursor_pointer) if cursor else None
     return Listing(type_def, condition, keys, view, after)
 
 

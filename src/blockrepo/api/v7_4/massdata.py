@@ -255,9 +255,9 @@ def _may_import(request: Request) -> None:
         listing.require_massdata(read.actor, "IMPORT")
 
 
-def _parse_json_import(raw: bytearray) -> Document:
+def _parse_json_import(handed_over: list[bytearray]) -> Document:
     with collector_paused():  # the document's objects all live on: nothing for a collection to free
-        return parse_json_document(raw)
+        return parse_json_document(handed_over.pop())
 
 
 async def _import_document(request: Request) -> Document:
@@ -278,8 +278,11 @@ async def _import_document(request: Request) -> Document:
         limits = XlsxLimits.from_settings(request.app.state.services.settings)
         return await run_in_threadpool(read_workbook, source, limits)
     # Parsed in a worker thread: a 27 MB document held the event loop, and so every other request of the
-    # process, for a second.
-    return await run_in_threadpool(_parse_json_import, raw)
+    # process, for a second. The body is handed over in a list the parser empties, so that this frame does
+    # not keep it alive: the document's records are views of it, and it goes with the last of them.
+    handed_over = [raw]
+    del raw
+    return await run_in_threadpool(_parse_json_import, handed_over)
 
 
 @router.post(
@@ -408,7 +411,7 @@ def list_elements(
         filter_text=filter,
         sort=sort,
         fields=fields,
-        cursor=ctx.services.cursors.open(MASSDATA, cursor, "cursor"),
+        cursor=ctx.services.cursors.open(MASSDATA, cursor, "query:cursor"),
         limits=QueryLimits.from_settings(ctx.settings),
     )
     revision = _revision(ctx, as_of)
@@ -551,7 +554,7 @@ def run_query(
         text,
         sort=body.get("sort"),
         fields=body.get("fields"),
-        cursor=ctx.services.cursors.open(MASSDATA, body.get("cursor"), "cursor"),
+        cursor=ctx.services.cursors.open(MASSDATA, body.get("cursor"), "/cursor"),
         limits=QueryLimits.from_settings(ctx.settings),
     )
     revision = _revision(ctx, body.get("asOf"))

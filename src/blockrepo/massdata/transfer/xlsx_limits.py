@@ -12,9 +12,11 @@ more than the part of it read up to that point. Each limit is a setting; a breac
 
 from __future__ import annotations
 
+import lzma
 import re
 import struct
 import zipfile
+import zlib
 from dataclasses import dataclass
 from typing import IO, Any
 from xml.parsers import expat
@@ -41,6 +43,21 @@ _CHUNK = 1 << 16
 _END_OF_DIRECTORY = b"PK\x05\x06"
 _ZIP64_LOCATOR = b"PK\x06\x07"
 _ZIP64_END = b"PK\x06\x06"
+# What zipfile and its decompressors raise for a damaged archive: corrupt deflate or LZMA data, a record
+# whose offsets or sizes point outside the file or past 64 bits, a truncated member. Most of them are no
+# OSError, and each is the client's broken file, a 400.
+UNREADABLE_ZIP = (
+    zipfile.BadZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    OverflowError,
+    struct.error,
+    EOFError,
+    ValueError,
+    OSError,
+    RuntimeError,
+    NotImplementedError,
+)
 
 
 @dataclass(frozen=True)
@@ -94,6 +111,15 @@ def check_workbook(source: IO[bytes], limits: XlsxLimits, scan: WorkbookScan | N
     anything builds it; `source` is left at its start. `scan` (filled as the scan goes) shows how far a
     refused file was read."""
     scan = scan if scan is not None else WorkbookScan()
+    try:
+        _check(source, limits, scan)
+    except UNREADABLE_ZIP as exc:
+        raise _malformed(f"the file is not a readable xlsx workbook: {exc}") from None
+    source.seek(0)
+    return scan
+
+
+def _check(source: IO[bytes], limits: XlsxLimits, scan: WorkbookScan) -> None:
     entries = _declared_entries(source)
     most_parts = limits.max_sheets * _PARTS_PER_SHEET + _FIXED_PARTS
     if entries is not None and entries > most_parts:
@@ -103,10 +129,7 @@ def check_workbook(source: IO[bytes], limits: XlsxLimits, scan: WorkbookScan | N
             f"the zip holds {entries} parts, more than a workbook of that many sheets has ({most_parts})",
         )
     source.seek(0)
-    try:
-        archive = zipfile.ZipFile(source)
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
-        raise _malformed(f"the file is not a readable xlsx workbook: {exc}") from None
+    archive = zipfile.ZipFile(source)
     with archive:
         infos = [info for info in archive.infolist() if not info.is_dir()]
         scan.parts = len(infos)
@@ -133,8 +156,6 @@ def check_workbook(source: IO[bytes], limits: XlsxLimits, scan: WorkbookScan | N
         # openpyxl alike, so the sizes checked above bound what either decompresses.
         for info in infos:
             _scan_part(archive, info, limits, scan)
-    source.seek(0)
-    return scan
 
 
 def _declared_entries(source: IO[bytes]) -> int | None:
@@ -151,6 +172,8 @@ def _declared_entries(source: IO[bytes]) -> int | None:
     if entries != 0xFFFF or position < 20 or tail[position - 20 : position - 16] != _ZIP64_LOCATOR:
         return int(entries)
     (record_offset,) = struct.unpack_from("<Q", tail, position - 20 + 8)
+    if record_offset > size - 56:  # points past the file (up to 2**64 - 1, which seek refuses)
+        raise _malformed(f"the zip64 end record's offset {record_offset} lies outside the file")
     source.seek(record_offset)
     record = source.read(56)
     if len(record) < 56 or record[:4] != _ZIP64_END:
@@ -315,7 +338,7 @@ def _scan_part(
     except _Refused:
         message = f"{info.filename} declares a DTD or entities, which no xlsx needs"
         raise _malformed(message, info.filename) from None
-    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as exc:
+    except UNREADABLE_ZIP as exc:
         raise _malformed(f"{info.filename} cannot be unzipped: {exc}", info.filename) from None
     except expat.ExpatError:
         pass  # not XML (any more): nothing openpyxl would read from it either
