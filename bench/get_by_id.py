@@ -17,16 +17,14 @@ from __future__ import annotations
 import argparse
 import base64
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import httpx
-from harness import WrkResult, free_port, parse_wrk, print_wrk_table, stop_process
+from harness import WrkResult, free_port, parse_wrk, print_wrk_table, stop_process, wait_for_demo_server
 
 PASSWORD = "bench-password"
 
@@ -50,19 +48,7 @@ class Server:
 
     def wait_until_ready(self) -> str:
         """The path of the demo business process printed at start, once the server answers."""
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the server exited:\n{self.log_path.read_text()}")
-            printed = re.search(r"Try: curl -u system:\$PW http://[^/\s]+(/\S+)", self.log_path.read_text())
-            if printed:
-                try:
-                    if httpx.get(f"{self.base_url}/api/7_4/openapi.json", timeout=2).status_code == 200:
-                        return printed.group(1)
-                except httpx.TransportError:
-                    pass
-            time.sleep(0.2)
-        raise RuntimeError(f"the server did not come up:\n{self.log_path.read_text()}")
+        return wait_for_demo_server(self.process, self.log_path, self.base_url, 120)
 
     def stop(self) -> None:
         stop_process(self.process, timeout=20)

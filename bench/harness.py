@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -50,6 +51,27 @@ def scratch_database(url: str | None, label: str, *, keep: bool = False) -> Iter
             with admin.connect() as connection:
                 connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def wait_for_demo_server(
+    process: subprocess.Popen[bytes], log_path: Path, base_url: str, seconds: float
+) -> str:
+    """The path of the demo business process `blockrepo serve --demo` printed at start (its log is
+    `log_path`), once the server at `base_url` answers; RuntimeError with the log if it exits or does not
+    come up within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited:\n{log_path.read_text()}")
+        printed = re.search(r"Try: curl -u system:\$PW http://[^/\s]+(/\S+)", log_path.read_text())
+        if printed:
+            try:
+                if httpx.get(f"{base_url}/api/7_4/openapi.json", timeout=2).status_code == 200:
+                    return printed.group(1)
+            except httpx.TransportError:
+                pass
+        time.sleep(0.2)
+    raise RuntimeError(f"the server did not come up:\n{log_path.read_text()}")
 
 
 def free_port() -> int:

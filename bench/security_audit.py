@@ -40,7 +40,7 @@ from pathlib import Path
 
 import httpx
 import orjson
-from harness import free_port, scratch_database, stop_process
+from harness import free_port, scratch_database, stop_process, wait_for_demo_server
 
 ADMIN_LOGIN = "system"
 READER_LOGIN = "anna"
@@ -137,19 +137,7 @@ class Server:
 
     def wait_until_ready(self) -> str:
         """The path of the demo business process printed at start, once the server answers."""
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the server exited:\n{self.log_path.read_text()}")
-            printed = re.search(r"Try: curl -u system:\$PW http://[^/\s]+(/\S+)", self.log_path.read_text())
-            if printed:
-                try:
-                    if httpx.get(f"{self.base_url}/api/7_4/openapi.json", timeout=2).status_code == 200:
-                        return printed.group(1)
-                except httpx.TransportError:
-                    pass
-            time.sleep(0.2)
-        raise RuntimeError(f"the server did not come up:\n{self.log_path.read_text()}")
+        return wait_for_demo_server(self.process, self.log_path, self.base_url, 180)
 
     def stop(self) -> None:
         stop_process(self.process, timeout=10)
