@@ -28,7 +28,7 @@ async def _no_body() -> Message:
 class ElementWriteLane:
     """Pure ASGI, innermost middleware (behind authentication, CSRF, the method check and the whole body's
     arrival): answers `PUT` and `PATCH /api/element/{type}/{id}` with a JSON body and no query string as the
-    routed `put_element`/`patch_element` (api/v7_4/elements.py) would, through the same
+    routed `update_element_route` (api/v7_4/elements.py) would, through the same
     `element_answers.update_element`; those stay the documented operations and answer everything else
     (another media type, ids out of range ...).
 

@@ -134,6 +134,17 @@ def _wrong_credentials_unless_authenticated(request: Request) -> Principal:
     return principal
 
 
+# What a login through the auth scheme can answer, with a body (GET) or without (HEAD).
+AUTH_SCHEME_RESPONSES: dict[int | str, Any] = {
+    200: {"headers": SET_COOKIE},
+    400: URL_CREDENTIALS,
+    401: WRONG_CREDENTIALS,
+    403: CROSS_ORIGIN_LOGIN,
+    429: THROTTLED,
+    503: STORE_DOWN,
+}
+
+
 @router.get(
     "/api/auth-scheme",
     operation_id="getAuthScheme",
@@ -144,14 +155,7 @@ def _wrong_credentials_unless_authenticated(request: Request) -> Principal:
     + LOGIN_REFUSALS
     + SESSION_RULES,
     response_model=AuthScheme,
-    responses={
-        200: {"headers": SET_COOKIE},
-        400: URL_CREDENTIALS,
-        401: WRONG_CREDENTIALS,
-        403: CROSS_ORIGIN_LOGIN,
-        429: THROTTLED,
-        503: STORE_DOWN,
-    },
+    responses=AUTH_SCHEME_RESPONSES,
 )
 @router.head(
     "/api/auth-scheme",
@@ -159,14 +163,7 @@ def _wrong_credentials_unless_authenticated(request: Request) -> Principal:
     summary="How to authenticate (headers only)",
     description="As GET, without a body: with valid Basic credentials it sets the session cookies.",
     response_class=Response,
-    responses={
-        200: {"headers": SET_COOKIE},
-        400: URL_CREDENTIALS,
-        401: WRONG_CREDENTIALS,
-        403: CROSS_ORIGIN_LOGIN,
-        429: THROTTLED,
-        503: STORE_DOWN,
-    },
+    responses=AUTH_SCHEME_RESPONSES,
 )
 async def auth_scheme(request: Request) -> JsonResponse:
     if request.scope["state"].get("auth_failed"):

@@ -188,12 +188,6 @@ def get_element(
     return element_response(element, view_tag)
 
 
-def _update(
-    type_name: str, element_id: int, body: dict[str, Any], ctx: RequestContext, if_match: str | None
-) -> JsonResponse:
-    return element_response(*update_element(ctx, type_name, element_id, body, if_match))
-
-
 UPDATE_DESCRIPTION = (
     "Partial update: each key present replaces that property's whole value list, keys not present are kept, "
     "`[]` clears. Both ends of a changed relation change together (the other element gets a new revision "
@@ -208,42 +202,32 @@ UPDATE_RESPONSES: dict[int | str, Any] = {
 }
 
 
-@router.put(
-    "/api/element/{type}/{id}",
-    operation_id="updateElement",
-    summary="Update an element (partial)",
-    description=UPDATE_DESCRIPTION,
-    response_class=JsonResponse,
-    responses=UPDATE_RESPONSES,
-    openapi_extra=_write_body(),
-)
-def put_element(
+def update_element_route(
     type_name: TypeName,
     element_id: ElementId,
     body: Annotated[dict[str, Any], Depends(json_body)],  # parsed before the write lock is taken
     ctx: Annotated[RequestContext, Depends(request_context)],
     if_match: IfMatch = None,
 ) -> JsonResponse:
-    return _update(type_name, element_id, body, ctx, if_match)
+    return element_response(*update_element(ctx, type_name, element_id, body, if_match))
 
 
-@router.patch(
-    "/api/element/{type}/{id}",
-    operation_id="patchElement",
-    summary="Update an element (partial, same as PUT)",
-    description=UPDATE_DESCRIPTION,
-    response_class=JsonResponse,
-    responses=UPDATE_RESPONSES,
-    openapi_extra=_write_body(),
-)
-def patch_element(
-    type_name: TypeName,
-    element_id: ElementId,
-    body: Annotated[dict[str, Any], Depends(json_body)],  # parsed before the write lock is taken
-    ctx: Annotated[RequestContext, Depends(request_context)],
-    if_match: IfMatch = None,
-) -> JsonResponse:
-    return _update(type_name, element_id, body, ctx, if_match)
+# PUT and PATCH are one operation (a partial update) under two methods; each keeps its own operation id.
+for _method, _operation_id, _summary in (
+    ("PUT", "updateElement", "Update an element (partial)"),
+    ("PATCH", "patchElement", "Update an element (partial, same as PUT)"),
+):
+    router.add_api_route(
+        "/api/element/{type}/{id}",
+        update_element_route,
+        methods=[_method],
+        operation_id=_operation_id,
+        summary=_summary,
+        description=UPDATE_DESCRIPTION,
+        response_class=JsonResponse,
+        responses=UPDATE_RESPONSES,
+        openapi_extra=_write_body(),
+    )
 
 
 @router.post(
