@@ -61,7 +61,9 @@ class ModuleTrace:
 
 def check(response: Any, status: int) -> Any:
     if response.status_code != status:
-        raise RuntimeError(f"{response.request.method} {response.request.url}: {response.status_code} {response.text}")
+        raise RuntimeError(
+            f"{response.request.method} {response.request.url}: {response.status_code} {response.text}"
+        )
     return response.json() if response.content else None
 
 
@@ -79,9 +81,13 @@ def import_document(round_number: int, systems: list[dict[str, Any]]) -> bytes:
         for n in range(2)
     ]
     updated = [
-        {"id": 300 + n, "name": s["name"][0], "Owner": [f"Team r{round_number}"]} for n, s in enumerate(systems)
+        {"id": 300 + n, "name": s["name"][0], "Owner": [f"Team r{round_number}"]}
+        for n, s in enumerate(systems)
     ]
-    document = {"format": "blockrepo-export", "elements": {TARGET_TYPE: components, TYPE: [*new_systems, *updated]}}
+    document = {
+        "format": "blockrepo-export",
+        "elements": {TARGET_TYPE: components, TYPE: [*new_systems, *updated]},
+    }
     return orjson.dumps(document)
 
 
@@ -102,7 +108,10 @@ def main() -> int:
             with TestClient(app) as client:
                 client.auth = ("system", PASSWORD)
                 for attribute in ATTRIBUTES:
-                    check(client.post("/api/administration/attributes", json={**attribute, "types": [TYPE]}), 201)
+                    check(
+                        client.post("/api/administration/attributes", json={**attribute, "types": [TYPE]}),
+                        201,
+                    )
                 components = [
                     check(client.post(f"/api/element/{TARGET_TYPE}", json={"name": [f"Component {n}"]}), 201)
                     for n in range(3)
@@ -143,7 +152,7 @@ def main() -> int:
                         results["POST /api/massdata/import (JSON)"] = trace.traced(load)
         finally:
             sys.setprofile(None)
-            threading.setprofile(None)  # type: ignore[arg-type]
+            threading.setprofile(None)
     for request, modules in results.items():
         print(f"{request}: {len(modules)} blockrepo modules")
         if not arguments.counts:
