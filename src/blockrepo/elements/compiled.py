@@ -41,31 +41,35 @@ class Compiled:
 
     def view(self, metamodel: Metamodel, actor: Actor | None, type_def: BlockTypeDef) -> ElementView:
         """`ElementView.build(metamodel, actor, type_def)` (every field), built once."""
-        return self._kept(self._views, actor, type_def, lambda: ElementView.build(metamodel, actor, type_def))
+        return self._kept(self._views, actor, type_def, ElementView.build, metamodel, actor, type_def)
 
     def reader(self, metamodel: Metamodel, actor: Actor | None, type_def: BlockTypeDef) -> ElementReader:
         """The `ElementReader` of the type's view for `actor`, built once: its statements are compiled to
         SQL once per dialect, which costs more than the database needs to answer a read by id."""
-        return self._kept(
-            self._readers, actor, type_def, lambda: ElementReader(self.view(metamodel, actor, type_def))
-        )
+        return self._kept(self._readers, actor, type_def, self._new_reader, metamodel, actor, type_def)
 
     def parser(self, actor: Actor, type_def: BlockTypeDef) -> BodyParser:
         """The `BodyParser` of the type and the actor, built once: a single write builds no handlers again."""
-        return self._kept(self._parsers, actor, type_def, lambda: BodyParser(actor, type_def))
+        return self._kept(self._parsers, actor, type_def, BodyParser, actor, type_def)
+
+    def _new_reader(self, metamodel: Metamodel, actor: Actor | None, type_def: BlockTypeDef) -> ElementReader:
+        return ElementReader(self.view(metamodel, actor, type_def))
 
     def _kept(
         self,
         entries: dict[tuple[int, int], tuple[Any, _Built]],
         actor: Actor | None,
         type_def: BlockTypeDef,
-        build: Callable[[], _Built],
+        build: Callable[..., _Built],
+        *arguments: Any,
     ) -> _Built:
+        """The entry of (actor, type), or `build(*arguments)` kept as it (no closure made per call: a
+        single read or write asks for several objects)."""
         key = (id(actor), type_def.id)
         entry = entries.get(key)
         if entry is not None and entry[0] is actor:
             return entry[1]
-        built = build()
+        built = build(*arguments)
         with self._lock:
             if len(entries) >= MAX_ENTRIES:
                 entries.clear()

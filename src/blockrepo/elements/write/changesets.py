@@ -101,14 +101,14 @@ class Changesets:
         """`diff_elements` of the two states; the entries its ends gained and lost, and its change of
         parent, are mirrored."""
         changes = diff_elements(type_def, before, after, order_counts=order_counts)
-        ends = self._ends_of(type_def)
+        ends = type_def.ends
         parent: ValueChange | None = None
         for change in changes:
             key = change["property"]
             if "added" in change:
                 if key in ends:
                     end_change = cast(EndChange, change)
-                    other_type, opposite = ends[key]
+                    other_type, opposite = ends[key].other_type, ends[key].opposite_name
                     self._mirror(other_type, end_change["removed"], opposite, element_id, before, "removed")
                     self._mirror(other_type, end_change["added"], opposite, element_id, after, "added")
             elif key == "parent":
