@@ -1,10 +1,11 @@
-"""The compiled views and body parsers: built once per (snapshot, actor, type), owned by the snapshot."""
+"""The compiled views, readers and body parsers: built once per (snapshot, actor, type), owned by the
+snapshot."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from blockrepo.elements.compiled import body_parser, compiled, view_of
+from blockrepo.elements.compiled import body_parser, compiled, reader_of, view_of
 from blockrepo.metamodel.snapshot import Metamodel
 from tests.unit.core_fixtures import APP_TYPE, EDITOR, SUPERVISOR
 
@@ -32,3 +33,12 @@ def test_a_new_snapshot_or_actor_builds_anew() -> None:
     assert body_parser(first, again, APP_TYPE) is not body_parser(first, EDITOR, APP_TYPE)
     # A copy of a snapshot starts with a cache of its own.
     assert compiled(dataclasses.replace(first)) is not compiled(first)
+
+
+def test_a_reader_is_built_once_per_snapshot_actor_and_type_on_the_cached_view() -> None:
+    metamodel = _snapshot(1)
+    reader = reader_of(metamodel, EDITOR, APP_TYPE)
+    assert reader is reader_of(metamodel, EDITOR, APP_TYPE)
+    assert reader.view is view_of(metamodel, EDITOR, APP_TYPE)
+    assert reader_of(metamodel, None, APP_TYPE) is not reader
+    assert reader_of(_snapshot(2), EDITOR, APP_TYPE) is not reader

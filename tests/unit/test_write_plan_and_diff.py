@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sqlalchemy.orm import Session
 
 from blockrepo.elements.read.repository import LoadedElement, LoadedRelation
 from blockrepo.elements.values import TypedValue
+from blockrepo.elements.write.changesets import diff_elements
 from blockrepo.elements.write.drafts import ElementDraft
 from blockrepo.elements.write.parse import BodyParser
 from blockrepo.elements.write.plan import plan_update
-from blockrepo.elements.write.record import diff_elements
+from blockrepo.elements.write.record import ElementRecorder
 from blockrepo.history.asof import fold_elements
 from blockrepo.history.repository import ChangesetRow
 from blockrepo.revisions.recorder import UNRECORDED_KEYS, ChangeLog
@@ -148,9 +150,14 @@ def _recorded(element: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in element.items() if key not in UNRECORDED_KEYS and value}
 
 
+def _recorder(log: ChangeLog) -> ElementRecorder:
+    """The element recorder of `log`'s request (it reaches the database only when it finishes)."""
+    return ElementRecorder(cast(Session, None), log, "editor")
+
+
 def _created_changes(element: dict[str, Any]) -> list[dict[str, Any]]:
     log = ChangeLog(user_login="editor", request_id="r1")
-    log.element_created("App", 17, element)
+    _recorder(log).created(APP_TYPE, 17, element)
     (entry,) = log._entries
     return entry.changes
 
@@ -188,8 +195,8 @@ def test_a_diff_records_only_what_changed() -> None:
 def test_created_and_deleted_elements_list_every_property_that_holds_something() -> None:
     element = {"id": [17], "type": ["App"], "name": ["one"], "Note": [], "Scores": [1]}
     log = ChangeLog(user_login="editor", request_id="r1")
-    log.element_created("App", 17, element)
-    log.element_deleted("App", 18, element | {"id": [18]})
+    _recorder(log).created(APP_TYPE, 17, element)
+    _recorder(log).deleted(APP_TYPE, 18, element | {"id": [18]})
     created, deleted = log._entries
     assert (created.operation, created.changes) == (
         "created",
@@ -203,6 +210,6 @@ def test_created_and_deleted_elements_list_every_property_that_holds_something()
 
 def test_an_element_created_and_deleted_in_one_request_leaves_no_record() -> None:
     log = ChangeLog(user_login="editor", request_id="r1")
-    log.element_created("App", 17, {"id": [17], "name": ["one"]})
-    log.element_deleted("App", 17, {"id": [17], "name": ["one"]})
+    _recorder(log).created(APP_TYPE, 17, {"id": [17], "name": ["one"]})
+    _recorder(log).deleted(APP_TYPE, 17, {"id": [17], "name": ["one"]})
     assert log.empty

@@ -4,7 +4,6 @@ Also the removal of stored values that an edit takes away (recorded in history).
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -235,8 +234,6 @@ def update_attribute(
     changes: ChangeLog,
     attribute_id: int,
     body: AttributeUpdate,
-    *,
-    now: dt.datetime,
 ) -> None:
     require_admin(actor)
     metamodel = lock_current_metamodel(db, metamodel)
@@ -296,15 +293,11 @@ def update_attribute(
     login = actor.login
     # Values that the edit takes away go first, encoded with the literals they still point at.
     if removed_literals:
-        remove_element_values(
-            db, metamodel, changes, current, literal_ids=removed_literals, login=login, now=now
-        )
-        remove_relation_values(
-            db, metamodel, changes, current, literal_ids=removed_literals, login=login, now=now
-        )
+        remove_element_values(db, metamodel, changes, current, literal_ids=removed_literals, login=login)
+        remove_relation_values(db, metamodel, changes, current, literal_ids=removed_literals, login=login)
     if type_ids is not None:
         dropped_types = set(current.type_ids) - set(type_ids)
-        remove_element_values(db, metamodel, changes, current, type_ids=dropped_types, login=login, now=now)
+        remove_element_values(db, metamodel, changes, current, type_ids=dropped_types, login=login)
         if set(type_ids) != set(current.type_ids):
             repository.set_type_activations(db, attribute_id, type_ids)
             record.append(
@@ -316,9 +309,7 @@ def update_attribute(
             )
     if relation_type_ids is not None:
         dropped = set(current.relation_type_ids) - set(relation_type_ids)
-        remove_relation_values(
-            db, metamodel, changes, current, relation_type_ids=dropped, login=login, now=now
-        )
+        remove_relation_values(db, metamodel, changes, current, relation_type_ids=dropped, login=login)
         if set(relation_type_ids) != set(current.relation_type_ids):
             repository.set_relation_activations(db, attribute_id, relation_type_ids)
             repository.make_attributable(db, set(relation_type_ids) - set(current.relation_type_ids))
@@ -343,8 +334,8 @@ def update_attribute(
                 for row in literal_rows
                 if row.id is not None and current_names.get(row.id, row.name) != row.name
             }
-            rename_element_literals(db, metamodel, changes, current, renamed, login=login, now=now)
-            rename_relation_literals(db, metamodel, changes, current, renamed, login=login, now=now)
+            rename_element_literals(db, metamodel, changes, current, renamed, login=login)
+            rename_relation_literals(db, metamodel, changes, current, renamed, login=login)
             repository.write_literals(db, attribute_id, literal_rows, removed_literals)
             record.append({"property": "literals", "old": old_literals, "new": new_literals})
     fields = {
@@ -382,16 +373,14 @@ def delete_attribute(
     metamodel: Metamodel,
     changes: ChangeLog,
     attribute_id: int,
-    *,
-    now: dt.datetime,
 ) -> None:
     """Delete the attribute with every value it has; each element that had values gets an "updated"
     change in history and a new revision."""
     require_admin(actor)
     metamodel = lock_current_metamodel(db, metamodel)
     current = existing_attribute(metamodel, attribute_id)
-    remove_element_values(db, metamodel, changes, current, login=actor.login, now=now)
-    remove_relation_values(db, metamodel, changes, current, login=actor.login, now=now)
+    remove_element_values(db, metamodel, changes, current, login=actor.login)
+    remove_relation_values(db, metamodel, changes, current, login=actor.login)
     repository.delete_attribute(db, attribute_id)
     changes.attribute_deleted(attribute_id, current.name, current.group_id)
     changes.metamodel(

@@ -1,15 +1,14 @@
 """Removing stored values when the metamodel takes an attribute (or some of its literals) away, and
 recording renamed literals on the elements that hold them.
 
-Set-based: one query reads every affected value with its element, one UPDATE per chunk bumps the elements'
-revisions (`record_updates`), one DELETE removes the values; each affected element gets one "updated"
-change in history in the same shape the element API records (values `old`/`new`; relation attributes as
-the entry `removed` with its old attribute values and `added` with the new ones).
+Set-based: one query reads every affected value with its element, one DELETE removes the values; each
+affected element is handed to the element recorder (`ElementRecorder.changed`) as its states before and
+after (its name and the attribute, or the relation end whose entries' attributes change), which records
+its "updated" change as any write's and gives it its new revision.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
@@ -17,9 +16,9 @@ from sqlalchemy.orm import Session
 
 from blockrepo.elements.edits import repository
 from blockrepo.elements.values import encode_value
-from blockrepo.elements.write.record import record_updates
+from blockrepo.elements.write.record import ElementRecorder
 from blockrepo.metamodel.snapshot import AttributeDef, Metamodel
-from blockrepo.revisions.recorder import ChangeLog, ElementUpdate
+from blockrepo.revisions.recorder import ChangeLog
 
 NewValue = Callable[[int | None, Any], Any]  # (literal id, encoded old value) -> new value, None: dropped
 
@@ -45,19 +44,15 @@ def remove_element_values(
     type_ids: Collection[int] | None = None,
     literal_ids: Collection[int] | None = None,
     login: str,
-    now: dt.datetime,
-) -> int:
+) -> None:
     """Delete the attribute's values on elements (of `type_ids`, or all; only values of `literal_ids`, or
-    all) and record the change per element. Returns the number of elements touched."""
+    all) and record the change per element."""
     if (type_ids is not None and not type_ids) or (literal_ids is not None and not literal_ids):
-        return 0
+        return
     # Read every value of the affected elements, so history shows the whole old and new list.
     rows = repository.attribute_values(db, attribute.id, type_ids=type_ids, holding=literal_ids)
-    touched = _record_element_values(
-        db, metamodel, changes, attribute, rows, _kept_unless(literal_ids), login, now
-    )
+    _record_element_values(db, metamodel, changes, attribute, rows, _kept_unless(literal_ids), login)
     repository.delete_attribute_everywhere(db, attribute.id, type_ids=type_ids, literal_ids=literal_ids)
-    return touched
 
 
 def rename_element_literals(
@@ -68,16 +63,15 @@ def rename_element_literals(
     renamed: Mapping[int, str],
     *,
     login: str,
-    now: dt.datetime,
-) -> int:
+) -> None:
     """Record renamed enum literals on every element that holds one: the values are literal ids and stay
     as they are, but the element JSON and history name literals, so each such element gets an "updated"
     change (old names -> new names) and a new revision, as if it had been written. Without it a replay of
     the feed, and `asOf` reads, would keep the old name forever."""
     if not renamed:
-        return 0
+        return
     rows = repository.attribute_values(db, attribute.id, holding=renamed)
-    return _record_element_values(db, metamodel, changes, attribute, rows, _renamed_to(renamed), login, now)
+    _record_element_values(db, metamodel, changes, attribute, rows, _renamed_to(renamed), login)
 
 
 def _record_element_values(
@@ -88,10 +82,9 @@ def _record_element_values(
     rows: list[tuple[int, str, int, int | None, Any]],
     new_value: NewValue,
     login: str,
-    now: dt.datetime,
-) -> int:
+) -> None:
     """Record per element the old list of the attribute's values (`rows`) and the list of
-    `new_value(literal id, encoded old value)` (None drops the value), and bump those elements once."""
+    `new_value(literal id, encoded old value)` (None drops the value)."""
     affected: dict[int, tuple[int, str, list[Any], list[Any]]] = {}
     for element_id, element_name, type_id, literal_id, value in rows:
         entry = affected.setdefault(element_id, (type_id, element_name, [], []))
@@ -100,17 +93,15 @@ def _record_element_values(
         replacement = new_value(literal_id, encoded)
         if replacement is not None:
             entry[3].append(replacement)
-    updates = (
-        ElementUpdate(
-            metamodel.type_by_id(type_id).name,
+    ElementRecorder(db, changes, login).changed(
+        (
+            metamodel.type_by_id(type_id),
             element_id,
-            element_name,
-            [{"property": attribute.name, "old": old, "new": new}],
+            {"name": [element_name], attribute.name: old},
+            {"name": [element_name], attribute.name: new},
         )
         for element_id, (type_id, element_name, old, new) in affected.items()
     )
-    record_updates(db, changes, updates, login=login, now=now)
-    return len(affected)
 
 
 def remove_relation_values(
@@ -122,24 +113,20 @@ def remove_relation_values(
     relation_type_ids: Collection[int] | None = None,
     literal_ids: Collection[int] | None = None,
     login: str,
-    now: dt.datetime,
-) -> int:
+) -> None:
     """Delete the attribute's values on relations (of `relation_type_ids`, or all; only values of
     `literal_ids`, or all) and record the change on both elements of each relation."""
     if (relation_type_ids is not None and not relation_type_ids) or (
         literal_ids is not None and not literal_ids
     ):
-        return 0
+        return
     rows = repository.relation_attribute_values(
         db, attribute.id, relation_type_ids=relation_type_ids, holding=literal_ids
     )
-    touched = _record_relation_values(
-        db, metamodel, changes, attribute, rows, _kept_unless(literal_ids), login, now
-    )
+    _record_relation_values(db, metamodel, changes, attribute, rows, _kept_unless(literal_ids), login)
     repository.delete_relation_attribute_everywhere(
         db, attribute.id, relation_type_ids=relation_type_ids, literal_ids=literal_ids
     )
-    return touched
 
 
 def rename_relation_literals(
@@ -150,13 +137,12 @@ def rename_relation_literals(
     renamed: Mapping[int, str],
     *,
     login: str,
-    now: dt.datetime,
-) -> int:
+) -> None:
     """`rename_element_literals` for relation attributes: both elements of each relation record it."""
     if not renamed:
-        return 0
+        return
     rows = repository.relation_attribute_values(db, attribute.id, holding=renamed)
-    return _record_relation_values(db, metamodel, changes, attribute, rows, _renamed_to(renamed), login, now)
+    _record_relation_values(db, metamodel, changes, attribute, rows, _renamed_to(renamed), login)
 
 
 def _record_relation_values(
@@ -167,11 +153,9 @@ def _record_relation_values(
     rows: list[repository.RelationValueRow],
     new_value: NewValue,
     login: str,
-    now: dt.datetime,
-) -> int:
-    """On both elements of each relation in `rows`, record the entry as removed with the old values and
-    added with `new_value(...)` of each (None drops it), and bump those elements once. Returns the number
-    of relations."""
+) -> None:
+    """On both elements of each relation in `rows`, record the entry with the old values of the attribute
+    and with `new_value(...)` of each (None drops it)."""
     relations: dict[int, dict[str, Any]] = {}
     for row in rows:
         relation = relations.setdefault(
@@ -189,7 +173,8 @@ def _record_relation_values(
         replacement = new_value(row.literal_id, encoded)
         if replacement is not None:
             relation["new"].append(replacement)
-    per_element: dict[int, tuple[str, str, dict[str, dict[str, list[Any]]]]] = {}
+    # Per element: its type id, name, and per end its entries before and after.
+    per_element: dict[int, tuple[int, str, dict[str, tuple[list[Any], list[Any]]]]] = {}
     for relation in relations.values():
         relation_type = metamodel.relation_type_by_id(relation["relation_type_id"])
         for holder, other, end in (
@@ -198,27 +183,20 @@ def _record_relation_values(
         ):
             holder_id, holder_name, holder_type = holder
             other_id, other_name, _ = other
-            record = per_element.setdefault(
-                holder_id, (metamodel.type_by_id(holder_type).name, holder_name, {})
-            )
-            change = record[2].setdefault(end, {"added": [], "removed": []})
-            change["removed"].append(
+            record = per_element.setdefault(holder_id, (holder_type, holder_name, {}))
+            before, after = record[2].setdefault(end, ([], []))
+            before.append(
                 {"id": other_id, "name": other_name, "attributes": {attribute.name: relation["old"]}}
             )
-            change["added"].append(
+            after.append(
                 {"id": other_id, "name": other_name, "attributes": {attribute.name: relation["new"]}}
             )
-    updates = (
-        ElementUpdate(
-            type_name,
+    ElementRecorder(db, changes, login).changed(
+        (
+            metamodel.type_by_id(type_id),
             element_id,
-            element_name,
-            [
-                {"property": end, "added": change["added"], "removed": change["removed"]}
-                for end, change in ends.items()
-            ],
+            {"name": [element_name], **{end: entries[0] for end, entries in ends.items()}},
+            {"name": [element_name], **{end: entries[1] for end, entries in ends.items()}},
         )
-        for element_id, (type_name, element_name, ends) in per_element.items()
+        for element_id, (type_id, element_name, ends) in per_element.items()
     )
-    record_updates(db, changes, updates, login=login, now=now)
-    return len(relations)

@@ -24,7 +24,7 @@ from blockrepo.auth.backends import AuthBackends
 from blockrepo.auth.basic import CredentialCache, Principal
 from blockrepo.auth.passwords import Passwords
 from blockrepo.databases import Databases
-from blockrepo.elements.read.by_id import ElementReaders, RenderedElements
+from blockrepo.elements.read.by_id import RenderedElements
 from blockrepo.errors import Conflict, Unauthenticated
 from blockrepo.metamodel.service import MetamodelCache
 from blockrepo.metamodel.snapshot import Metamodel
@@ -55,7 +55,6 @@ class AppServices:
         self.auth = AuthBackends.build(settings, self.short_engine, self.write_engine, self.authenticator)
         self.metamodels = MetamodelCache()
         self.actors = ActorCache()
-        self.element_readers = ElementReaders()
         self.rendered_elements = RenderedElements()
         # The listings' cursors, sealed under a key derived from the server secret (read at the first use).
         self.cursors = CursorSeal(lambda: self.auth.sessions.signer.derived_key(b"cursors"))

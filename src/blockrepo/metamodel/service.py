@@ -7,7 +7,6 @@ names against the metamodel as it stands under that lock, write, and record a me
 
 from __future__ import annotations
 
-import datetime as dt
 import threading
 from typing import Any, Protocol
 
@@ -61,7 +60,13 @@ class StoredElements(Protocol):
     def end_holds_several(self, db: Session, relation_type_id: int, *, holder_is_source: bool) -> bool: ...
 
     def remove_relations_of_type(
-        self, db: Session, changes: ChangeLog, relation_type: RelationTypeDef, *, login: str, now: dt.datetime
+        self,
+        db: Session,
+        metamodel: Metamodel,
+        changes: ChangeLog,
+        relation_type: RelationTypeDef,
+        *,
+        login: str,
     ) -> None: ...
 
 
@@ -550,7 +555,6 @@ def delete_relation_type(
     changes: ChangeLog,
     name: str,
     *,
-    now: dt.datetime,
     elements: StoredElements,
 ) -> None:
     """Delete a relation type and its relations; each element that loses relations gets an "updated"
@@ -558,7 +562,7 @@ def delete_relation_type(
     _require_editor(actor)
     metamodel = repository.lock_current_metamodel(db, metamodel)
     relation_type = _existing_relation_type(metamodel, name)
-    elements.remove_relations_of_type(db, changes, relation_type, login=actor.login, now=now)
+    elements.remove_relations_of_type(db, metamodel, changes, relation_type, login=actor.login)
     repository.delete_relation_type(db, relation_type.id)
     changes.metamodel("deleted", f"relationType {name}", _relation_type_record(relation_type))
 

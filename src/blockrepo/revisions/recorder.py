@@ -10,7 +10,7 @@ transaction holds that lock from its first statement on: storage.transactions de
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, NamedTuple, NotRequired, TypedDict, cast
@@ -26,9 +26,11 @@ JsonValue = Any
 # Keys of the element JSON that history does not record (they change with every write).
 UNRECORDED_KEYS = frozenset({"id", "type", "revision", "lastModificationTime", "lastModificationUser"})
 
-# The shapes of element history, defined once. TypedDicts are plain dicts at run time: they cost the bulk
-# path nothing.
-ElementState = Mapping[str, Any]  # an element's JSON as history sees it: every key holds a list
+# The shapes of element history, defined once (their constructors: `elements.write.changesets`).
+# TypedDicts are plain dicts at run time: they cost the bulk path nothing.
+# An element's JSON as history sees it, every key holding a list; a state may hold only some keys (its
+# name and what a change concerns): a key missing from both states of a change is one it did not change.
+ElementState = Mapping[str, Any]
 
 
 class ValueChange(TypedDict):
@@ -53,8 +55,8 @@ Change = ValueChange | EndChange  # one entry of a changeset
 
 
 class ElementUpdate(NamedTuple):
-    """An "updated" changeset of an element that the request changed through something else: a neighbour
-    (a relation or child), a removed or renamed value, a removed relation type."""
+    """An "updated" changeset of an element that the request changed through something else than a write
+    of its own: a neighbour's (a relation or child), a removed or renamed value, a removed relation type."""
 
     type_name: str
     element_id: int
@@ -236,46 +238,11 @@ class ChangeLog:
             known.changes = _merge_property_changes(known.changes, changes)
         known.element_name = element_name
 
-    def element_created(self, type_name: str, element_id: int, element: ElementState) -> None:
-        """Record a created element from its JSON: every recorded property that holds something, as new."""
-        self._whole_element("created", type_name, element_id, element)
-
-    def element_deleted(self, type_name: str, element_id: int, element: ElementState) -> None:
-        """Record a deleted element from its last JSON: each recorded property that held something, as old."""
-        self._whole_element("deleted", type_name, element_id, element)
-
-    def _whole_element(self, operation: str, type_name: str, element_id: int, element: ElementState) -> None:
-        created = operation == "created"
-        changes = [
-            {"property": key, "old": [] if created else value, "new": value if created else []}
-            for key, value in element.items()
-            if key not in UNRECORDED_KEYS and value
-        ]
-        self.element(
-            operation,
-            type_name=type_name,
-            element_id=element_id,
-            element_name=element["name"][0],
-            changes=changes,
-        )
-
-    def elements_updated(self, updates: Iterable[ElementUpdate]) -> list[int]:
-        """Record each update ("updated"; several of one element fold into one changeset) and return the
-        ids of the elements this request had recorded nothing of before: each of those needs one new
-        revision (`elements.write.record.record_updates` gives it), the others have theirs already, so an
-        element gets one new revision per request however many records fold into its changeset."""
-        fresh = []
-        for type_name, element_id, element_name, changes in updates:
-            if element_id not in self._by_element:
-                fresh.append(element_id)
-            self.element(
-                "updated",
-                type_name=type_name,
-                element_id=element_id,
-                element_name=element_name,
-                changes=changes,
-            )
-        return fresh
+    def recorded(self, element_id: int) -> bool:
+        """Whether this request recorded the element already (so it has the new revision the request gives
+        it: `elements.write.record.ElementRecorder` gives an element one new revision per request, with
+        its first record)."""
+        return element_id in self._by_element
 
     def metamodel(self, operation: str, subject: str, changes: list[dict[str, Any]]) -> None:
         self.metamodel_changed = True

@@ -134,7 +134,7 @@ class ElementReadLane:
                 if revisions_now(connection) != revisions:
                     return None
                 rendered = services.rendered_elements.read(
-                    connection, metamodel, actor, services.element_readers, type_def, element_id, revisions
+                    connection, metamodel, actor, type_def, element_id, revisions
                 )
         if rendered is None:
             return None

@@ -303,7 +303,7 @@ def update_attribute(
     takes away (literals left out, types or relation types deactivated) are deleted and recorded in
     history per element. Changing `valueType` while values exist, or `multiple: false` while an element
     holds several values, is refused (409 `in_use`)."""
-    attributes.update_attribute(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, id, body, now=ctx.changes.now)
+    attributes.update_attribute(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, id, body)
     ctx.commit()
     return model_response(attributes.read_attribute(_fresh(ctx), id))
 
@@ -318,7 +318,7 @@ def update_attribute(
 def delete_attribute(id: int = Id, ctx: RequestContext = Depends(request_context)) -> Response:
     """Needs ADMIN_ATTRIBUTES. Deletes every value of the attribute; each element that had one gets a new
     revision and an "updated" changeset in history."""
-    attributes.delete_attribute(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, id, now=ctx.changes.now)
+    attributes.delete_attribute(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, id)
     ctx.commit()
     return Response(status_code=204)
 

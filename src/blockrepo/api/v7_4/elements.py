@@ -176,9 +176,7 @@ def get_element(
         type_def = reading.readable_type(ctx.metamodel, ctx.actor, type_name)
         view_tag = reading.view_tag(ctx.metamodel, ctx.actor, type_def)
         if as_of is None:
-            element = reading.read_element(
-                ctx.connection, ctx.metamodel, ctx.actor, services.element_readers, type_name, element_id
-            )
+            element = reading.read_element(ctx.connection, ctx.metamodel, ctx.actor, type_name, element_id)
         else:
             with services.read_sessions() as db:
                 element = asof.get_element_as_of(db, ctx.metamodel, ctx.actor, type_def, element_id, as_of)

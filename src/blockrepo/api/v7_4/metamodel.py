@@ -208,7 +208,7 @@ def delete_relation_type(name: str, ctx: RequestContext = Depends(request_contex
     """Needs EDIT_METAMODEL. Removes every relation of the type; each element that loses relations gets a
     new revision and an "updated" changeset in history."""
     service.delete_relation_type(
-        ctx.db, ctx.actor, ctx.metamodel, ctx.changes, name, now=ctx.changes.now, elements=metamodel_edits
+        ctx.db, ctx.actor, ctx.metamodel, ctx.changes, name, elements=metamodel_edits
     )
     ctx.commit()
     return Response(status_code=204)

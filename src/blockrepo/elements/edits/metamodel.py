@@ -4,15 +4,14 @@ since the metamodel sits below the elements and does not import them)."""
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from blockrepo.elements.edits import repository
-from blockrepo.elements.write.record import record_updates
-from blockrepo.metamodel.snapshot import RelationTypeDef
-from blockrepo.revisions.recorder import ChangeLog, ElementUpdate
+from blockrepo.elements.write.record import ElementRecorder
+from blockrepo.metamodel.snapshot import Metamodel, RelationTypeDef
+from blockrepo.revisions.recorder import ChangeLog
 
 
 def type_has_elements(db: Session, type_id: int) -> bool:
@@ -28,30 +27,24 @@ def end_holds_several(db: Session, relation_type_id: int, *, holder_is_source: b
 
 
 def remove_relations_of_type(
-    db: Session, changes: ChangeLog, relation_type: RelationTypeDef, *, login: str, now: dt.datetime
+    db: Session, metamodel: Metamodel, changes: ChangeLog, relation_type: RelationTypeDef, *, login: str
 ) -> None:
     """Delete every relation of the type; each element that loses relations gets one "updated" change
-    (the entries it lost, per end) and a new revision."""
-    # Grouped per element and end first, so each element gets one change record whatever its relations.
-    elements: dict[int, tuple[str, str]] = {}
-    removed: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    (the entries it lost, per end) and a new revision, from the element recorder."""
+    # Per element: its type id, name, and per end the entries it loses, whatever its relations.
+    lost: dict[int, tuple[int, str, dict[str, list[dict[str, Any]]]]] = {}
     for source_id, source_name, target_id, target_name in repository.relations_of_type(db, relation_type.id):
-        elements[source_id] = (relation_type.source_type, source_name)
-        elements[target_id] = (relation_type.target_type, target_name)
-        removed.setdefault(source_id, {}).setdefault(relation_type.source_end, []).append(
-            {"id": target_id, "name": target_name}
-        )
-        removed.setdefault(target_id, {}).setdefault(relation_type.target_end, []).append(
-            {"id": source_id, "name": source_name}
-        )
-    updates = (
-        ElementUpdate(
-            elements[element_id][0],
+        source = lost.setdefault(source_id, (relation_type.source_type_id, source_name, {}))
+        source[2].setdefault(relation_type.source_end, []).append({"id": target_id, "name": target_name})
+        target = lost.setdefault(target_id, (relation_type.target_type_id, target_name, {}))
+        target[2].setdefault(relation_type.target_end, []).append({"id": source_id, "name": source_name})
+    ElementRecorder(db, changes, login).changed(
+        (
+            metamodel.type_by_id(type_id),
             element_id,
-            elements[element_id][1],
-            [{"property": end, "added": [], "removed": others} for end, others in ends.items()],
+            {"name": [name], **ends},
+            {"name": [name], **{end: [] for end in ends}},
         )
-        for element_id, ends in removed.items()
+        for element_id, (type_id, name, ends) in lost.items()
     )
-    record_updates(db, changes, updates, login=login, now=now)
     repository.delete_relations_of_type(db, relation_type.id)

@@ -1,13 +1,12 @@
-"""GET by id: one element as an actor sees it, through an `ElementReader` kept per actor and type, and
-the rendered bodies of recent reads.
+"""GET by id: one element as an actor sees it, through the `ElementReader` the snapshot's compiled cache
+keeps per actor and type (`elements.compiled`), and the rendered bodies of recent reads.
 
 A reader holds the actor's view of the type and its statements compiled to SQL once; building both
-costs more than the database needs to answer the read. An entry belongs to the `Actor` and `Metamodel`
-objects it was built for, and the caches of those are keyed by revision (`repository_state`), so a
-metamodel or permission change made by any process gives new objects and a new reader on the next
-request. A rendered body is kept with the revisions it was read at and served only while they are the
-current ones, which the request reads anyway: any write, by any process, makes every body a miss. Nothing
-is cached by time.
+costs more than the database needs to answer the read. The `Actor` and `Metamodel` objects are cached by
+revision (`repository_state`), so a metamodel or permission change made by any process gives new objects
+and a new reader on the next request. A rendered body is kept with the revisions it was read at and
+served only while they are the current ones, which the request reads anyway: any write, by any process,
+makes every body a miss. Nothing is cached by time.
 """
 
 from __future__ import annotations
@@ -22,32 +21,9 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.access.repository import Revisions
-from blockrepo.elements.compiled import view_of
-from blockrepo.elements.read.reader import ElementReader
+from blockrepo.elements.compiled import reader_of, view_of
 from blockrepo.errors import Forbidden, NotFound, UnknownType
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
-
-
-class ElementReaders:
-    """Readers per (actor, type); thread-safe, bounded (emptied when full: rebuilding one is cheap)."""
-
-    def __init__(self, max_entries: int = 1024) -> None:
-        self._lock = threading.Lock()
-        self._entries: dict[tuple[int, int], tuple[Actor, Metamodel, ElementReader]] = {}
-        self._max_entries = max_entries
-
-    def get(self, metamodel: Metamodel, actor: Actor, type_def: BlockTypeDef) -> ElementReader:
-        key = (id(actor), type_def.id)
-        entry = self._entries.get(key)
-        # The identity checks make an entry of an actor or metamodel that is gone (its id reused) a miss.
-        if entry is not None and entry[0] is actor and entry[1] is metamodel:
-            return entry[2]
-        reader = ElementReader(view_of(metamodel, actor, type_def))
-        with self._lock:
-            if len(self._entries) >= self._max_entries:
-                self._entries.clear()
-            self._entries[key] = (actor, metamodel, reader)
-        return reader
 
 
 def readable_type(metamodel: Metamodel, actor: Actor, type_name: str) -> BlockTypeDef:
@@ -64,7 +40,6 @@ def read_element(
     db: Session | Connection,
     metamodel: Metamodel,
     actor: Actor,
-    readers: ElementReaders,
     type_name: str,
     element_id: int,
 ) -> dict[str, Any]:
@@ -72,7 +47,7 @@ def read_element(
 
     The dict shares its empty lists with other reads: serialize it, never change it."""
     type_def = readable_type(metamodel, actor, type_name)
-    found = readers.get(metamodel, actor, type_def).read(db, [element_id])
+    found = reader_of(metamodel, actor, type_def).read(db, [element_id])
     if not found:
         raise NotFound(f"there is no {type_name} with id {element_id}")
     return found[0]
@@ -120,7 +95,6 @@ class RenderedElements:
         db: Connection,
         metamodel: Metamodel,
         actor: Actor,
-        readers: ElementReaders,
         type_def: BlockTypeDef,
         element_id: int,
         revisions: Revisions,
@@ -128,14 +102,13 @@ class RenderedElements:
         """Read and keep the body of the element as `actor` sees it; `db` must read one snapshot at
         `revisions`, and `metamodel` and `actor` be those of the same revisions. None if there is no
         such element."""
-        found = readers.get(metamodel, actor, type_def).read(db, [element_id])
+        reader = reader_of(metamodel, actor, type_def)
+        found = reader.read(db, [element_id])
         if not found:
             return None
         element = found[0]
         rendered = RenderedElement(
-            orjson.dumps(element, option=orjson.OPT_NON_STR_KEYS),
-            element["revision"][0],
-            readers.get(metamodel, actor, type_def).view.tag,
+            orjson.dumps(element, option=orjson.OPT_NON_STR_KEYS), element["revision"][0], reader.view.tag
         )
         with self._lock:
             if len(self._entries) >= self._max_entries or self._bytes + len(rendered.body) > self._max_bytes:

@@ -11,13 +11,14 @@ than per item:
    claimed twice, names (against the database and the other items), items depending on a failed item;
 2. `persistence.persist`: creates as rows of tuples for every type before any value or relation (SQLite:
    with the ids handed out as AUTOINCREMENT would; PostgreSQL: INSERT … RETURNING), then values and
-   relations as multi-row VALUES (COPY); updates: each item's `plan.plan_update` applied in batches;
-   deletions last. From PIPELINE_MIN_CREATES created elements on, SQLite runs these inserts on the write
-   pipeline (`storage.write_pipeline`) while this thread goes on;
-3. `record.record_write`: created elements are recorded from their drafts (with what other created items
-   list them in, when that is all that refers to them), the other written elements are re-read a batch at
-   a time; each is recorded (created, or the diff of before and after), deleted ones from their last state;
-   the elements at the other end of changed relations and parents get one mirrored changeset each and a
-   new revision (`record.NeighbourMirror`).
+   relations as multi-row VALUES (COPY); updates: each item's `plan.plan_update` applied in batches, at
+   the revisions the recorder hands out; deletions last. From PIPELINE_MIN_CREATES created elements on,
+   SQLite runs these inserts on the write pipeline (`storage.write_pipeline`) while this thread goes on;
+3. `record.ElementRecorder.write`: the one recorder of element writes gets every written element as its
+   states before and after: created elements from their drafts (with what other created items list them
+   in, when that is all that refers to them), the other written elements re-read a batch at a time,
+   deleted ones from their last state; `changesets.Changesets` makes each changeset (created, or the
+   diff of before and after) and one mirrored changeset for each element at the other end of changed
+   relations and parents; the recorder gives each element one new revision per request.
 The items (`items`), drafts (`drafts`) and the SQL of writes (`repository`) are shared by these steps.
 """

@@ -1,4 +1,5 @@
-"""Writes the validated items of 1..n types and the deletions as one write, then has it recorded."""
+"""Writes the validated items of 1..n types and the deletions as one write, then has it recorded (the
+revisions of updated elements come from the recorder)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from blockrepo.elements.values import TypedValue
 from blockrepo.elements.write import repository
 from blockrepo.elements.write.items import NewKey, TypeItems, WriteItem, Writer
 from blockrepo.elements.write.plan import UpdatePlan, new_relation, plan_update
-from blockrepo.elements.write.record import Received, Written, receivers, record_write
+from blockrepo.elements.write.record import ElementRecorder, Received, Written, receivers
 from blockrepo.elements.write.repository import NewRelation
 from blockrepo.metamodel.snapshot import BlockTypeDef
 from blockrepo.storage.write_pipeline import pipelined
@@ -74,25 +75,25 @@ def persist_types(
         view = views[type_def.id]
         last = load_elements(db, type_def.id, ids, view.selection)
         gone += [(type_def, element_id, view.render(last[element_id])) for element_id in ids]
-    touched: set[int] = set()
+    recorder = ElementRecorder(db, writer.changes, writer.actor.login)
     inserted: set[tuple[int, int, int]] = set()
     # A large write's rows go into SQLite on a second thread while this one goes on to build the next
     # ones and record the history (`storage.write_pipeline`); a single write is not worth a thread.
     created = sum(len(items) for items in creates.values())
     with pipelined(db) if created >= PIPELINE_MIN_CREATES else nullcontext():
-        _insert_elements(writer, [(group.type_def, creates[group.type_def.id]) for group in groups], touched)
+        _insert_elements(writer, [(group.type_def, creates[group.type_def.id]) for group in groups])
         for group in groups:
             _resolve_pending(group.items)
         received = {} if loaded else receivers(groups)
         for group in groups:
-            _insert_contents(writer, group.type_def, creates[group.type_def.id], touched, inserted, received)
+            _insert_contents(writer, group.type_def, creates[group.type_def.id], inserted, received)
         plans = {
             group.type_def.id: _apply_updates(
                 writer,
+                recorder,
                 group.type_def,
                 updates[group.type_def.id],
                 before[group.type_def.id],
-                touched,
                 inserted,
                 order_counts=order_counts,
             )
@@ -101,19 +102,27 @@ def persist_types(
         for _, ids in deletions:
             repository.delete_elements(db, ids)
         changed = {type_id: [item for item, _ in applied_plans] for type_id, applied_plans in plans.items()}
-        return record_write(
-            writer, groups, views, creates, changed, before, gone, order_counts, loaded, plans, received
+        return recorder.write(
+            writer,
+            groups,
+            views,
+            creates,
+            changed,
+            before,
+            gone,
+            order_counts,
+            loaded,
+            plans,
+            received,
         )
 
 
-def _insert_elements(
-    writer: Writer, groups: Sequence[tuple[BlockTypeDef, Sequence[WriteItem]]], touched: set[int]
-) -> None:
+def _insert_elements(writer: Writer, groups: Sequence[tuple[BlockTypeDef, Sequence[WriteItem]]]) -> None:
     """The element rows of the created items of every type, in item order, each last among its
     siblings; sets their `new_id`. Parents created by the write itself are set by `_insert_contents`.
     Every type's positions are read before any row is written: on the write pipeline a read waits for
     the rows before it."""
-    rows = [_element_rows(writer, type_def, creates, touched) for type_def, creates in groups]
+    rows = [_element_rows(writer, type_def, creates) for type_def, creates in groups]
     for (_, creates), ids in zip(groups, repository.insert_named_elements(writer.db, rows), strict=True):
         for item in creates:
             assert item.draft is not None and item.draft.name is not None
@@ -121,7 +130,7 @@ def _insert_elements(
 
 
 def _element_rows(
-    writer: Writer, type_def: BlockTypeDef, creates: Sequence[WriteItem], touched: set[int]
+    writer: Writer, type_def: BlockTypeDef, creates: Sequence[WriteItem]
 ) -> list[tuple[Any, ...]]:
     """The element rows (repository.ELEMENT_COLUMNS) of the created items of one type."""
     if not creates:
@@ -153,8 +162,6 @@ def _element_rows(
         rows.append(
             (type_id, draft.name, draft.description or "", stored_parent, position, 1, now, now, login)
         )
-        if stored_parent is not None:
-            touched.add(stored_parent)
     return rows
 
 
@@ -162,7 +169,6 @@ def _insert_contents(
     writer: Writer,
     type_def: BlockTypeDef,
     creates: Sequence[WriteItem],
-    touched: set[int],
     inserted: set[tuple[int, int, int]],
     received: Received,
 ) -> None:
@@ -218,7 +224,6 @@ def _insert_contents(
                     continue  # both elements list each other: one relation
                 inserted.add(triple)
                 relations.append(relation)
-                touched.add(other)
                 if received and (gets := received.get(other)) is not None:
                     if end.holder_is_source:
                         listed = (element_id, item.draft.name or "", entry.attributes)
@@ -240,15 +245,16 @@ def _resolve_pending(items: Sequence[WriteItem]) -> None:
 
 def _apply_updates(
     writer: Writer,
+    recorder: ElementRecorder,
     type_def: BlockTypeDef,
     updates: Sequence[WriteItem],
     before: dict[int, LoadedElement],
-    touched: set[int],
     inserted: set[tuple[int, int, int]],
     *,
     order_counts: bool = True,
 ) -> list[tuple[WriteItem, UpdatePlan]]:
-    """Apply each update's plan in batches; returns the items that changed something with their plans."""
+    """Apply each update's plan in batches, at the revision `recorder` hands out; returns the items that
+    changed something with their plans."""
     db, now, login = writer.db, writer.changes.now, writer.actor.login
     plans = []
     for item in updates:
@@ -284,7 +290,7 @@ def _apply_updates(
                 "new_description": fields.get("description", old.description),
                 "new_parent_id": parent_id,
                 "new_position": position,
-                "new_revision": old.revision + 1,
+                "new_revision": recorder.revision(old),
                 "modified_at": now,
                 "modified_by": login,
             }
@@ -303,7 +309,6 @@ def _apply_updates(
             if key not in inserted:
                 inserted.add(key)
                 relations.append(relation)
-        touched.update(plan.touched)
     repository.update_elements(db, rows)
     repository.delete_values(db, value_pairs)
     repository.insert_values(db, value_rows)

@@ -109,7 +109,9 @@ def plan_update(draft: ElementDraft, before: LoadedElement, *, order_counts: boo
     return plan
 
 
-def applied(before: LoadedElement, plan: UpdatePlan, now: dt.datetime, login: str) -> LoadedElement | None:
+def applied(
+    before: LoadedElement, plan: UpdatePlan, revision: int, now: dt.datetime, login: str
+) -> LoadedElement | None:
     """The element as `plan` leaves it, when the plan changes only the element's own row and values: the
     state a single update answers with, without reading it again. None when the plan moves the element
     or changes relations (new rows whose ids, positions and names only the database holds)."""
@@ -120,7 +122,7 @@ def applied(before: LoadedElement, plan: UpdatePlan, now: dt.datetime, login: st
         before,
         name=fields.get("name", before.name),
         description=fields.get("description", before.description),
-        revision=before.revision + 1,
+        revision=revision,
         last_modified_at=now,
         last_modified_by=login,
         values={**before.values, **plan.values},

@@ -1,35 +1,33 @@
-"""The history of a write: created elements recorded from their drafts where they are self-contained, the
-others read back and diffed, deleted ones from their last state, and one mirrored changeset per element
-at the other end of what changed (`NeighbourMirror`)."""
+"""The one recorder of element writes (`ElementRecorder`): every written element is handed in as its
+states before and after, recorded through `changesets.Changesets` (with what its neighbours see), and
+given one new revision per request. In a write of the core (`ElementRecorder.write`) created elements
+are recorded from their drafts where they are self-contained, the other written elements read back,
+deleted ones from their last state."""
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import chain
+from operator import attrgetter
+from typing import Any, NamedTuple
 
 from sqlalchemy.orm import Session
 
-from blockrepo.elements.read.reader import READ_BATCH, ElementReader
+from blockrepo.elements.compiled import reader_of
+from blockrepo.elements.read.reader import READ_BATCH
 from blockrepo.elements.read.repository import LoadedElement, load_elements
 from blockrepo.elements.read.view import ElementView
 from blockrepo.elements.repository import chunks
 from blockrepo.elements.values import TypedValue, value_encoder
 from blockrepo.elements.write import repository
+from blockrepo.elements.write.changesets import Changesets
 from blockrepo.elements.write.drafts import Reference
 from blockrepo.elements.write.items import TypeItems, WriteItem, Writer
 from blockrepo.elements.write.plan import UpdatePlan, applied
 from blockrepo.metamodel.snapshot import BlockTypeDef
-from blockrepo.revisions.recorder import (
-    UNRECORDED_KEYS,
-    Change,
-    ChangeLog,
-    ElementState,
-    ElementUpdate,
-    EndChange,
-    apply_related_change,
-)
+from blockrepo.revisions.recorder import ChangeLog, ElementState, ElementUpdate
 
 
 @dataclass
@@ -79,6 +77,13 @@ def _self_contained(
     and names by now, and the relations it lists are made in its order."""
     entangled = {id(creator) for group in groups for item in group.items for _, creator in item.pending}
     updated = {item.element_id for items in changed.values() for item in items}
+    if not entangled and not updated:  # a bulk create: `drafted` below is true of every created item
+        return {
+            id(item)
+            for group in groups
+            for item in group.items
+            if item.element_id is None and item.draft is not None
+        }
 
     def drafted(item: WriteItem) -> bool:
         draft = item.draft
@@ -93,52 +98,38 @@ def _self_contained(
     return {id(item) for group in groups for item in group.items if drafted(item)}
 
 
-class _CreatedRecorder:
-    """Records created elements straight from their drafts: the changeset `ChangeLog.element_created`
-    makes of the element's JSON (every property that holds something, in the view's order, encoded as
-    `encode_value` does), and what `NeighbourMirror.add` mirrors to its parent and the other ends of its
-    relations, without the JSON itself. A source end's entries keep their order (their positions are
-    their indexes), a target end's too (its relations are made in that order)."""
+class _DraftStates:
+    """The state of a created element of one type from its draft: what `ElementView.render` of the
+    stored element shows of the keys history records, in the view's order, values encoded as
+    `encode_value` does, without reading it back. A source end's entries keep their order (their
+    positions are their indexes), a target end's too (its relations are made in that order)."""
 
-    def __init__(self, view: ElementView, changes: ChangeLog, mirror: NeighbourMirror) -> None:
-        self.type_name = view.type_def.name
-        self.changes = changes
-        self.mirror = mirror
+    def __init__(self, view: ElementView) -> None:
         self.show_parent = "parent" in view.head
         # Positions in the view's order, looked up by the sort's key function at C level.
         self.property_position = {p.id: index for index, p in enumerate(view.properties)}
         self.properties = {p.id: (p.name, value_encoder(p)) for p in view.properties}
         self.end_position = {end.name: index for index, end in enumerate(view.ends)}
-        self.ends = {
-            end.name: (
-                end.other_type,
-                end.opposite_name,
-                None
-                if (attributes := view.relation_attributes.get(end.relation_type.id)) is None
-                else [(a.id, a.name, value_encoder(a)) for a in attributes],
-            )
+        self.end_attributes = {
+            end.name: None
+            if (attributes := view.relation_attributes.get(end.relation_type.id)) is None
+            else [(a.id, a.name, value_encoder(a)) for a in attributes]
             for end in view.ends
         }
-        # The drafts' keys (as they list them) -> those keys in the view's order with what records them:
+        # The drafts' keys (as they list them) -> those keys in the view's order with what encodes them:
         # the items of a bulk write mostly name the same keys, so each order is sorted out once.
         self.value_orders: dict[tuple[int, ...], list[tuple[int, str, Callable[[TypedValue], Any]]]] = {}
         self.end_orders: dict[tuple[str, ...], list[str]] = {}
 
-    def record(
-        self,
-        item: WriteItem,
-        received: ReceivedEnds | None,
-    ) -> None:
-        """Record `item`'s element; `received`: what other created elements list it in, per end."""
-        draft, element_id = item.draft, item.new_id
-        assert draft is not None and draft.name is not None and element_id is not None
-        name = draft.name
-        recorded: list[Change] = [{"property": "name", "old": [], "new": [name]}]
+    def state(self, item: WriteItem, received: ReceivedEnds | None) -> dict[str, Any]:
+        """`item`'s element as written; `received`: what other created elements list it in, per end."""
+        draft = item.draft
+        assert draft is not None and draft.name is not None
+        state: dict[str, Any] = {"name": [draft.name]}
         if draft.description:
-            recorded.append({"property": "description", "old": [], "new": [draft.description]})
-        parent = _entry(draft.parent) if draft.parent is not None and self.show_parent else None
-        if parent is not None:
-            recorded.append({"property": "parent", "old": [], "new": [parent]})
+            state["description"] = [draft.description]
+        if draft.parent is not None and self.show_parent:
+            state["parent"] = [_entry(draft.parent)]
         values = draft.values
         value_keys = tuple(values)
         value_order = self.value_orders.get(value_keys)
@@ -154,9 +145,7 @@ class _CreatedRecorder:
             given = values[attribute_id]
             if given:
                 # One value mostly: no map and list over it.
-                new = [encode(given[0])] if len(given) == 1 else list(map(encode, given))
-                recorded.append({"property": key, "old": [], "new": new})
-        ends = self.ends
+                state[key] = [encode(given[0])] if len(given) == 1 else list(map(encode, given))
         end_keys = tuple(draft.ends)
         if received:
             end_keys += tuple(end_name for end_name in received if end_name not in draft.ends)
@@ -165,280 +154,275 @@ class _CreatedRecorder:
             end_order = sorted(end_keys, key=self.end_position.__getitem__)
             if len(self.end_orders) < _ORDERS_KEPT:
                 self.end_orders[end_keys] = end_order
-        mirror = self.mirror._mirror
         for end_name in end_order:
+            attributes = self.end_attributes[end_name]
             if received and end_name in received:
-                # Elements of this write: nothing to mirror to them (they have their own records).
-                recorded.append({"property": end_name, "old": [], "new": self._listed(end_name, received)})
+                state[end_name] = [
+                    _listed(other_id, other_name, attributes, relation_values)
+                    for other_id, other_name, relation_values in received[end_name]
+                ]
                 continue
             entries = draft.ends[end_name]
             if not entries:
                 continue
-            other_type, opposite_name, attributes = ends[end_name]
-            rendered = []
-            for entry in entries:
-                reference = entry.reference
-                other: dict[str, Any] = {"id": reference.resolved_id, "name": reference.resolved_name}
-                me: dict[str, Any] = {"id": element_id, "name": name}
-                if attributes is not None:
-                    other["attributes"] = me["attributes"] = _encoded(attributes, entry.attributes)
-                rendered.append(other)
-                mirror(other_type, other, opposite_name, me, "added")
-            recorded.append({"property": end_name, "old": [], "new": rendered})
-        if parent is not None:  # after the ends, as `NeighbourMirror.add` mirrors them
-            self.mirror.added(self.type_name, parent, "children", {"id": element_id, "name": name})
-        self.changes.element(
-            "created", type_name=self.type_name, element_id=element_id, element_name=name, changes=recorded
-        )
-
-    def _listed(self, end_name: str, received: ReceivedEnds) -> list[dict[str, Any]]:
-        attributes = self.ends[end_name][2]
-        rendered = []
-        for other_id, other_name, relation_values in received[end_name]:
-            entry: dict[str, Any] = {"id": other_id, "name": other_name}
-            if attributes is not None:
-                entry["attributes"] = _encoded(attributes, relation_values)
-            rendered.append(entry)
-        return rendered
+            if attributes is None:  # most relation types: no call per entry
+                rendered = []
+                for entry in entries:
+                    reference = entry.reference
+                    rendered.append({"id": reference.resolved_id, "name": reference.resolved_name})
+                state[end_name] = rendered
+            else:
+                state[end_name] = [
+                    _listed(
+                        entry.reference.resolved_id,
+                        entry.reference.resolved_name,
+                        attributes,
+                        entry.attributes,
+                    )
+                    for entry in entries
+                ]
+        return state
 
 
-def _encoded(
-    attributes: Sequence[tuple[int, str, Callable[[TypedValue], Any]]],
+def _listed(
+    other_id: int | None,
+    other_name: str | None,
+    attributes: Sequence[tuple[int, str, Callable[[TypedValue], Any]]] | None,
     relation_values: Mapping[int, Sequence[TypedValue]] | None,
-) -> dict[str, list[Any]]:
-    """A relation entry's `attributes` as the element JSON shows them: every relation attribute of the
-    view, with the values the relation was given (none: empty)."""
-    given = relation_values or {}
-    return {key: list(map(encode, given.get(attribute_id, ()))) for attribute_id, key, encode in attributes}
+) -> dict[str, Any]:
+    """A relation entry as the element JSON shows it: with the relation type's attributes, `attributes`
+    holds every one of the view with the values the relation was given (none: empty)."""
+    entry: dict[str, Any] = {"id": other_id, "name": other_name}
+    if attributes is not None:
+        given = relation_values or {}
+        entry["attributes"] = {
+            key: list(map(encode, given.get(attribute_id, ()))) for attribute_id, key, encode in attributes
+        }
+    return entry
 
 
-_ORDERS_KEPT = 64  # orders of keys a _CreatedRecorder keeps (bodies may list their keys in any order)
+_ORDERS_KEPT = 64  # orders of keys a _DraftStates keeps (bodies may list their keys in any order)
+_NEW_ID, _ELEMENT_ID = attrgetter("new_id"), attrgetter("element_id")
 
 
 def _entry(reference: Reference) -> dict[str, Any]:
     return {"id": reference.resolved_id, "name": reference.resolved_name}
 
 
-def record_write(
-    writer: Writer,
-    groups: Sequence[TypeItems],
-    views: dict[int, ElementView],
-    creates: dict[int, list[WriteItem]],
-    changed: dict[int, list[WriteItem]],
-    before: dict[int, dict[int, LoadedElement]],
-    gone: list[tuple[BlockTypeDef, int, dict[str, Any]]],
-    order_counts: bool,
-    loaded: bool,
-    plans: dict[int, list[tuple[WriteItem, UpdatePlan]]],
-    received: Received,
-) -> Written:
-    """History of a write, type by type (those that need no read first), each in item order: a created
-    element that nothing else in the write touches is recorded from its draft (what was inserted is
-    exactly what it says); the other written elements are read back with the column-oriented reader (the
-    same JSON as `full.render` of a loaded element, a batch at a time, so that a large import never holds
-    every element's JSON at once) and recorded as created or as the diff of before and after; the deleted
-    ones from their last state; then what the neighbours saw. With `loaded` (one element: the caller
-    renders its answer from it) they are loaded."""
-    db, changes = writer.db, writer.changes
-    result = Written()
-    written = {item.written_id for items in (*creates.values(), *changed.values()) for item in items}
-    mirror = NeighbourMirror({i for i in written if i is not None} | {i for _, i, _ in gone})
-    drafted = set() if loaded else _self_contained(groups, changed, received)
-    unchanged: list[LoadedElement] = []
-    unread_by_type = {
-        group.type_def.id: [
-            item.written_id or 0
-            for item in (*creates[group.type_def.id], *changed[group.type_def.id])
-            if id(item) not in drafted
-        ]
-        for group in groups
-    }
-    # Types recorded from their drafts alone first: a read waits for every pipelined insert, and what
-    # these types record in Python meanwhile overlaps them (an import's components, which the systems
-    # refer to by name, are read back; the systems are not).
-    for group in sorted(groups, key=lambda group: bool(unread_by_type[group.type_def.id])):
-        type_def, full = group.type_def, views[group.type_def.id]
-        type_creates, type_changed = creates[type_def.id], changed[type_def.id]
-        old_elements = before[type_def.id]
-        unread = unread_by_type[type_def.id]
-        read: Iterator[dict[str, Any]]
-        if loaded:
-            # An update's plan may say all the element is now (its own row and values changed only).
-            now: dict[int, LoadedElement] = {}
-            for item, plan in plans[type_def.id]:
-                state = applied(old_elements[item.element_id or 0], plan, changes.now, writer.actor.login)
-                if state is not None:
-                    now[state.id] = state
-            rest = [element_id for element_id in unread if element_id not in now]
-            if rest:
-                now.update(load_elements(db, type_def.id, rest, full.selection))
-            result.loaded.update(old_elements)
-            result.loaded.update(now)
-            read = (full.render(now[element_id]) for element_id in unread)
-        else:
-            batches = ElementReader(full).read_batches(db, chunks(unread, READ_BATCH))
-            read = (element for batch in batches for element in batch)
-        from_draft = _CreatedRecorder(full, changes, mirror)
-        for item in type_creates:
-            if id(item) in drafted:
-                from_draft.record(item, received.get(item.new_id or 0))
-                # Nothing reads a recorded draft again: freed here, while the inserts still run on the
-                # pipeline, rather than with the items once the answer is made.
-                item.draft = None
-                continue
-            element = next(read)
-            changes.element_created(type_def.name, element["id"][0], element)
-            mirror.add(type_def, element["id"][0], None, element)
-        for _ in type_changed:
-            element = next(read)
-            old_element = old_elements[element["id"][0]]
-            old = full.render(old_element)
-            diff = diff_elements(type_def, old, element, order_counts=order_counts)
-            if not diff:
-                unchanged.append(old_element)
-                continue
-            changes.element(
-                "updated",
-                type_name=type_def.name,
-                element_id=old_element.id,
-                element_name=element["name"][0],
-                changes=diff,
-            )
-            result.changed.add(old_element.id)
-            mirror.add(type_def, old_element.id, old, element)
-    for type_def, element_id, last in gone:
-        changes.element_deleted(type_def.name, element_id, last)
-        mirror.add(type_def, element_id, last, None)
-    # An element rewritten without a change anyone can see keeps its revision and stamps.
-    repository.restore_stamps(
-        db, [(e.id, e.revision, e.last_modified_at, e.last_modified_by) for e in unchanged]
-    )
-    mirror.record(db, changes, writer.actor.login)
-    result.mirrored = set(mirror.mirrored)
-    return result
+class _Stamp(NamedTuple):
+    """The revision an update of an element writes, and the revision and stamps it had before."""
+
+    revision: int
+    old_revision: int
+    old_at: dt.datetime
+    old_by: str
 
 
-# --- history -------------------------------------------------------------------------------------------
+class ElementRecorder:
+    """The one recorder of element writes. Each written element is handed in as its states before and
+    after (`created`, `updated`, `deleted`; states as `ElementView.render` gives them, or only the name
+    and the properties a change concerns); the recorder records its changeset and what changed on its
+    relations and parent for the elements at their other end (`Changesets`), and gives every element one
+    new revision per request: an element written by an update of its own at the revision `revision`
+    hands out (written with the update's row; put back by `finish` when the update changed nothing),
+    every other changed element by `finish`, in one statement per chunk. Nothing else moves an element's
+    revision. Created elements are written at revision 1; `write` records a write of the core, with the
+    states of created elements made from their drafts where that is exactly what was written
+    (`_DraftStates`)."""
 
+    def __init__(self, db: Session, changes: ChangeLog, login: str) -> None:
+        self.db = db
+        self.changes = changes
+        self.login = login
+        self.changesets = Changesets()
+        self._stamps: dict[int, _Stamp] = {}
+        self._unchanged: list[tuple[int, int, dt.datetime, str]] = []
+        self._indirect: list[ElementUpdate] = []
 
-def diff_elements(
-    type_def: BlockTypeDef, before: ElementState, after: ElementState, *, order_counts: bool = True
-) -> list[Change]:
-    """Field-level changes between two renderings of one element: `old`/`new` for values, `added`/
-    `removed` for relation ends and children (matched by id, so the same entries in another order add and
-    remove nothing; changed relation attributes show the old entry as removed and the new one as added,
-    and `order` lists the ids when the end was reordered as well); a pure reordering is recorded as
-    `old`/`new`, unless `order_counts` is false (an import: a relation list's order is not a change)."""
-    changes: list[Change] = []
-    for key in dict.fromkeys([*before, *after]):
-        if key in UNRECORDED_KEYS:
-            continue
-        old, new = before.get(key, []), after.get(key, [])
-        if old == new:
-            continue
-        if key == "children" or key in type_def.ends:
-            added, removed = entry_diff(old, new)
-            if added or removed:
-                change: EndChange = {"property": key, "added": added, "removed": removed}
-                new_order = [entry["id"] for entry in new]
-                if [entry["id"] for entry in apply_related_change(old, change)] != new_order:
-                    change["order"] = new_order  # added and reordered at once: history keeps the order
-                changes.append(change)
-                continue
-            if not order_counts:
-                continue
-        changes.append({"property": key, "old": old, "new": new})
-    return changes
+    def own_records(self, ids: Iterable[int]) -> None:
+        """Elements that get a record of their own (so nothing is mirrored to them)."""
+        self.changesets.skip.update(ids)
 
+    def revision(self, before: LoadedElement) -> int:
+        """The revision an update of the element `before` writes: one more, unless the request has given
+        it its new revision already (it recorded the element)."""
+        revision = before.revision if self.changes.recorded(before.id) else before.revision + 1
+        stamp = _Stamp(revision, before.revision, before.last_modified_at, before.last_modified_by)
+        self._stamps[before.id] = stamp
+        return revision
 
-def entry_diff(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
-    """(added, removed) between two lists of related entries, matched by id: an entry whose attributes
-    changed is in both."""
-    old_by_id = {entry["id"]: entry for entry in old}
-    new_by_id = {entry["id"]: entry for entry in new}
-    return (
-        [entry for entry in new if old_by_id.get(entry["id"]) != entry],
-        [entry for entry in old if new_by_id.get(entry["id"]) != entry],
-    )
+    def written_revision(self, element_id: int) -> int:
+        """The revision `revision` handed out for the element."""
+        return self._stamps[element_id].revision
 
+    def created(self, type_def: BlockTypeDef, element_id: int, after: ElementState) -> None:
+        self.changes.element(
+            "created",
+            type_name=type_def.name,
+            element_id=element_id,
+            element_name=after["name"][0],
+            changes=self.changesets.created(type_def, element_id, after),
+        )
 
-class NeighbourMirror:
-    """Collects, once per element at the other end, the relation and children changes that written
-    elements caused there, and records them as one changeset each. Written elements are added one at a
-    time (type, id, JSON before, JSON after), so that a large import need not hold every element's JSON
-    at once; elements in `skip` have their own record."""
-
-    def __init__(self, skip: set[int]) -> None:
-        self.skip = skip
-        self.mirrored: dict[int, dict[str, Any]] = {}
-
-    def _mirror(
-        self, other_type: str, other: dict[str, Any], prop: str, entry: dict[str, Any], side: str
-    ) -> None:
-        other_id = other["id"]
-        if other_id in self.skip:
-            return
-        # get before setdefault: a bulk write mirrors thousands of entries onto a few hundred elements,
-        # and a default built per call was mostly thrown away.
-        record = self.mirrored.get(other_id)
-        if record is None:
-            record = self.mirrored[other_id] = {"type": other_type, "name": other["name"], "changes": {}}
-        change = record["changes"].get(prop)
-        if change is None:
-            change = record["changes"][prop] = {"property": prop, "added": [], "removed": []}
-        change[side].append(entry)
-
-    def added(self, other_type: str, other: dict[str, Any], prop: str, entry: dict[str, Any]) -> None:
-        """`entry` (a written element) was added to `prop` of `other` (an element of `other_type`)."""
-        self._mirror(other_type, other, prop, entry, "added")
-
-    def add(
+    def updated(
         self,
         type_def: BlockTypeDef,
         element_id: int,
-        before: ElementState | None,
-        after: ElementState | None,
-    ) -> None:
-        old_state, new_state = before or {}, after or {}
+        before: ElementState,
+        after: ElementState,
+        *,
+        order_counts: bool = True,
+    ) -> bool:
+        """Record the diff of the element's states, if there is one (whether there is)."""
+        changes = self.changesets.diff(type_def, element_id, before, after, order_counts=order_counts)
+        stamp = self._stamps.pop(element_id, None)
+        if not changes:
+            if stamp is not None:
+                # An element rewritten without a change anyone can see keeps its revision and stamps.
+                self._unchanged.append((element_id, stamp.old_revision, stamp.old_at, stamp.old_by))
+            return False
+        name = after["name"][0]
+        if stamp is None:  # changed through something else: recorded, with its new revision, by `finish`
+            self._indirect.append(ElementUpdate(type_def.name, element_id, name, changes))
+        else:
+            self.changes.element(
+                "updated", type_name=type_def.name, element_id=element_id, element_name=name, changes=changes
+            )
+        return True
 
-        def me(state: ElementState, relation: dict[str, Any] | None = None) -> dict[str, Any]:
-            entry: dict[str, Any] = {"id": element_id, "name": state["name"][0]}
-            if relation is not None and "attributes" in relation:
-                entry["attributes"] = relation["attributes"]
-            return entry
-
-        for end_name, end in type_def.ends.items():
-            old_entries, new_entries = old_state.get(end_name), new_state.get(end_name)
-            if not old_entries and not new_entries:
-                continue  # most ends of most elements are empty: nothing to diff
-            added, removed = entry_diff(old_entries or [], new_entries or [])
-            for entry in removed:
-                self._mirror(end.other_type, entry, end.opposite_name, me(old_state, entry), "removed")
-            for entry in added:
-                self._mirror(end.other_type, entry, end.opposite_name, me(new_state, entry), "added")
-        if type_def.hierarchical:
-            old_parent, new_parent = old_state.get("parent", []), new_state.get("parent", [])
-            if old_parent != new_parent:
-                for parent in old_parent:
-                    self._mirror(type_def.name, parent, "children", me(old_state), "removed")
-                for parent in new_parent:
-                    self._mirror(type_def.name, parent, "children", me(new_state), "added")
-
-    def record(self, db: Session, changes: ChangeLog, login: str) -> None:
-        """Record the collected changesets and give those elements a new revision (their JSON changed)."""
-        # A neighbour this request already changed (the demo creates many elements in one request) keeps
-        # its revision (`record_updates`).
-        updates = (
-            ElementUpdate(record["type"], other_id, record["name"], list(record["changes"].values()))
-            for other_id, record in self.mirrored.items()
+    def deleted(self, type_def: BlockTypeDef, element_id: int, before: ElementState) -> None:
+        self.changes.element(
+            "deleted",
+            type_name=type_def.name,
+            element_id=element_id,
+            element_name=before["name"][0],
+            changes=self.changesets.deleted(type_def, element_id, before),
         )
-        record_updates(db, changes, updates, login=login, now=changes.now)
 
+    def changed(self, states: Iterable[tuple[BlockTypeDef, int, ElementState, ElementState]]) -> None:
+        """Record elements changed through something else than a write of theirs (a removed or renamed
+        value, a removed relation type), each given as (type, id, state before, state after) with its
+        name and what changed, the elements at both ends of each changed relation among them."""
+        listed = list(states)
+        self.own_records(element_id for _, element_id, _, _ in listed)
+        for type_def, element_id, before, after in listed:
+            self.updated(type_def, element_id, before, after)
+        self.finish()
 
-def record_updates(
-    db: Session, changes: ChangeLog, updates: Iterable[ElementUpdate], *, login: str, now: dt.datetime
-) -> None:
-    """Record elements changed through something else than a write of theirs (a neighbour, a removed or
-    renamed value, a removed relation type), and give each one new revision unless this request has one
-    for it already (`ChangeLog.elements_updated`)."""
-    repository.bump_elements(db, changes.elements_updated(updates), now=now, user=login)
+    def write(
+        self,
+        writer: Writer,
+        groups: Sequence[TypeItems],
+        views: dict[int, ElementView],
+        creates: dict[int, list[WriteItem]],
+        changed: dict[int, list[WriteItem]],
+        before: dict[int, dict[int, LoadedElement]],
+        gone: list[tuple[BlockTypeDef, int, dict[str, Any]]],
+        order_counts: bool,
+        loaded: bool,
+        plans: dict[int, list[tuple[WriteItem, UpdatePlan]]],
+        received: Received,
+    ) -> Written:
+        """Record a write of the core (whose updates were written at the revisions `revision` handed out),
+        type by type (those that need no read first), each in item order: a created element that nothing
+        else in the write touches is recorded from its draft (what was inserted is exactly what it says);
+        the other written elements are read back with the column-oriented reader (the same JSON as
+        `full.render` of a loaded element, a batch at a time, so that a large import never holds every
+        element's JSON at once) and recorded as created or as the diff of before and after; the deleted
+        ones from their last state; then what the neighbours saw. With `loaded` (one element: the caller
+        renders its answer from it) they are loaded."""
+        db, changes = writer.db, writer.changes
+        result = Written()
+        # Every written and deleted element has a record of its own (the ids gathered at C level: a bulk
+        # write has thousands).
+        for items in creates.values():
+            self.own_records(map(_NEW_ID, items))
+        for items in changed.values():
+            self.own_records(map(_ELEMENT_ID, items))
+        self.own_records(element_id for _, element_id, _ in gone)
+        drafted = set() if loaded else _self_contained(groups, changed, received)
+        unread_by_type = {
+            group.type_def.id: [
+                item.written_id or 0
+                for item in (*creates[group.type_def.id], *changed[group.type_def.id])
+                if id(item) not in drafted
+            ]
+            for group in groups
+        }
+        # Types recorded from their drafts alone first: a read waits for every pipelined insert, and what
+        # these types record in Python meanwhile overlaps them (an import's components, which the systems
+        # refer to by name, are read back; the systems are not).
+        for group in sorted(groups, key=lambda group: bool(unread_by_type[group.type_def.id])):
+            type_def, full = group.type_def, views[group.type_def.id]
+            type_creates, type_changed = creates[type_def.id], changed[type_def.id]
+            old_elements = before[type_def.id]
+            unread = unread_by_type[type_def.id]
+            read: Iterator[dict[str, Any]]
+            drafts = _DraftStates(full) if type_creates and not loaded else None
+            if loaded:
+                # An update's plan may say all the element is now (its own row and values changed only).
+                now: dict[int, LoadedElement] = {}
+                for item, plan in plans[type_def.id]:
+                    element_id = item.element_id or 0
+                    revision = self.written_revision(element_id)
+                    state = applied(old_elements[element_id], plan, revision, changes.now, writer.actor.login)
+                    if state is not None:
+                        now[state.id] = state
+                rest = [element_id for element_id in unread if element_id not in now]
+                if rest:
+                    now.update(load_elements(db, type_def.id, rest, full.selection))
+                result.loaded.update(old_elements)
+                result.loaded.update(now)
+                read = (full.render(now[element_id]) for element_id in unread)
+            else:
+                reader = reader_of(writer.metamodel, None, type_def)
+                batches = reader.read_batches(db, chunks(unread, READ_BATCH))
+                read = (element for batch in batches for element in batch)
+            for item in type_creates:
+                if drafts is not None and id(item) in drafted:
+                    new_id = item.new_id
+                    assert new_id is not None
+                    self.created(
+                        type_def, new_id, drafts.state(item, received.get(new_id) if received else None)
+                    )
+                    # Nothing reads a recorded draft again: freed here, while the inserts still run on the
+                    # pipeline, rather than with the items once the answer is made.
+                    item.draft = None
+                    continue
+                element = next(read)
+                self.created(type_def, element["id"][0], element)
+            for _ in type_changed:
+                element = next(read)
+                element_id = element["id"][0]
+                old = full.render(old_elements[element_id])
+                if self.updated(type_def, element_id, old, element, order_counts=order_counts):
+                    result.changed.add(element_id)
+        for type_def, element_id, last in gone:
+            self.deleted(type_def, element_id, last)
+        result.mirrored = set(self.changesets.mirrored)
+        self.finish()
+        return result
+
+    def finish(self) -> None:
+        """Put back the stamps of the elements an update left as they were, record the changesets of the
+        elements changed through something else and of the neighbours, and give each of those that the
+        request had not recorded before its new revision."""
+        repository.restore_stamps(self.db, self._unchanged)
+        self._unchanged = []
+        fresh = []
+        changes = self.changes
+        for type_name, element_id, element_name, element_changes in chain(
+            self._indirect, self.changesets.neighbours()
+        ):
+            if not changes.recorded(element_id):
+                fresh.append(element_id)
+            changes.element(
+                "updated",
+                type_name=type_name,
+                element_id=element_id,
+                element_name=element_name,
+                changes=element_changes,
+            )
+        self._indirect = []
+        self.changesets.mirrored.clear()
+        repository.bump_elements(self.db, fresh, now=changes.now, user=self.login)

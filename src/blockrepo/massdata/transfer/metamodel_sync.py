@@ -213,9 +213,7 @@ class _Sync:
             ]
         body = _model(AttributeUpdate, data, pointer, self.errors)
         if body is not None:
-            self.run(
-                attribute_admin.update_attribute, attribute_id=existing.id, body=body, now=self.changes.now
-            )
+            self.run(attribute_admin.update_attribute, attribute_id=existing.id, body=body)
 
 
 def apply_metamodel(
