@@ -7,13 +7,17 @@ import datetime as dt
 from typing import Any
 
 from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
 
 from blockrepo.storage.base import Base
 
 
 class RepositoryState(Base):
-    """A single row: the last committed global revision and the metamodel revision caches are keyed by."""
+    """A single row: the metamodel and access revisions caches are keyed by, and on SQLite the last
+    committed global revision (PostgreSQL takes revision numbers from a sequence, migration 0009)."""
 
     __tablename__ = "repository_state"
 
@@ -83,3 +87,24 @@ class AttributeFormerName(Base):
     until_revision: Mapped[int] = mapped_column(Integer, nullable=False)
     # Set on the row of a deletion: the group the attribute was in, which keeps deciding who reads it.
     group_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class CommittedState(FunctionElement[Any]):
+    """In a select that joins `repository_state`: a value that changes whenever any write commits, for
+    caches of what was read in one snapshot. SQLite: the revision counter (its one writer moves it).
+    PostgreSQL: the statement's snapshot (`pg_current_snapshot()`), which fixes exactly which transactions
+    it sees: the counter no longer moves with every write, and the horizon does not move with a write that
+    commits above it."""
+
+    inherit_cache = True
+    name = "committed_state"
+
+
+@compiles(CommittedState)
+def _counter(element: CommittedState, compiler: SQLCompiler, **kw: Any) -> str:
+    return "repository_state.revision"
+
+
+@compiles(CommittedState, "postgresql")
+def _snapshot(element: CommittedState, compiler: SQLCompiler, **kw: Any) -> str:
+    return "pg_current_snapshot()::text"

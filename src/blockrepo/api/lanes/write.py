@@ -109,7 +109,12 @@ class ElementWriteLane:
         if_match: str | None,
     ) -> tuple[dict[str, Any], str]:
         try:
-            with races_refused(), session_context(self.services, principal, request_id, writing=True) as ctx:
+            with (
+                races_refused(),
+                session_context(
+                    self.services, principal, request_id, writing=True, elements_only=True
+                ) as ctx,
+            ):
                 return update_element(ctx, type_name, element_id, body, if_match)
         except DBAPIError as exc:
             refusal = concurrent_write_refusal(exc)
