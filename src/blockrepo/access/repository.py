@@ -38,11 +38,11 @@ _ACTING = DriverStatement(
 
 
 class Revisions(NamedTuple):
-    """What a process caches is keyed by: `revision` changes with any write (`CommittedState`: an int on
-    SQLite, a snapshot's text on PostgreSQL), a metamodel edit also moves `metamodel`, a change of users,
-    roles or permissions also `access` (counters of `repository_state`)."""
+    """What a process caches is keyed by: `revision` moves with any write (`CommittedState`), a metamodel
+    edit also moves `metamodel`, a change of users, roles or permissions also `access` (counters of
+    `repository_state`)."""
 
-    revision: int | str
+    revision: int
     metamodel: int
     access: int
 

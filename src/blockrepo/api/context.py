@@ -74,7 +74,7 @@ class RequestContext:
     settings: Settings
     services: AppServices
     request_id: str
-    revision: int | str  # `Revisions.revision` when the request began
+    revision: int  # `Revisions.revision` when the request began
 
     def commit(self) -> int | None:
         """Write the pending history as one revision and commit; returns that revision (None: no change)."""

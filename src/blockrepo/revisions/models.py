@@ -90,11 +90,12 @@ class AttributeFormerName(Base):
 
 
 class CommittedState(FunctionElement[Any]):
-    """In a select that joins `repository_state`: a value that changes whenever any write commits, for
-    caches of what was read in one snapshot. SQLite: the revision counter (its one writer moves it).
-    PostgreSQL: the statement's snapshot (`pg_current_snapshot()`), which fixes exactly which transactions
-    it sees: the counter no longer moves with every write, and the horizon does not move with a write that
-    commits above it."""
+    """In a select that joins `repository_state`: the number that moves with every write, which caches of
+    what was read in one snapshot are keyed by. SQLite: the revision counter (its one writer moves it in
+    the transaction that commits). PostgreSQL: the last number handed out by `revision_id_seq` (every
+    write that changes something takes one before it commits); a number can be handed out before the
+    write commits, so an entry read at it is valid only if every write that took a number up to it had
+    ended before the read's snapshot began (`access.service.settled`)."""
 
     inherit_cache = True
     name = "committed_state"
@@ -106,5 +107,5 @@ def _counter(element: CommittedState, compiler: SQLCompiler, **kw: Any) -> str:
 
 
 @compiles(CommittedState, "postgresql")
-def _snapshot(element: CommittedState, compiler: SQLCompiler, **kw: Any) -> str:
-    return "pg_current_snapshot()::text"
+def _handed_out(element: CommittedState, compiler: SQLCompiler, **kw: Any) -> str:
+    return "(SELECT last_value FROM revision_id_seq)"

@@ -124,10 +124,13 @@ class RenderedElements:
         type_def: BlockTypeDef,
         element_id: int,
         revisions: Revisions,
+        *,
+        keep: bool = True,
     ) -> RenderedElement | None:
         """Read and keep the body of the element as `actor` sees it; `db` must read one snapshot at
-        `revisions`, and `metamodel` and `actor` be those of the same revisions. None if there is no
-        such element."""
+        `revisions`, and `metamodel` and `actor` be those of the same revisions (`keep` False: a write
+        up to `revisions` may still commit, so read without keeping). None if there is no such
+        element."""
         found = readers.get(metamodel, actor, type_def).read(db, [element_id])
         if not found:
             return None
@@ -137,6 +140,8 @@ class RenderedElements:
             element["revision"][0],
             readers.get(metamodel, actor, type_def).view.tag,
         )
+        if not keep:
+            return rendered
         with self._lock:
             if len(self._entries) >= self._max_entries or self._bytes + len(rendered.body) > self._max_bytes:
                 self._entries.clear()
