@@ -17,8 +17,13 @@ def what(statement: str) -> str:
     words = statement.replace('"', "").split()
     verb = words[0]
     if verb == "SELECT":
+        depth = 0  # the statement's own FROM, not a subquery's in its columns
+        for index, word in enumerate(words):
+            if word == "FROM" and depth == 0:
+                return f"SELECT {words[index + 1]}"
+            depth += word.count("(") - word.count(")")
         # A function's call without FROM names the function: `SELECT pg_advisory_xact_lock_shared`.
-        return f"SELECT {words[words.index('FROM') + 1] if 'FROM' in words else words[1].split('(')[0]}"
+        return f"SELECT {words[1].split('(')[0]}"
     if verb in ("INSERT", "DELETE"):
         return f"{verb} {words[2]}"
     if verb == "UPDATE":

@@ -207,6 +207,9 @@ def _copy(
     driver = connection.connection.driver_connection
     try:
         with driver.cursor() as cursor, cursor.copy(statement) as copy:  # type: ignore[union-attr]
+            # Listeners see the COPY as one statement, as they see the INSERT of a few rows.
+            for listener in connection.dispatch.before_cursor_execute:
+                listener(connection, cursor, statement, None, None, False)
             for row in rows:
                 copy.write_row(row if convert is None else convert(row))
     except dialect.loaded_dbapi.Error as exc:
