@@ -22,7 +22,13 @@ from blockrepo.storage.engine import (
     read_snapshot,
     with_own_pool,
 )
-from blockrepo.storage.transactions import RETRY_AFTER_SECONDS, WriteQueue, begin_write, is_retryable
+from blockrepo.storage.transactions import (
+    ELEMENTS_ONLY,
+    RETRY_AFTER_SECONDS,
+    WriteQueue,
+    begin_write,
+    is_retryable,
+)
 
 
 class Databases:
@@ -45,13 +51,15 @@ class Databases:
         self.loop_connections = HeldConnections(self.short_engine)
 
     @contextmanager
-    def session(self, *, writing: bool) -> Iterator[Session]:
-        """A request's session; a writing one waits its turn and takes the write lock first. Rolled back
-        and closed at the end: the caller commits what it means to keep."""
+    def session(self, *, writing: bool, elements_only: bool = False) -> Iterator[Session]:
+        """A request's session; a writing one waits its turn and takes the write gate first, shared when
+        it writes elements only (`begin_write`). Rolled back and closed at the end: the caller commits
+        what it means to keep."""
         with self.write_queue.turn() if writing else nullcontext():
             db = (self.write_sessions if writing else self.read_sessions)()
             try:
                 if writing:
+                    db.info[ELEMENTS_ONLY] = elements_only
                     begin_write(db)
                 yield db
             finally:

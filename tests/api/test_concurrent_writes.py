@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from starlette.testclient import TestClient
 
 from blockrepo.storage.engine import normalize_url
+from blockrepo.storage.transactions import GATE_KEY, WRITE_LOCKS
 from tests.conftest import ADMIN_PASSWORD, PG_URL
 
 
@@ -74,7 +75,7 @@ def write_lock_held(app: FastAPI, database_url: str) -> Iterator[Connection]:
         connection.execute(text(f"ALTER DATABASE \"{name}\" SET lock_timeout = '200ms'"))
         connection.commit()
         app.state.services.engine.dispose()  # the app's next connections are opened with the setting
-        connection.execute(text("SELECT id FROM repository_state WHERE id = 1 FOR UPDATE"))
+        connection.execute(text(f"SELECT pg_advisory_xact_lock({WRITE_LOCKS}, {GATE_KEY})"))
         yield connection
         connection.rollback()
     engine.dispose()

@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.testclient import TestClient
 
-from blockrepo.metamodel.repository import read_repository_state
+from blockrepo.history.repository import current_revision
 from tests.api.history_support import all_pages
 from tests.helpers import create_attribute, create_group, create_role, create_user, session_of
 
@@ -18,7 +18,7 @@ Snapshot = dict[tuple[str, int], tuple[int, Any, str | None]]
 
 def _revision(app: FastAPI) -> int:
     with session_of(app) as db:
-        return read_repository_state(db).revision
+        return current_revision(db)
 
 
 def _read_all(client: TestClient, known: list[tuple[str, int]], as_of: int | str | None = None) -> Snapshot:

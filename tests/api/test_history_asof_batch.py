@@ -8,13 +8,14 @@ from sqlalchemy.orm import Session
 from starlette.testclient import TestClient
 
 from blockrepo.history.asof import element_ids_as_of, read_elements_as_of
-from blockrepo.metamodel.repository import load_metamodel, read_repository_state
+from blockrepo.history.repository import current_revision
+from blockrepo.metamodel.repository import load_metamodel
 from tests.helpers import count_queries, engine_of
 
 
 def _revision(app: FastAPI) -> int:
     with Session(engine_of(app)) as db:
-        return read_repository_state(db).revision
+        return current_revision(db)
 
 
 def test_ids_as_of_follow_creation_and_deletion(app: FastAPI, client: TestClient) -> None:

@@ -10,10 +10,10 @@ import orjson
 import pytest
 from alembic import command
 from fastapi import FastAPI
-from sqlalchemy import select, text
+from sqlalchemy import text
 from starlette.testclient import TestClient
 
-from blockrepo.revisions.models import RepositoryState
+from blockrepo.history.repository import current_revision
 from blockrepo.storage.migrate import alembic_config, upgrade
 from tests.api.history_support import all_pages
 from tests.helpers import client_as, create_group, create_role, create_user, engine_of, session_of
@@ -27,7 +27,7 @@ ACCOUNTANT = ("accountant", "accountant-password")
 
 def _revision(app: FastAPI) -> int:
     with session_of(app) as db:
-        return int(db.scalar(select(RepositoryState.revision)) or 0)
+        return current_revision(db)
 
 
 def _created(response: Any) -> Any:

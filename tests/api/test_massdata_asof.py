@@ -12,10 +12,9 @@ from typing import Any
 import orjson
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import select
 from starlette.testclient import TestClient
 
-from blockrepo.revisions.models import RepositoryState
+from blockrepo.history import repository as history_repository
 from tests.api.massdata_landscape import build_landscape
 from tests.helpers import client_as, create_role, create_user, session_of
 
@@ -93,7 +92,7 @@ SORTS = [
 
 def current_revision(app: FastAPI) -> int:
     with session_of(app) as db:
-        return int(db.scalar(select(RepositoryState.revision)) or 0)
+        return history_repository.current_revision(db)
 
 
 def every_page(client: TestClient, type_name: str, **params: Any) -> tuple[list[dict[str, Any]], int]:

@@ -12,7 +12,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
 from blockrepo.storage.engine import build_engine, build_session_factory, normalize_url
-from blockrepo.storage.transactions import WriteQueue, begin_write, is_retryable
+from blockrepo.storage.transactions import GATE_KEY, WRITE_LOCKS, WriteQueue, begin_write, is_retryable
 from tests.conftest import PG_URL
 
 
@@ -27,7 +27,8 @@ def test_a_second_writer_waits_for_the_first_and_its_failure_to_wait_counts_as_r
         statement = "BEGIN IMMEDIATE"
     else:
         impatient = create_engine(normalize_url(database_url))
-        statement = "SET LOCAL lock_timeout = '50ms'; SELECT id FROM repository_state FOR UPDATE"
+        gate = f"SELECT pg_advisory_xact_lock({WRITE_LOCKS}, {GATE_KEY})"
+        statement = f"SET LOCAL lock_timeout = '50ms'; {gate}"
     try:
         begin_write(first)
         with impatient.connect() as connection, pytest.raises(DBAPIError) as refused:

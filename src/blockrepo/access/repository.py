@@ -17,7 +17,7 @@ from blockrepo.access.models import (
     User,
     UserRole,
 )
-from blockrepo.revisions.models import RepositoryState
+from blockrepo.revisions.models import CommittedState, RepositoryState
 from blockrepo.storage.engine import DriverStatement
 
 CHUNK_SIZE = 500  # logins per IN list, far below the bind-parameter limits
@@ -28,7 +28,7 @@ _ACTING = DriverStatement(
         User.login,
         User.enabled,
         User.credentials_version,
-        RepositoryState.revision,
+        CommittedState(),
         RepositoryState.metamodel_revision,
         RepositoryState.access_revision,
     )
@@ -38,8 +38,9 @@ _ACTING = DriverStatement(
 
 
 class Revisions(NamedTuple):
-    """The counters of `repository_state` that what a process caches is keyed by: any write bumps
-    `revision`, a metamodel edit also `metamodel`, a change of users, roles or permissions also `access`."""
+    """What a process caches is keyed by: `revision` moves with any write (`CommittedState`), a metamodel
+    edit also moves `metamodel`, a change of users, roles or permissions also `access` (counters of
+    `repository_state`)."""
 
     revision: int
     metamodel: int
@@ -47,9 +48,9 @@ class Revisions(NamedTuple):
 
 
 _REVISIONS = DriverStatement(
-    select(
-        RepositoryState.revision, RepositoryState.metamodel_revision, RepositoryState.access_revision
-    ).where(RepositoryState.id == 1)
+    select(CommittedState(), RepositoryState.metamodel_revision, RepositoryState.access_revision)
+    .select_from(RepositoryState)
+    .where(RepositoryState.id == 1)
 )
 
 

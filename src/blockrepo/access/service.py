@@ -7,6 +7,7 @@ from typing import NamedTuple
 from sqlalchemy import Connection
 
 from blockrepo.access.repository import Revisions, acting_user, current_revisions
+from blockrepo.revisions.repository import visible_revision
 
 
 class ActingAccount(NamedTuple):
@@ -29,3 +30,14 @@ def acting_account(connection: Connection, user_id: int, credentials_version: in
 def revisions_now(connection: Connection) -> Revisions:
     """The repository's revisions (data, metamodel, access) as `connection` sees them."""
     return current_revisions(connection)
+
+
+def settled(connection: Connection, revisions: Revisions) -> bool:
+    """Whether every write up to `revisions.revision` has ended (committed or rolled back), so that a
+    snapshot begun after this call holds all of them and what it reads may be kept under `revisions`.
+    Always so on SQLite (its one writer moves the counter as it commits); on PostgreSQL a write takes
+    its number before it commits (`revisions.repository.visible_revision`). Call it in autocommit, before
+    the snapshot begins."""
+    if connection.dialect.name == "sqlite":
+        return True
+    return visible_revision(connection) >= revisions.revision

@@ -73,7 +73,7 @@ class RequestContext:
     settings: Settings
     services: AppServices
     request_id: str
-    revision: int  # the last committed global revision when the request began
+    revision: int  # `Revisions.revision` when the request began
 
     def commit(self) -> int | None:
         """Write the pending history as one revision and commit; returns that revision (None: no change)."""
@@ -135,28 +135,47 @@ def request_context(request: Request) -> Iterator[RequestContext]:
     yield from _open_context(request, writing=request.method not in ("GET", "HEAD", "OPTIONS"))
 
 
+def element_write_context(request: Request) -> Iterator[RequestContext]:
+    """`request_context` for a route that writes elements and nothing else: on PostgreSQL it runs beside
+    other element writes (the write gate shared, storage.transactions)."""
+    yield from _open_context(
+        request, writing=request.method not in ("GET", "HEAD", "OPTIONS"), elements_only=True
+    )
+
+
 def read_context(request: Request) -> Iterator[RequestContext]:
     """`request_context` for a route that only reads whatever its method (a query sent as POST): it takes
     no write lock, so it neither waits for writes nor holds them up."""
     yield from _open_context(request, writing=False)
 
 
-def _open_context(request: Request, *, writing: bool) -> Iterator[RequestContext]:
+def _open_context(
+    request: Request, *, writing: bool, elements_only: bool = False
+) -> Iterator[RequestContext]:
     services: AppServices = request.app.state.services
     with session_context(
-        services, principal_of(request), request.scope["state"]["request_id"], writing=writing
+        services,
+        principal_of(request),
+        request.scope["state"]["request_id"],
+        writing=writing,
+        elements_only=elements_only,
     ) as ctx:
         yield ctx
 
 
 @contextmanager
 def session_context(
-    services: AppServices, principal: Principal, request_id: str, *, writing: bool
+    services: AppServices,
+    principal: Principal,
+    request_id: str,
+    *,
+    writing: bool,
+    elements_only: bool = False,
 ) -> Iterator[RequestContext]:
     """The request's session and who acts under which metamodel, outside FastAPI's dependencies too (the
-    element write lane); a writing one takes the write lock first. Rolled back and closed at the end:
-    the caller commits what it means to keep."""
-    with services.databases.session(writing=writing) as db:
+    element write lane); a writing one takes the write gate first (shared when it writes `elements_only`).
+    Rolled back and closed at the end: the caller commits what it means to keep."""
+    with services.databases.session(writing=writing, elements_only=elements_only) as db:
         yield _context_in(services, principal, db, request_id)
 
 

@@ -44,7 +44,7 @@ from blockrepo.access.models import User
 from blockrepo.access.repository import Revisions, acting_user
 from blockrepo.auth.basic import Principal
 from blockrepo.auth.models import AuthSession, ServerSecret
-from blockrepo.revisions.models import RepositoryState
+from blockrepo.revisions.models import CommittedState, RepositoryState
 from blockrepo.settings import Settings
 from blockrepo.storage.engine import DriverStatement
 
@@ -245,7 +245,7 @@ _SESSION_WITH_USER = DriverStatement(_SESSION_WITH_USER_SELECT)
 # The GET lane's one statement: the session, its user's state and the revisions the caches are keyed by.
 _SESSION_USER_AND_REVISIONS = DriverStatement(
     _SESSION_WITH_USER_SELECT.add_columns(
-        RepositoryState.revision, RepositoryState.metamodel_revision, RepositoryState.access_revision
+        CommittedState(), RepositoryState.metamodel_revision, RepositoryState.access_revision
     ).join(RepositoryState, RepositoryState.id == 1)
 )
 _USER_STATUS = DriverStatement(

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 from blockrepo.access.models import User
 from blockrepo.elements.models import Element, Relation
 from blockrepo.elements.values import TypedValue
+from blockrepo.storage import transactions
 
 # Ids per IN list: far below the bind-parameter limits of SQLite (32766) and PostgreSQL (65535).
 CHUNK_SIZE = 500
@@ -158,6 +159,11 @@ def plan_with_parameters(db: Session) -> None:
     reads keep their cached plans, which planning 1,000-id arrays anew would slow down."""
     if db.get_bind().dialect.name == "postgresql":
         db.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
+
+
+def lock_structure(db: Session) -> None:
+    """Serialise a structural element write with every other one (`storage.transactions.lock_structure`)."""
+    transactions.lock_structure(db)
 
 
 def lock_elements(db: Session, type_id: int, ids: Iterable[int]) -> dict[int, int]:

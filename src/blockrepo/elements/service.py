@@ -35,6 +35,22 @@ __all__ = ["Writer", "create_element", "delete_element", "update_element"]
 
 RevisionCheck = Callable[[int], bool]
 
+# Keys of an element's JSON that a write may send and that concern the element alone, besides its
+# properties (its attributes and built-ins other than `name`).
+_OWN_KEYS = frozenset({"id", "type", "revision", "lastModificationTime", "lastModificationUser"})
+
+
+def _serialize_structure(writer: Writer, type_def: BlockTypeDef, body: dict[str, Any] | None) -> None:
+    """Take the structure lock (`storage.transactions.lock_structure`) before any row when the write
+    may change more than the element's own values: relations, the hierarchy, the name (unique in the
+    type; neighbours show it), or a deletion (`body` None). Element writes that change values only run
+    side by side on PostgreSQL; these are checked against relations and parents no concurrent write is
+    changing (cardinality, cycles)."""
+    if body is None or any(
+        key == "name" or (key not in _OWN_KEYS and type_def.property_named(key) is None) for key in body
+    ):
+        repository.lock_structure(writer.db)
+
 
 def resolve_type(metamodel: Metamodel, actor: Actor, type_name: str, action: str = "read") -> BlockTypeDef:
     """The type, if the actor may read it and perform `action` on its elements (404 / 403 otherwise)."""
@@ -88,6 +104,7 @@ def concurrent_change_guard(name: str | None = None) -> Iterator[None]:
 def create_element(writer: Writer, type_name: str, body: dict[str, Any]) -> dict[str, Any]:
     """Create an element from a body (name required); returns its JSON as the actor sees it."""
     type_def = resolve_type(writer.metamodel, writer.actor, type_name, "create")
+    _serialize_structure(writer, type_def, body)
     return _write_one(writer, type_def, body, None)
 
 
@@ -120,6 +137,7 @@ def update_element(
     """Change the properties present in `body` (PUT and PATCH alike); a body that changes nothing writes
     nothing and keeps the revision."""
     type_def = resolve_type(writer.metamodel, writer.actor, type_name, "update")
+    _serialize_structure(writer, type_def, body)
     # Read once, locked: the precondition is checked on it and the write core plans against it.
     full = view_of(writer.metamodel, None, type_def)
     before = load_elements(writer.db, type_def.id, [element_id], full.selection, locked=True).get(element_id)
@@ -138,6 +156,7 @@ def delete_element(
     """Delete an element (with `recursive`, its whole subtree) and its relations; the other ends of those
     relations and the parent get a new revision and a history entry."""
     type_def = resolve_type(writer.metamodel, writer.actor, type_name, "delete")
+    _serialize_structure(writer, type_def, None)
     _lock(writer, type_def, element_id, if_match)
     ids = repository.subtrees(writer.db, [element_id])
     if len(ids) > 1 and not recursive:

@@ -2,7 +2,9 @@
 
 Every query walks one of the change table's indexes: (element_id, revision) for one element,
 (type_name, revision) for a type, (revision) for the feed, so a read costs in proportion to the rows it
-returns, not to the size of the whole history.
+returns, not to the size of the whole history. The changeset reads stop at the committed horizon
+(`revisions.repository.visible_revision`), read in a statement of its own just before them: on PostgreSQL
+writers commit out of revision order, and a revision above it could still be followed by a smaller one.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select, true
 from sqlalchemy.orm import Session, aliased
 
-from blockrepo.revisions.models import AttributeFormerName, Change, RepositoryState, Revision
+from blockrepo.revisions.models import AttributeFormerName, Change, Revision
+from blockrepo.revisions.repository import visible_revision
 
 # Ids per IN (...) list: well under SQLite's bound-parameter limit; a page of 1,000 ids is one query.
 _IN_CHUNK = 1000
@@ -87,7 +90,15 @@ def _rows(db: Session, statement: Select[Any]) -> list[ChangesetRow]:
     return [ChangesetRow(*row) for row in db.execute(statement)]
 
 
-def _windowed(statement: Select[Any], window: Window) -> Select[Any]:
+def _horizon(db: Session) -> int | None:
+    """The bound of a history read: none on SQLite, whose one writer commits revisions in order, so any
+    snapshot holds a gap-free prefix of them already; `visible_revision` on PostgreSQL."""
+    return None if db.get_bind().dialect.name == "sqlite" else visible_revision(db)
+
+
+def _windowed(statement: Select[Any], window: Window, horizon: int | None) -> Select[Any]:
+    if horizon is not None:
+        statement = statement.where(Change.revision <= horizon, Revision.id <= horizon)
     if window.from_revision is not None:
         statement = statement.where(
             Change.revision >= window.from_revision, Revision.id >= window.from_revision
@@ -121,13 +132,13 @@ def element_changesets(db: Session, element_id: int, window: Window) -> list[Cha
     cannot drift to a type-wide index. An element id is never reused and never changes type, so every row
     names the element's one type (only element changes carry an element id)."""
     statement = _changeset_select().where(Change.element_id == element_id)
-    return _rows(db, _windowed(statement, window))
+    return _rows(db, _windowed(statement, window, _horizon(db)))
 
 
 def type_changesets(db: Session, type_name: str, window: Window) -> list[ChangesetRow]:
     """The changesets of every element of a type, deleted ones included, via (type_name, revision)."""
     statement = _changeset_select().where(Change.type_name == type_name, Change.entity == "element")
-    return _rows(db, _windowed(statement, window))
+    return _rows(db, _windowed(statement, window, _horizon(db)))
 
 
 def feed_changesets(db: Session, since_revision: int, scope: FeedScope, window: Window) -> list[ChangesetRow]:
@@ -135,7 +146,7 @@ def feed_changesets(db: Session, since_revision: int, scope: FeedScope, window: 
     statement = _changeset_select().where(
         Change.revision > since_revision, Revision.id > since_revision, _scope_predicate(scope)
     )
-    return _rows(db, _windowed(statement, window))
+    return _rows(db, _windowed(statement, window, _horizon(db)))
 
 
 def _scope_predicate(scope: FeedScope) -> ColumnElement[bool]:
@@ -163,15 +174,36 @@ def element_type_in_history(db: Session, element_id: int) -> str | None:
     return db.scalar(select(Change.type_name).where(Change.element_id == element_id).limit(1))
 
 
+# Session.info key: the horizon read just before a REPEATABLE READ snapshot began (`hold_horizon`).
+_HELD_HORIZON = "blockrepo.history.horizon"
+
+
+def hold_horizon(db: Session) -> None:
+    """Read the horizon in a transaction of its own and keep it for `current_revision`: call on a fresh
+    session right before it begins a REPEATABLE READ snapshot. A horizon read inside that snapshot could
+    count a revision that committed after the snapshot was taken; one read before it names revisions the
+    snapshot holds, all of them (it may hold later ones too)."""
+    if db.get_bind().dialect.name != "sqlite":
+        db.info[_HELD_HORIZON] = visible_revision(db)
+        db.rollback()
+
+
 def current_revision(db: Session) -> int:
-    return int(db.scalar(select(RepositoryState.revision).where(RepositoryState.id == 1)) or 0)
+    """The newest revision history shows (`visible_revision`), or the one `hold_horizon` kept."""
+    held = db.info.get(_HELD_HORIZON)
+    return int(held) if held is not None else visible_revision(db)
 
 
 def last_revision_at(db: Session, moment: dt.datetime) -> int:
     """The newest revision stamped at or before `moment` (0: none). Stamps are request start times, so a
     long request that commits late can carry an earlier stamp than the revision before it; taking the
-    highest number among those stamped in time keeps every revision stamped at or before `moment`."""
-    return int(db.scalar(select(func.max(Revision.id)).where(Revision.created_at <= moment)) or 0)
+    highest number among those stamped in time keeps every revision stamped at or before `moment`.
+    Only revisions up to the committed horizon count: one above it may still be followed by a smaller one."""
+    newest = select(func.max(Revision.id)).where(Revision.created_at <= moment)
+    horizon = _horizon(db)
+    if horizon is not None:
+        newest = newest.where(Revision.id <= horizon)
+    return int(db.scalar(newest) or 0)
 
 
 def revision_timestamps(db: Session, revisions: Iterable[int]) -> dict[int, tuple[dt.datetime, str]]:

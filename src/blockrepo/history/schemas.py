@@ -110,10 +110,12 @@ FEED_DESCRIPTION = (
     """Every changeset after revision `sinceRevision` (default 0), in commit order (ascending
 revision, then the order of the changes within it), including metamodel and administration changes.
 
-Revisions become visible strictly in order (revision n+1 cannot commit before n), so the feed has no gaps:
-follow `nextCursor` while it is not null; once it is null you have everything committed so far, and the next
-poll asks for `sinceRevision=<revision of the last item seen>`. A client that does this never misses or
-repeats a changeset. A page may end inside a revision with many changesets; `nextCursor` resumes inside it.
+The feed shows a revision only once every smaller one has committed or failed for good (on PostgreSQL writes
+commit side by side, so it may lag behind the newest write by the writes still under way; a failed write may
+leave its number unused), so it has no gaps: follow `nextCursor` while it is not null; once it is null you
+have everything committed so far, and the next poll asks for `sinceRevision=<revision of the last item
+seen>`. A client that does this never misses or repeats a changeset. A page may end inside a revision with
+many changesets; `nextCursor` resumes inside it.
 
 Element changes of types the caller may not read are left out, and so are the properties the caller may not
 read; a changeset none of whose changes the caller may read is left out whole. Pages stay full past left-out

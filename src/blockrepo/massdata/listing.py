@@ -28,6 +28,7 @@ from blockrepo.elements.models import Element, ElementValue
 from blockrepo.elements.read.reader import ElementReader
 from blockrepo.elements.read.view import ElementView
 from blockrepo.errors import BadRequest, ErrorItem, Forbidden, UnknownType, invalid_cursor
+from blockrepo.history.repository import hold_horizon
 from blockrepo.massdata.query.compiler import compile_filter, compile_query
 from blockrepo.massdata.query.limits import QueryLimits
 from blockrepo.massdata.query.parser import parse_predicate, parse_query
@@ -392,8 +393,10 @@ def begin_snapshot(db: Session) -> None:
     """Read everything that follows from one consistent snapshot of the database.
 
     SQLite gives every read transaction a snapshot already (WAL); PostgreSQL's default READ COMMITTED
-    would let a long stream see other transactions' commits between pages."""
+    would let a long stream see other transactions' commits between pages. The committed horizon is read
+    before the snapshot begins (`hold_horizon`): an export names it as its revision."""
     if db.get_bind().dialect.name == "postgresql":
+        hold_horizon(db)
         db.connection(execution_options={"isolation_level": "REPEATABLE READ"})
 
 

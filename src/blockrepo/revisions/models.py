@@ -7,13 +7,17 @@ import datetime as dt
 from typing import Any
 
 from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
 
 from blockrepo.storage.base import Base
 
 
 class RepositoryState(Base):
-    """A single row: the last committed global revision and the metamodel revision caches are keyed by."""
+    """A single row: the metamodel and access revisions caches are keyed by, and on SQLite the last
+    committed global revision (PostgreSQL takes revision numbers from a sequence, migration 0009)."""
 
     __tablename__ = "repository_state"
 
@@ -83,3 +87,25 @@ class AttributeFormerName(Base):
     until_revision: Mapped[int] = mapped_column(Integer, nullable=False)
     # Set on the row of a deletion: the group the attribute was in, which keeps deciding who reads it.
     group_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class CommittedState(FunctionElement[Any]):
+    """In a select that joins `repository_state`: the number that moves with every write, which caches of
+    what was read in one snapshot are keyed by. SQLite: the revision counter (its one writer moves it in
+    the transaction that commits). PostgreSQL: the last number handed out by `revision_id_seq` (every
+    write that changes something takes one before it commits); a number can be handed out before the
+    write commits, so an entry read at it is valid only if every write that took a number up to it had
+    ended before the read's snapshot began (`access.service.settled`)."""
+
+    inherit_cache = True
+    name = "committed_state"
+
+
+@compiles(CommittedState)
+def _counter(element: CommittedState, compiler: SQLCompiler, **kw: Any) -> str:
+    return "repository_state.revision"
+
+
+@compiles(CommittedState, "postgresql")
+def _handed_out(element: CommittedState, compiler: SQLCompiler, **kw: Any) -> str:
+    return "(SELECT last_value FROM revision_id_seq)"

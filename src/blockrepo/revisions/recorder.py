@@ -1,10 +1,11 @@
 """Collects the changes of one write request and writes them as one revision in the same transaction.
 
 Services call `ChangeLog.element(...)` (or `.metamodel(...)`, `.administration(...)`) as they change
-things; the request calls `ChangeLog.flush(db)` right before committing. Flushing updates the row of
-`repository_state` under its lock, so revision numbers are handed out one at a time and become visible in
-commit order: a client polling the feed with `sinceRevision` never misses or repeats one. (A write
-transaction holds that lock from its first statement on: storage.transactions defines the order.)
+things; the request calls `ChangeLog.flush(db)` right before committing. Flushing takes the next
+revision number (`revisions.repository.next_revision`): on SQLite from `repository_state` under the
+single writer's lock, on PostgreSQL from a sequence, claimed until the commit, so that concurrent writers
+overlap. Readers of history stop at the committed horizon (`revisions.repository.visible_revision`): a
+client polling the feed with `sinceRevision` never misses or repeats one.
 """
 
 from __future__ import annotations
@@ -267,7 +268,8 @@ class ChangeLog:
     def flush(self, db: Session) -> int | None:
         """Allocate the next revision and write every entry; returns the revision (None if nothing changed).
 
-        Call right before commit: the row lock taken here is held until the commit ends."""
+        Call right before commit: the number is taken late so that a write holds it (SQLite: the counter;
+        PostgreSQL: its claim, which holds readers' horizon below it) as briefly as possible."""
         entries = [e for e in self._entries if e.operation != "updated" or not e.empty]
         if not entries and not self.metamodel_changed and not self.access_changed:
             return None

@@ -1,4 +1,5 @@
-"""All SQL of recording: a new revision under the `repository_state` row lock, and its change rows."""
+"""All SQL of recording: a new revision (SQLite: the `repository_state` counter; PostgreSQL: a sequence and
+a claim), its change rows, and the committed horizon that readers of history stop at."""
 
 from __future__ import annotations
 
@@ -6,12 +7,13 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, UpdateBase, bindparam, insert, update
+from sqlalchemy import Connection, Table, UpdateBase, bindparam, insert, update
 from sqlalchemy.orm import Session
 
 from blockrepo.revisions.models import AttributeFormerName, Change, RepositoryState, Revision
 from blockrepo.storage.bulk_insert import insert_columns
-from blockrepo.storage.engine import TypedStatement
+from blockrepo.storage.engine import TypedStatement, driver_rows
+from blockrepo.storage.transactions import REVISION_CLAIMS
 
 CHANGE = cast(Table, Change.__table__)
 
@@ -26,15 +28,23 @@ def next_revision(
     request_id: str,
 ) -> int:
     """Allocate the next revision (and move the metamodel and access revisions when those changed) and
-    write its row. The UPDATE takes the row lock on `repository_state`, held until the commit. Both run
-    at the driver level: every write request runs them (bench/hot_path.py)."""
+    write its row. At the driver level: every write request runs it (bench/hot_path.py).
+
+    SQLite: the counter of `repository_state`, its single writer holding the database lock. PostgreSQL:
+    the next number of `revision_id_seq`, claimed in the same statement with an advisory lock keyed by
+    it and held until the transaction ends (`visible_revision` reads the claims); concurrent writers
+    overlap their commits, so a number can become visible before a smaller one, or never (a rollback
+    after the flush leaves a gap readers step over once it is final). The metamodel and access counters
+    move only in writes that hold the write gate exclusively (storage.transactions)."""
     connection = db.connection()
-    bump = _BUMPS.get((metamodel_changed, access_changed))
-    if bump is None:
-        bump = _BUMPS[(metamodel_changed, access_changed)] = TypedStatement(
-            _bump(metamodel_changed=metamodel_changed, access_changed=access_changed)
-        )
-    revision = int(bump.rows(connection, {})[0][0])
+    if connection.dialect.name == "postgresql":
+        arguments = {"created_at": created_at, "user_login": user_login, "request_id": request_id}
+        revision = int(driver_rows(connection, _CLAIM, arguments)[0][0])
+        if metamodel_changed or access_changed:
+            bump = _bumps(metamodel_changed, access_changed, counter=False)
+            bump.rows(connection, {})
+        return revision
+    revision = int(_bumps(metamodel_changed, access_changed, counter=True).rows(connection, {})[0][0])
     _INSERT_REVISION.rows(
         connection,
         {"id": revision, "created_at": created_at, "user_login": user_login, "request_id": request_id},
@@ -42,8 +52,46 @@ def next_revision(
     return revision
 
 
-def _bump(*, metamodel_changed: bool, access_changed: bool) -> UpdateBase:
-    values: dict[str, Any] = {"revision": RepositoryState.revision + 1}
+def visible_revision(db: Session | Connection) -> int:
+    """The newest revision readers of history may see: every revision at or below it is final, so a
+    statement that starts after this one (a new snapshot) sees all of them that committed, and none
+    that could still roll back. Call it in a statement of its own before the reads it bounds, and
+    before a REPEATABLE READ transaction takes its snapshot.
+
+    SQLite: the counter, moved by the one writer in the transaction that commits. PostgreSQL:
+    `blockrepo_revision_horizon()` (migration 0009): the sequence's value read first, capped below the
+    oldest number still claimed by a running transaction. Numbers are handed out in order, so a number
+    at or below that value was handed out before the claims were read; its writer was either still
+    running then (holding its claim, which caps the answer below it) or finished (committed, or rolled
+    back for good). The feed therefore never skips a revision that commits later and never shows one
+    that could roll back; it lags by the writes in flight."""
+    connection = db.connection() if isinstance(db, Session) else db
+    if connection.dialect.name == "postgresql":
+        return int(driver_rows(connection, "SELECT blockrepo_revision_horizon()", ())[0][0])
+    return int(driver_rows(connection, "SELECT revision FROM repository_state WHERE id = 1", ())[0][0])
+
+
+_CLAIM = (
+    "INSERT INTO revision (id, created_at, user_login, request_id)"
+    " SELECT claim.id, %(created_at)s, %(user_login)s, %(request_id)s"
+    " FROM (SELECT nextval('revision_id_seq')::integer AS id) AS claim,"
+    f" LATERAL (SELECT pg_advisory_xact_lock({REVISION_CLAIMS}, claim.id)) AS held"
+    " RETURNING id"
+)
+
+
+def _bumps(metamodel_changed: bool, access_changed: bool, *, counter: bool) -> TypedStatement:
+    key = (metamodel_changed, access_changed, counter)
+    bump = _BUMPS.get(key)
+    if bump is None:
+        bump = _BUMPS[key] = TypedStatement(
+            _bump(metamodel_changed=metamodel_changed, access_changed=access_changed, counter=counter)
+        )
+    return bump
+
+
+def _bump(*, metamodel_changed: bool, access_changed: bool, counter: bool) -> UpdateBase:
+    values: dict[str, Any] = {"revision": RepositoryState.revision + 1} if counter else {}
     if metamodel_changed:
         values["metamodel_revision"] = RepositoryState.metamodel_revision + 1
     if access_changed:
@@ -56,8 +104,8 @@ def _bump(*, metamodel_changed: bool, access_changed: bool) -> UpdateBase:
     )
 
 
-# (metamodel changed, access changed) -> the UPDATE that allocates a revision, compiled once.
-_BUMPS: dict[tuple[bool, bool], TypedStatement] = {}
+# (metamodel changed, access changed, revision counter) -> the UPDATE of `repository_state`, compiled once.
+_BUMPS: dict[tuple[bool, bool, bool], TypedStatement] = {}
 _INSERT_REVISION = TypedStatement(
     insert(Revision).values(
         id=bindparam("id"),

@@ -27,6 +27,10 @@ SQLITE_PARAMETERS_PER_STATEMENT = 30_000
 # SQLITE_PARAMETERS_PER_STATEMENT allows: the same for every table, so that a write's statement count
 # depends on its size only past CHUNK_SIZE-like batches.
 ROWS_PER_VALUES = 7500
+# PostgreSQL: up to this many rows go as one INSERT … VALUES rather than COPY. A COPY costs two round
+# trips (the statement, then the data and its end) and is never prepared; a small INSERT is one round trip,
+# prepared by psycopg once it recurs (a PUT of one attribute inserts one value row and one change row).
+POSTGRESQL_ROWS_PER_INSERT = 20
 _NOTHING = object()  # an input no processor has seen yet
 
 
@@ -73,7 +77,11 @@ def insert_tuples(
     connection = db.connection()
     dialect = connection.dialect
     if dialect.name == "postgresql":
-        _copy(connection, table, names, rows, _converter(connection, table, names, verbatim))
+        convert = _converter(connection, table, names, verbatim)
+        if len(rows) <= POSTGRESQL_ROWS_PER_INSERT:
+            _insert_few(connection, table, names, rows, convert)
+        else:
+            _copy(connection, table, names, rows, convert)
         return
     # Grouped first: a group's columns are all filled, so only their own processors run, on values that
     # are never None (a number value, say, needs none at all).
@@ -111,7 +119,11 @@ def insert_columns(
         for column, process, iso_date in zip(columns.values(), processors, iso_dates, strict=True)
     ]
     if dialect.name == "postgresql":
-        _copy(connection, table, names, list(zip(*values, strict=True)), None)
+        rows = list(zip(*values, strict=True))
+        if count <= POSTGRESQL_ROWS_PER_INSERT:
+            _insert_few(connection, table, names, rows, None)
+        else:
+            _copy(connection, table, names, rows, None)
         return
     width = len(names)
 
@@ -160,6 +172,25 @@ def _insert_values(
         submit_statement(connection, partial(driver_execute, connection, sql, parameters(start, rows)))
 
 
+def _insert_few(
+    connection: Connection,
+    table: Table,
+    names: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    convert: Callable[[Sequence[Any]], Sequence[Any]] | None,
+) -> None:
+    """PostgreSQL: a few rows as one INSERT … VALUES at the driver level. Text goes as psycopg's untyped
+    string, which the server reads as the column's type (JSON text into `json`), as COPY does."""
+    quote = connection.dialect.identifier_preparer.quote
+    row = f"({', '.join(['%s'] * len(names))})"
+    statement = f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) VALUES " + ", ".join(
+        [row] * len(rows)
+    )
+    driver_execute(
+        connection, statement, list(chain.from_iterable(r if convert is None else convert(r) for r in rows))
+    )
+
+
 def _copy(
     connection: Connection,
     table: Table,
@@ -176,6 +207,9 @@ def _copy(
     driver = connection.connection.driver_connection
     try:
         with driver.cursor() as cursor, cursor.copy(statement) as copy:  # type: ignore[union-attr]
+            # Listeners see the COPY as one statement, as they see the INSERT of a few rows.
+            for listener in connection.dispatch.before_cursor_execute:
+                listener(connection, cursor, statement, None, None, False)
             for row in rows:
                 copy.write_row(row if convert is None else convert(row))
     except dialect.loaded_dbapi.Error as exc:

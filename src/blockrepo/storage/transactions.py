@@ -1,20 +1,23 @@
-"""The lock order of write transactions (the `repository_state` row first, always) and which database errors
-mean "a concurrent transaction was in the way: try again".
+"""The lock order of write transactions (the write gate first, always) and which database errors mean "a
+concurrent transaction was in the way: try again".
 
-Every write transaction begins with `begin_write`, before it reads the metamodel or touches a row. It takes
-the one row of `repository_state` for update: on PostgreSQL with `SELECT … FOR UPDATE`, on SQLite the
-database lock that the write session's `BEGIN IMMEDIATE` takes at this first statement. Whatever a write
-locks afterwards (element rows, values, attributes, users) it locks while holding that row, so no two writes
-can wait for each other in a cycle.
+Every write transaction begins with `begin_write`, before it reads the metamodel or touches a row. On SQLite
+that is the database lock the write session's `BEGIN IMMEDIATE` takes: one writer at a time. On PostgreSQL
+it is the write gate, a transaction-level advisory lock, in one of two modes. Element writes take it
+shared: they run side by side, and a write that changes the structure between elements (relations, the
+hierarchy, names, deletions) takes the structure lock (`lock_structure`) next, before any row, so that the
+cardinality and cycle checks see no concurrent structural change. Everything else (metamodel, access and
+administration edits, imports, the command line) takes the gate exclusively and runs alone: the metamodel
+an element write validates against cannot change under it, and an attribute removal meets no writer that
+is about to store a value of it. Whatever a write locks afterwards (element rows, values, attributes,
+users) it locks while holding the gate, and the locks of one mode come in one order (gate, structure,
+element rows in ascending id, its own revision claim last), so no two writes wait for each other in a
+cycle. PostgreSQL's lock manager queues a shared request behind a waiting exclusive one, so a metamodel
+edit is not starved by a stream of element writes.
 
-Why this row and why first: history hands out gap-free revision numbers, so every write already holds this
-row from its flush until its commit (revisions.recorder), i.e. writes were serialized at their end already.
-Taking it last, though, made a cycle possible: metamodel and access edits take it first and then update
-element rows (removing an attribute's values), while element writes locked element rows first and this row
-at the end; PostgreSQL broke the cycle by failing one of them (40P01, which reached clients as 500). Taking
-it first also means the metamodel a write validates against is the committed one, not one a concurrent
-attribute removal is about to replace. The price is that writes on PostgreSQL no longer overlap at all,
-which on SQLite they never did (bench/README.md has the measurement).
+Revision numbers on PostgreSQL come from a sequence at flush time (`revisions.repository`), so writers
+overlap their commits instead of queueing behind one row; readers of history see revisions only up to the
+committed horizon (`revisions.repository.visible_revision`).
 """
 
 from __future__ import annotations
@@ -25,12 +28,20 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import Engine, column, select, table
+from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-# The table as the lock statement needs it (its model belongs to the metamodel feature, above storage).
-_REPOSITORY_STATE = table("repository_state", column("id"))
+from blockrepo.storage.engine import driver_execute
+
+# PostgreSQL advisory lock keys (two-int form: namespace, key). The write gate and the structure lock share
+# one namespace; revision claims have their own, keyed by the revision number (revisions.repository).
+WRITE_LOCKS = 7403
+GATE_KEY, STRUCTURE_KEY = 0, 1
+REVISION_CLAIMS = 7404
+_GATE_SHARED = f"SELECT pg_advisory_xact_lock_shared({WRITE_LOCKS}, {GATE_KEY})"
+_GATE_EXCLUSIVE = f"SELECT pg_advisory_xact_lock({WRITE_LOCKS}, {GATE_KEY})"
+_STRUCTURE = f"SELECT pg_advisory_xact_lock({WRITE_LOCKS}, {STRUCTURE_KEY})"
 
 # PostgreSQL SQLSTATEs of a transaction that lost a race and may succeed when run again: serialization
 # failure, deadlock detected, lock not available (lock_timeout).
@@ -41,12 +52,26 @@ _RETRYABLE_SQLITE_CODES = frozenset({5, 6})
 RETRY_AFTER_SECONDS = 1  # what a client is told to wait before sending a refused write again
 
 
+# Session.info key: set (True) on the session of a write that changes elements only (`begin_write`).
+ELEMENTS_ONLY = "blockrepo.write.elements_only"
+
+
 def begin_write(db: Session) -> None:
-    """Take the write lock of the repository: the first statement of every write transaction."""
+    """Take the write gate: the first statement of every write transaction. Shared when the session is
+    marked `ELEMENTS_ONLY` (it runs beside other element writes; PostgreSQL only, SQLite has one writer
+    anyway), else exclusive."""
     connection = db.connection()  # begins the transaction: on SQLite a write session's BEGIN IMMEDIATE
     if connection.dialect.name == "sqlite":
         return  # that BEGIN took the database's write lock; a SELECT would take nothing more
-    connection.execute(select(_REPOSITORY_STATE.c.id).where(_REPOSITORY_STATE.c.id == 1).with_for_update())
+    driver_execute(connection, _GATE_SHARED if db.info.get(ELEMENTS_ONLY) else _GATE_EXCLUSIVE)
+
+
+def lock_structure(db: Session) -> None:
+    """Serialise this element write with every other one that changes relations, the hierarchy, names
+    or deletes: call after `begin_write` and before locking any row. Nothing on SQLite (one writer)."""
+    connection = db.connection()
+    if connection.dialect.name != "sqlite":
+        driver_execute(connection, _STRUCTURE)
 
 
 def is_retryable(error: BaseException) -> bool:

@@ -8,7 +8,7 @@ import logging
 from sqlalchemy import Connection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from blockrepo.access.service import revisions_now
+from blockrepo.access.service import revisions_now, settled
 from blockrepo.api.body_arrival import has_body
 from blockrepo.api.context import AppServices
 from blockrepo.api.etag import element_etag, none_match
@@ -129,12 +129,14 @@ class ElementReadLane:
         rendered = services.rendered_elements.cached(actor, type_def, element_id, revisions)
         if rendered is None:
             # Not read at these revisions yet: the element's statements, in one snapshot that must still be
-            # at these revisions (else a write came in between, and the documented way answers).
+            # at these revisions (else a write came in between, and the documented way answers); kept for
+            # the next reads only if no write up to these revisions is still under way (PostgreSQL).
+            keep = settled(connection, revisions)
             with services.databases.snapshot(connection):
                 if revisions_now(connection) != revisions:
                     return None
                 rendered = services.rendered_elements.read(
-                    connection, metamodel, actor, type_def, element_id, revisions
+                    connection, metamodel, actor, type_def, element_id, revisions, keep=keep
                 )
         if rendered is None:
             return None

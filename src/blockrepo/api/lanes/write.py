@@ -38,22 +38,26 @@ class ElementWriteLane:
     never holds it), and the whole write runs in one worker-thread call. Writes of one process queue on
     an asyncio lock rather than each in its own thread on the database's lock: on SQLite a waiting writer
     sleeps in the busy handler (1, 2, 5, 10 ms ...), so a dozen writers of one process polling the lock
-    let the other process's writers starve (PUTs over 2 s at 32 connections, bench/hot_path.py)."""
+    let the other process's writers starve (PUTs over 2 s at 32 connections, bench/hot_path.py). On
+    PostgreSQL, where element writes run side by side (storage.transactions), as many as the pool holds
+    connections go at once."""
 
     def __init__(self, app: ASGIApp, *, services: AppServices) -> None:
         self.app = app
         self.services = services
-        self._locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
+        self._locks: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+        sqlite = services.databases.engine.dialect.name == "sqlite"
+        self._at_once = 1 if sqlite else services.settings.db_pool_size
 
-    def _writing(self) -> asyncio.Lock:
+    def _writing(self) -> asyncio.Semaphore:
         """This event loop's write queue (a server has one loop per process; a test client one per
-        session, and an asyncio lock belongs to one loop)."""
+        session, and an asyncio semaphore belongs to one loop)."""
         loop = asyncio.get_running_loop()
         lock = self._locks.get(loop)
         if lock is None:
             if len(self._locks) > 8:
                 self._locks.clear()  # loops of test clients that are gone
-            lock = self._locks[loop] = asyncio.Lock()
+            lock = self._locks[loop] = asyncio.Semaphore(self._at_once)
         return lock
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -109,7 +113,12 @@ class ElementWriteLane:
         if_match: str | None,
     ) -> tuple[dict[str, Any], str]:
         try:
-            with races_refused(), session_context(self.services, principal, request_id, writing=True) as ctx:
+            with (
+                races_refused(),
+                session_context(
+                    self.services, principal, request_id, writing=True, elements_only=True
+                ) as ctx,
+            ):
                 return update_element(ctx, type_name, element_id, body, if_match)
         except DBAPIError as exc:
             refusal = concurrent_write_refusal(exc)

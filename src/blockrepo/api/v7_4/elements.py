@@ -13,9 +13,9 @@ from blockrepo.api.body import read_json_object
 from blockrepo.api.context import (
     AppServices,
     RequestContext,
+    element_write_context,
     open_read_context,
     principal_of,
-    request_context,
 )
 from blockrepo.api.element_answers import element_response, element_writer, update_element, view_tag_of
 from blockrepo.api.etag import element_etag, if_match_check, not_modified
@@ -204,7 +204,7 @@ def update_element_route(
     type_name: TypeName,
     element_id: ElementId,
     body: Annotated[dict[str, Any], Depends(json_body)],  # parsed before the write lock is taken
-    ctx: Annotated[RequestContext, Depends(request_context)],
+    ctx: Annotated[RequestContext, Depends(element_write_context)],
     if_match: IfMatch = None,
 ) -> JsonResponse:
     return element_response(*update_element(ctx, type_name, element_id, body, if_match))
@@ -246,7 +246,7 @@ for _method, _operation_id, _summary in (
 def post_element(
     type_name: TypeName,
     body: Annotated[dict[str, Any], Depends(json_body)],  # parsed before the write lock is taken
-    ctx: Annotated[RequestContext, Depends(request_context)],
+    ctx: Annotated[RequestContext, Depends(element_write_context)],
 ) -> JsonResponse:
     element = service.create_element(element_writer(ctx), type_name, body)
     ctx.commit()
@@ -268,7 +268,7 @@ def post_element(
 def delete_element(
     type_name: TypeName,
     element_id: ElementId,
-    ctx: Annotated[RequestContext, Depends(request_context)],
+    ctx: Annotated[RequestContext, Depends(element_write_context)],
     if_match: IfMatch = None,
     recursive: Annotated[bool, Query(description="also delete every descendant")] = False,
 ) -> Response:

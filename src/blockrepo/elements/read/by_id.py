@@ -98,10 +98,13 @@ class RenderedElements:
         type_def: BlockTypeDef,
         element_id: int,
         revisions: Revisions,
+        *,
+        keep: bool = True,
     ) -> RenderedElement | None:
         """Read and keep the body of the element as `actor` sees it; `db` must read one snapshot at
-        `revisions`, and `metamodel` and `actor` be those of the same revisions. None if there is no
-        such element."""
+        `revisions`, and `metamodel` and `actor` be those of the same revisions (`keep` False: a write
+        up to `revisions` may still commit, so read without keeping). None if there is no such
+        element."""
         reader = reader_of(metamodel, actor, type_def)
         found = reader.read(db, [element_id])
         if not found:
@@ -110,6 +113,8 @@ class RenderedElements:
         rendered = RenderedElement(
             orjson.dumps(element, option=orjson.OPT_NON_STR_KEYS), element["revision"][0], reader.view.tag
         )
+        if not keep:
+            return rendered
         with self._lock:
             if len(self._entries) >= self._max_entries or self._bytes + len(rendered.body) > self._max_bytes:
                 self._entries.clear()
