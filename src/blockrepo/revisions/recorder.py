@@ -11,7 +11,7 @@ client polling the feed with `sinceRevision` never misses or repeats one.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, NamedTuple, NotRequired, TypedDict, cast
@@ -187,6 +187,23 @@ def _merge_property_changes(
     return result
 
 
+def _merge_into_created(
+    created: Sequence[Mapping[str, Any]], later: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """A created element's changes with what later changed in the same request (an import that writes it
+    in one chunk and lists it in another): still every property as new, relation lists as they ended."""
+    merged: dict[str, dict[str, Any]] = {c["property"]: dict(c) for c in created}
+    for change in later:
+        prop = change["property"]
+        if "added" in change or "removed" in change:
+            known = merged.get(prop)
+            new = apply_related_change(known["new"] if known else [], change)
+        else:
+            new = change["new"]
+        merged[prop] = {"property": prop, "old": [], "new": new}
+    return [change for change in merged.values() if change["new"]]
+
+
 @dataclass
 class ChangeLog:
     """The pending history of one request."""
@@ -200,10 +217,22 @@ class ChangeLog:
     _by_element: dict[int, _Entry] = field(default_factory=dict)
     # (attribute id, name, group id at deletion or None): names attributes stop bearing with this revision.
     _former_names: list[tuple[int, str, int | None]] = field(default_factory=list)
+    # Written ahead (`write_ahead`): the request's revision, allocated then, and the elements whose
+    # changesets wait in the database rather than here; those recalled once are kept here from then on.
+    _revision: int | None = None
+    _revision_flags: tuple[bool, bool] = (False, False)
+    _db: Session | None = None
+    _settled: set[int] = field(default_factory=set)
+    _recalled: set[int] = field(default_factory=set)
 
     @property
     def empty(self) -> bool:
-        return not self._entries and not self.metamodel_changed and not self.access_changed
+        return (
+            not self._entries
+            and self._revision is None
+            and not self.metamodel_changed
+            and not self.access_changed
+        )
 
     def element(
         self,
@@ -216,6 +245,8 @@ class ChangeLog:
     ) -> None:
         """Record that an element was "created", "updated" or "deleted"; several records of one element in
         one request fold into one changeset."""
+        if element_id in self._settled:
+            self.recall([element_id])
         known = self._by_element.get(element_id)
         if known is None:
             entry = _Entry(
@@ -235,6 +266,8 @@ class ChangeLog:
             for change in merged:
                 change["old"] = change.get("old", [])
             known.changes = merged
+        elif known.operation == "created":
+            known.changes = _merge_into_created(known.changes, changes)
         else:
             known.changes = _merge_property_changes(known.changes, changes)
         known.element_name = element_name
@@ -243,7 +276,52 @@ class ChangeLog:
         """Whether this request recorded the element already (so it has the new revision the request gives
         it: `elements.write.record.ElementRecorder` gives an element one new revision per request, with
         its first record)."""
-        return element_id in self._by_element
+        return element_id in self._by_element or element_id in self._settled
+
+    def write_ahead(self, db: Session) -> None:
+        """Write the element changesets recorded so far to the database now, under the request's revision
+        (allocated by the first call), so that a large import's history does not wait in memory for the
+        commit; a changeset recalled before stays here, as its element is likely recorded again (the
+        components an import's systems list). Recording a written element again takes its changeset
+        back first (`recall`). The revision is then held from here to the commit (PostgreSQL: its claim
+        holds readers' horizon below it), which suits a write that holds the write gate alone."""
+        if not any(e.element_id not in self._recalled and not e.empty for e in self._entries):
+            return  # nothing worth a revision yet (an unchanged import writes none)
+        if self._revision is None:
+            self._revision = self._allocate(db)
+            self._revision_flags = (self.metamodel_changed, self.access_changed)
+            self._db = db
+        kept: list[_Entry] = []
+        ahead: list[_Entry] = []
+        for entry in self._entries:
+            if entry.element_id is None or entry.element_id in self._recalled:
+                kept.append(entry)
+            else:
+                ahead.append(entry)
+                del self._by_element[entry.element_id]
+                self._settled.add(entry.element_id)
+        self._entries = kept
+        self._insert(db, self._revision, [e for e in ahead if e.operation != "updated" or not e.empty])
+
+    def recall(self, element_ids: Iterable[int]) -> None:
+        """Take the changesets of these elements that `write_ahead` wrote back from the database (one
+        statement for many), to fold what the request records of them next into them."""
+        if not self._settled:
+            return
+        settled = [element_id for element_id in element_ids if element_id in self._settled]
+        if not settled:
+            return
+        assert self._db is not None and self._revision is not None
+        for element_id, operation, type_name, element_name, changes in repository.take_element_changes(
+            self._db, self._revision, settled
+        ):
+            entry = _Entry(
+                "element", operation, type_name, element_id, element_name, None, _json_text(changes)
+            )
+            self._entries.append(entry)
+            self._by_element[element_id] = entry
+        self._settled.difference_update(settled)
+        self._recalled.update(settled)
 
     def metamodel(self, operation: str, subject: str, changes: list[dict[str, Any]]) -> None:
         self.metamodel_changed = True
@@ -271,9 +349,32 @@ class ChangeLog:
         Call right before commit: the number is taken late so that a write holds it (SQLite: the counter;
         PostgreSQL: its claim, which holds readers' horizon below it) as briefly as possible."""
         entries = [e for e in self._entries if e.operation != "updated" or not e.empty]
-        if not entries and not self.metamodel_changed and not self.access_changed:
+        if self._revision is not None:
+            revision = self._revision
+            metamodel_before, access_before = self._revision_flags
+            repository.move_counters(
+                db,
+                metamodel_changed=self.metamodel_changed and not metamodel_before,
+                access_changed=self.access_changed and not access_before,
+            )
+        elif not entries and not self.metamodel_changed and not self.access_changed:
             return None
-        revision = repository.next_revision(
+        else:
+            revision = self._allocate(db)
+        self._insert(db, revision, entries)
+        if self._former_names:
+            repository.insert_former_names(db, revision, self._former_names)
+            self._former_names.clear()
+        self._entries.clear()
+        self._by_element.clear()
+        self.metamodel_changed = self.access_changed = False
+        self._revision, self._db = None, None
+        self._settled.clear()
+        self._recalled.clear()
+        return int(revision)
+
+    def _allocate(self, db: Session) -> int:
+        return repository.next_revision(
             db,
             metamodel_changed=self.metamodel_changed,
             access_changed=self.access_changed,
@@ -281,6 +382,9 @@ class ChangeLog:
             user_login=self.user_login,
             request_id=self.request_id,
         )
+
+    @staticmethod
+    def _insert(db: Session, revision: int, entries: Sequence[_Entry]) -> None:
         # In slices, so that only one slice of parameters exists at a time; column by column, from the
         # entries' fields at C level (a bulk write flushes an entry per element).
         for start in range(0, len(entries), FLUSH_SLICE):
@@ -288,10 +392,3 @@ class ChangeLog:
             repository.insert_change_columns(
                 db, revision, {name: list(map(field, part)) for name, field in _ENTRY_FIELDS}
             )
-        if self._former_names:
-            repository.insert_former_names(db, revision, self._former_names)
-            self._former_names.clear()
-        self._entries.clear()
-        self._by_element.clear()
-        self.metamodel_changed = self.access_changed = False
-        return int(revision)

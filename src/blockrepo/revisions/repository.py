@@ -7,7 +7,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, UpdateBase, bindparam, insert, update
+from sqlalchemy import Connection, Table, UpdateBase, bindparam, delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from blockrepo.revisions.models import AttributeFormerName, Change, RepositoryState, Revision
@@ -141,6 +141,35 @@ def insert_change_columns(db: Session, revision: int, columns: Mapping[str, Sequ
         if column.count(None) != count:
             filled[name] = column
     insert_columns(db, CHANGE, filled, verbatim={"changes"})
+
+
+def move_counters(db: Session, *, metamodel_changed: bool, access_changed: bool) -> None:
+    """Move the metamodel and access revisions of a revision allocated before the request knew it changed
+    them (`ChangeLog.write_ahead`)."""
+    if metamodel_changed or access_changed:
+        _bumps(metamodel_changed, access_changed, counter=False).rows(db.connection(), {})
+
+
+TAKEN_PER_STATEMENT = 500
+
+
+def take_element_changes(
+    db: Session, revision: int, element_ids: Sequence[int]
+) -> list[tuple[int, str, str, str, Any]]:
+    """The element change rows of `element_ids` in `revision` (element id, operation, type name, element
+    name, changes), deleted: the request records them again, folded with what it records now."""
+    taken: list[tuple[int, str, str, str, Any]] = []
+    for start in range(0, len(element_ids), TAKEN_PER_STATEMENT):
+        part = element_ids[start : start + TAKEN_PER_STATEMENT]
+        where = (Change.revision == revision, Change.entity == "element", Change.element_id.in_(part))
+        rows = db.execute(
+            select(Change.element_id, Change.operation, Change.type_name, Change.element_name, Change.changes)
+            .where(*where)
+            .order_by(Change.id)
+        )
+        taken += [(row[0], row[1], row[2], row[3], row[4]) for row in rows]
+        db.execute(delete(Change).where(*where))
+    return taken
 
 
 def insert_former_names(

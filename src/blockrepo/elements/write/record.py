@@ -339,6 +339,7 @@ class ElementRecorder:
             self.own_records(map(_NEW_ID, items))
         for items in changed.values():
             self.own_records(map(_ELEMENT_ID, items))
+            changes.recall(map(_ELEMENT_ID, items))  # an import's earlier chunk may have written them ahead
         self.own_records(element_id for _, element_id, _ in gone)
         drafted = set() if loaded else _self_contained(groups, changed, received)
         unread_by_type = {
@@ -411,6 +412,7 @@ class ElementRecorder:
         self._unchanged = []
         fresh = []
         changes = self.changes
+        changes.recall([*(update.element_id for update in self._indirect), *self.changesets.mirrored])
         for type_name, element_id, element_name, element_changes in chain(
             self._indirect, self.changesets.neighbours()
         ):

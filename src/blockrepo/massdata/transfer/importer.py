@@ -8,13 +8,17 @@ write core (`elements.write`), the same code that writes single elements and bul
    record is its element's whole state: the writable attributes and the description it leaves out are
    emptied, without a parent it is a root, and each relation end it lists replaces what the end held
    (an end it leaves out or lists empty keeps its relations).
-3. Each record becomes an element body (`parent` and relation entries as references by name) and the core
-   validates every type at once, references to elements the file creates anywhere in it included
-   (`validate_types(forward=True)`). One 400 lists every problem, with pointers into the file like
-   `/elements/InformationSystem/3/Costs/0`; writing what the caller may not is 403.
-4. The core writes set-based and records history (`persist_types`): created, updated and deleted elements,
-   one mirrored changeset per element at the other end. A relation list's order is no change
-   (`order_counts=False`), so importing an unchanged export writes no revision and reports `updated: 0`.
+3. Records are read IMPORT_CHUNK of one type at a time, types after the types their source ends list
+   (`_ImportRun`): each becomes an element body (`parent` and relation entries as references by name),
+   the core validates the chunk (references to elements the chunk creates included) and writes it
+   set-based with its history (`persist_types`), so an import holds one chunk's drafts, not the file's.
+   A reference to an element a later chunk creates is written by an update once every chunk is. One
+   400 lists every problem, with pointers into the file like `/elements/InformationSystem/3/Costs/0`;
+   writing what the caller may not is 403; the caller rolls back what earlier chunks wrote.
+4. History: created, updated and deleted elements, one mirrored changeset per element at the other end;
+   the request's ChangeLog folds an element's records of several chunks into one. A relation list's
+   order is no change (`order_counts=False`), so importing an unchanged export writes no revision and
+   reports `updated: 0`.
 
 Within a type elements are created in file order (hierarchy order in an export): children get positions
 in file order and source ends keep the order of their lists, so exporting again gives the same file but
@@ -41,10 +45,12 @@ from blockrepo.errors import ErrorItem, Forbidden, UnknownType, ValidationFailed
 from blockrepo.massdata.listing import require_massdata
 from blockrepo.massdata.transfer.document import Document, record_of
 from blockrepo.massdata.transfer.metamodel_sync import apply_metamodel
-from blockrepo.metamodel.snapshot import AttributeDef, BlockTypeDef, Metamodel, RelationEnd
+from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
 from blockrepo.revisions.recorder import ChangeLog
 
 MODES = ("additive", "cud")
+# Records of one type validated and written together: an import holds one chunk's drafts at a time.
+IMPORT_CHUNK = 2000
 MAX_REPORTED_ERRORS = 1000
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 # Keys of an element body whose one value a record gives bare: the core's pointer to that value
@@ -90,17 +96,64 @@ class _Problems:
 
 @dataclass
 class _TypeImport:
-    """The records of one type: their write items (index: the record's place in the file), the stored
-    elements by name, and (cud) the stored elements the file lacks."""
+    """The records of one type (a JSON import: their text, each let go once its chunk has read it), the
+    file's names of the type (name -> the index of the record that has it), the stored elements they
+    match by name and, in cud mode, the stored elements the file lacks."""
 
     type_def: BlockTypeDef
-    writable: tuple[AttributeDef, ...] = ()
-    items: list[WriteItem] = field(default_factory=list)
+    records: list[Any] = field(default_factory=list)
+    builder: _BodyBuilder | None = None
+    names: dict[str, int] = field(default_factory=dict)
+    owners: dict[str, int] = field(default_factory=dict)
     doomed: list[int] = field(default_factory=list)
 
     @property
     def where(self) -> str:
         return f"/elements/{self.type_def.name}"
+
+    def items(self, start: int, stop: int, problems: _Problems) -> list[WriteItem]:
+        """The write items of records `start` to `stop`: each record's element body, by name the stored
+        element it updates. A record `_survey` found wrong (reported there) is left out."""
+        builder, type_def, records, where = self.builder, self.type_def, self.records, self.where
+        assert builder is not None
+        items = []
+        for index in range(start, stop):
+            record = records[index]
+            records[index] = None  # parsed here and let go once it is a body
+            try:
+                raw = record_of(record)
+            except orjson.JSONDecodeError:
+                continue
+            del record
+            if not isinstance(raw, dict):
+                continue
+            try:
+                name = check_name(raw.get("name"))
+            except ValueProblem:
+                continue
+            if self.names.get(name) != index:
+                continue  # a duplicate name
+            body = builder.body(raw, partial(_record_where, where, index))
+            if body is None:
+                continue
+            body["name"] = [name]  # normalised, as it is matched against the stored names
+            item = WriteItem(index, body, self.owners.get(name))
+            items.append(item)
+            if item.element_id is None:
+                continue
+            # What the record of a stored element leaves out is emptied: the description and parent
+            # here, its attributes once it is a draft (`_empty_the_rest`; parsing an empty list per
+            # attribute and record would cost a tenth of an import). A created element has none.
+            body.setdefault("description", [""])
+            if type_def.hierarchical:
+                body.setdefault("parent", [])
+            # The core demands mandatory values of what a body names.
+            for attribute in builder.writable:
+                if attribute.mandatory and attribute.name not in body:
+                    problems.add(
+                        f"{where}/{index}/{attribute.name}", "mandatory", f"{attribute.name} is mandatory"
+                    )
+        return items
 
 
 class _BodyBuilder:
@@ -193,8 +246,9 @@ def import_document(
     hash_password: Callable[[str], str],
     progress: Progress | None = None,
 ) -> ImportReport:
-    """Validate the whole document, then write it; raises (400 with every problem, 403, 409) and writes
-    nothing when anything is wrong. The caller commits; the document's elements are consumed.
+    """Validate the whole document and write it, IMPORT_CHUNK records at a time; raises (400 with every
+    problem, 403, 409) when anything is wrong, and the caller rolls back what earlier chunks wrote: the
+    file is imported all or nothing. The caller commits; the document's elements are consumed.
     `hash_password` hashes the random passwords of accounts the file names and the repository lacks
     (they are created disabled). Needs IMPORT, whoever calls (the API or `blockrepo import`)."""
     require_massdata(actor, "IMPORT")
@@ -202,26 +256,25 @@ def import_document(
     metamodel = apply_metamodel(db, actor, metamodel, changes, document.metamodel)
     user_admin.create_missing_users(db, actor, changes, document.users, hash_password)
     writer = Writer(db, metamodel, actor, changes)
-    problems = _Problems()
+    run = _ImportRun(writer, mode)
     total = sum(len(records) for records in document.elements.values())
     imports = [
-        _type_import(writer, type_name, records, mode, problems)
+        _survey(writer, type_name, records, mode, run.problems)
         for type_name, records in document.elements.items()
     ]
-    validation.validate_types(writer, [TypeItems(t.type_def, t.items) for t in imports], forward=True)
-    if mode == "cud":
-        _refuse_references_to_doomed(metamodel, imports, problems)
     for type_import in imports:
-        for item in type_import.items:
-            for error in item.errors:
-                where = f"{type_import.where}/{item.index}"
-                if isinstance(item.error, Forbidden):
-                    problems.forbidden.append(
-                        ErrorItem(where + _record_pointer(error.pointer), error.code, error.message)
-                    )
-                elif error.code != "failed_dependency":  # the record it depends on is reported
-                    problems.add(where + _record_pointer(error.pointer), error.code, error.message)
-    notify("validate", total, total)
+        run.unwritten[type_import.type_def.id] = {
+            name for name in type_import.names if name not in type_import.owners
+        }
+        run.doomed.update(type_import.doomed)
+    done = 0
+    for type_import in _targets_first(imports):
+        for start in range(0, len(type_import.records), IMPORT_CHUNK):
+            run.chunk(type_import, start, min(start + IMPORT_CHUNK, len(type_import.records)))
+            done += min(IMPORT_CHUNK, len(type_import.records) - start)
+            notify("import", done, total)
+    run.complete([(t.type_def, t.doomed) for t in imports if t.doomed])
+    problems = run.problems
     if problems.forbidden:
         raise Forbidden(
             "; ".join(f"{e.pointer}: {e.message}" for e in problems.forbidden[:5]),
@@ -236,21 +289,177 @@ def import_document(
             errors=problems.errors,
             extra={"report": report.as_json()},
         )
-    for type_import in imports:
-        _empty_the_rest(type_import)
-    written = persistence.persist_types(
-        writer,
-        [TypeItems(t.type_def, t.items) for t in imports],
-        deletions=[(t.type_def, t.doomed) for t in imports if t.doomed],
-        order_counts=False,
-    )
-    notify("write", total, total)
-    changed = written.changed | written.mirrored
     return ImportReport(
-        created=sum(1 for t in imports for item in t.items if item.creating),
-        updated=sum(1 for t in imports for item in t.items if item.element_id in changed),
+        created=run.created,
+        updated=len(run.updated & run.touched),
         deleted=sum(len(t.doomed) for t in imports),
     )
+
+
+class _ImportRun:
+    """One import, chunk by chunk: each chunk's records become items that are validated and written
+    together, so that only one chunk's drafts exist at a time. A reference to an element that a later
+    chunk creates is deferred: the record is written without it, and once every chunk is written the
+    deferred ends and parents are written as an update of their elements (`complete`). The request's
+    ChangeLog folds an element's records of several chunks into one changeset, and the recorder gives
+    it one new revision. After the first problem nothing more is written; the rest is still validated,
+    so that one 400 lists every problem."""
+
+    def __init__(self, writer: Writer, mode: str) -> None:
+        self.writer = writer
+        self.mode = mode
+        self.problems = _Problems()
+        self.unwritten: dict[int, set[str]] = {}  # type id -> names the file creates not written yet
+        self.doomed: set[int] = set()  # cud: the stored elements the file lacks
+        self.deferred: dict[int, list[tuple[int, dict[str, Any]]]] = {}  # type id -> (record index, body)
+        self.created = 0
+        self.updated: set[int] = set()  # stored elements the file's records update
+        self.touched: set[int] = set()  # elements that changed, directly or as a neighbour
+
+    @property
+    def writing(self) -> bool:
+        return not self.problems.errors and not self.problems.forbidden
+
+    def chunk(self, type_import: _TypeImport, start: int, stop: int) -> None:
+        """Validate records `start` to `stop` of a type and, while the file has no problem, write them."""
+        type_def = type_import.type_def
+        items = type_import.items(start, stop, self.problems)
+        here = {item.body["name"][0] for item in items if item.body is not None and item.element_id is None}
+        for item in items:
+            assert item.body is not None
+            aside = self._defer(type_def, item.body, here)
+            if aside:
+                self.deferred.setdefault(type_def.id, []).append((item.index, aside))
+        if not self._validate(type_import, items):
+            return
+        written = persistence.persist_types(self.writer, [TypeItems(type_def, items)], order_counts=False)
+        self.touched |= written.changed | written.mirrored
+        self.unwritten[type_def.id] -= here
+        # The chunk's history goes to the database now: an import holds one chunk's, not the file's.
+        self.writer.changes.write_ahead(self.writer.db)
+        for item in items:
+            if item.creating:
+                self.created += 1
+            elif item.element_id is not None:
+                self.updated.add(item.element_id)
+
+    def complete(self, deletions: Sequence[tuple[BlockTypeDef, Sequence[int]]]) -> None:
+        """Write the deferred references of every chunk (each element once, as an update of what its
+        record's chunk wrote) and, in cud mode, delete the stored elements the file lacks."""
+        if not self.writing:
+            return  # a deferred reference names what an unwritten chunk creates: nothing to check
+        metamodel = self.writer.metamodel
+        for type_id, deferred in self.deferred.items():
+            type_import = _TypeImport(metamodel.type_by_id(type_id))
+            ids = repository.ids_by_name(self.writer.db, type_id, [body["name"][0] for _, body in deferred])
+            for start in range(0, len(deferred), IMPORT_CHUNK):
+                items = [
+                    WriteItem(index, body, ids[body["name"][0]])
+                    for index, body in deferred[start : start + IMPORT_CHUNK]
+                ]
+                if self._validate(type_import, items):
+                    written = persistence.persist_types(
+                        self.writer, [TypeItems(type_import.type_def, items)], order_counts=False
+                    )
+                    self.touched |= written.changed | written.mirrored
+        self.deferred = {}
+        if deletions and self.writing:
+            written = persistence.persist_types(self.writer, [], deletions=deletions, order_counts=False)
+            self.touched |= written.mirrored
+
+    def _defer(self, type_def: BlockTypeDef, body: dict[str, Any], here: set[str]) -> dict[str, Any]:
+        """Take out of `body` the relation ends and the parent that name an element a later chunk
+        creates (`here`: the names this chunk creates of the type, which the core resolves itself);
+        returns them as the body of the update that writes them once every chunk is written."""
+        aside: dict[str, Any] = {}
+        for key, value in body.items():
+            end = type_def.ends.get(key)
+            if end is None or not isinstance(value, list):
+                continue
+            unwritten = self.unwritten.get(end.other_type_id)
+            if not unwritten:
+                continue
+            same_type = end.other_type_id == type_def.id
+            kept = [
+                entry
+                for entry in value
+                if not _names_unwritten(entry.get("name"), unwritten, here if same_type else None)
+            ]
+            if len(kept) != len(value):
+                aside[key] = value
+                body[key] = kept
+        for key in aside:
+            if not body[key]:
+                del body[key]  # an end listed empty keeps its relations until the update writes them
+        parent = body.get("parent")
+        if type_def.hierarchical and parent and isinstance(parent[0], dict):
+            unwritten = self.unwritten.get(type_def.id)
+            if unwritten and _names_unwritten(parent[0].get("name"), unwritten, here):
+                aside["parent"] = body.pop("parent")
+        if aside:
+            aside["name"] = body["name"]
+        return aside
+
+    def _validate(self, type_import: _TypeImport, items: list[WriteItem]) -> bool:
+        """Validate `items` as one write, add their problems; whether they may be written."""
+        validation.validate_types(self.writer, [TypeItems(type_import.type_def, items)], forward=True)
+        if self.mode == "cud" and self.doomed:
+            _refuse_references_to_doomed(
+                self.writer.metamodel, type_import, items, self.doomed, self.problems
+            )
+        where = type_import.where
+        for item in items:
+            for error in item.errors:
+                pointer = f"{where}/{item.index}{_record_pointer(error.pointer)}"
+                if isinstance(item.error, Forbidden):
+                    self.problems.forbidden.append(ErrorItem(pointer, error.code, error.message))
+                elif error.code != "failed_dependency":  # the record it depends on is reported
+                    self.problems.add(pointer, error.code, error.message)
+        if not self.writing:
+            return False
+        _empty_the_rest(type_import, items)
+        return True
+
+
+def _names_unwritten(name: Any, unwritten: set[str], here: set[str] | None) -> bool:
+    """Whether a reference by `name` names an element that a later chunk creates (not one of `here`)."""
+    if not isinstance(name, str):
+        return False
+    if name not in unwritten:
+        try:
+            name = check_name(name)
+        except ValueProblem:
+            return False
+        if name not in unwritten:
+            return False
+    return here is None or name not in here
+
+
+def _targets_first(imports: Sequence[_TypeImport]) -> list[_TypeImport]:
+    """The file's types in the order they are written: a type after the types its records list on their
+    source ends (an export lists only those), so that those references name written elements and need
+    not wait for the deferred update; in file order otherwise, and where the types refer to each other."""
+    by_id = {t.type_def.id: t for t in imports}
+    order: list[_TypeImport] = []
+    placed: set[int] = set()
+    visiting: set[int] = set()
+
+    def place(type_import: _TypeImport) -> None:
+        type_id = type_import.type_def.id
+        if type_id in placed or type_id in visiting:
+            return
+        visiting.add(type_id)
+        for end in type_import.type_def.ends.values():
+            target = by_id.get(end.other_type_id)
+            if end.holder_is_source and target is not None:
+                place(target)
+        visiting.discard(type_id)
+        placed.add(type_id)
+        order.append(type_import)
+
+    for type_import in imports:
+        place(type_import)
+    return order
 
 
 def _record_pointer(body_pointer: str) -> str:
@@ -262,11 +471,12 @@ def _record_pointer(body_pointer: str) -> str:
     return body_pointer
 
 
-def _type_import(
+def _survey(
     writer: Writer, type_name: str, records: list[Any], mode: str, problems: _Problems
 ) -> _TypeImport:
-    """The write items of one type's records, matched by name to the stored elements (403 for the whole
-    type when the caller lacks a right the import needs)."""
+    """The records of one type read for their names (each record's text is parsed again when its chunk
+    is written): the file's names, the stored elements they match and, in cud mode, the stored elements
+    the file lacks (403 for the whole type when the caller lacks a right the import needs)."""
     type_def = writer.metamodel.type_named(type_name)
     where = f"/elements/{type_name}"
     if type_def is None:
@@ -277,21 +487,15 @@ def _type_import(
     missing = [a for a in actions if not writer.actor.can_type(type_def.id, a)]
     if missing:
         raise Forbidden(f"importing {type_name} needs {', '.join(missing)} on it")
-    builder = _BodyBuilder(writer.actor, type_def, problems)
-    result = _TypeImport(type_def, tuple(builder.writable))
-    seen: dict[str, int] = {}
+    result = _TypeImport(type_def, records, _BodyBuilder(writer.actor, type_def, problems))
+    names = result.names
     for index, record in enumerate(records):
-        # Each record is parsed here (a JSON import holds its text) and let go once it is a body: the
-        # parsed file and the drafts of a large type are then not held in full at once
-        # (bench/import_memory.py).
-        records[index] = None
         record_where = partial(_record_where, where, index)
         try:
             raw = record_of(record)
         except orjson.JSONDecodeError as exc:
             problems.add(record_where(), "malformed_json", f"malformed JSON: {exc}")
             continue
-        del record
         if not isinstance(raw, dict):
             problems.add(record_where(), "wrong_type", f"a record is an object, got {json_type(raw)}")
             continue
@@ -300,39 +504,17 @@ def _type_import(
         except ValueProblem as problem:
             problems.add(f"{record_where()}/name", problem.code, f"name: {problem.message}")
             continue
-        if name in seen:
-            problems.add(f"{record_where()}/name", "duplicate", f"record {seen[name]} has this name already")
+        if name in names:
+            problems.add(f"{record_where()}/name", "duplicate", f"record {names[name]} has this name already")
             continue
-        seen[name] = index
-        body = builder.body(raw, record_where)
-        if body is not None:
-            body["name"] = [name]  # normalised, as it is matched against the stored names
-            result.items.append(WriteItem(index, body))
+        names[name] = index
     if mode == "cud":
         stored = repository.placement_by_name(writer.db, type_def.id)
-        owners = {name: element_id for name, (element_id, _, _) in stored.items()}
-        gone = {element_id: parent for name, (element_id, parent, _) in stored.items() if name not in seen}
+        result.owners = {name: element_id for name, (element_id, _, _) in stored.items() if name in names}
+        gone = {element_id: parent for name, (element_id, parent, _) in stored.items() if name not in names}
         result.doomed = _parents_first(gone)
     else:
-        owners = repository.ids_by_name(writer.db, type_def.id, seen)
-    for item in result.items:
-        assert item.body is not None
-        item.element_id = owners.get(item.body["name"][0])
-        if item.element_id is not None:
-            # What the record of a stored element leaves out is emptied: the description and parent
-            # here, its attributes once it is a draft (`_empty_the_rest`; parsing an empty list per
-            # attribute and record would cost a tenth of an import). A created element has none.
-            item.body.setdefault("description", [""])
-            if type_def.hierarchical:
-                item.body.setdefault("parent", [])
-            # The core demands mandatory values of what a body names.
-            for attribute in result.writable:
-                if attribute.mandatory and attribute.name not in item.body:
-                    problems.add(
-                        f"{where}/{item.index}/{attribute.name}",
-                        "mandatory",
-                        f"{attribute.name} is mandatory",
-                    )
+        result.owners = repository.ids_by_name(writer.db, type_def.id, names)
     return result
 
 
@@ -344,11 +526,15 @@ def _member_where(record_where: Callable[[], str], key: str) -> str:
     return f"{record_where()}/{key}"
 
 
-def _empty_the_rest(type_import: _TypeImport) -> None:
-    """An updated element's writable attributes that its record leaves out are emptied."""
-    for item in type_import.items:
+def _empty_the_rest(type_import: _TypeImport, items: Sequence[WriteItem]) -> None:
+    """An updated element's writable attributes that its record leaves out are emptied (not by the
+    deferred update, which names only what it writes)."""
+    builder = type_import.builder
+    if builder is None:
+        return
+    for item in items:
         if item.draft is not None and not item.creating:
-            for attribute in type_import.writable:
+            for attribute in builder.writable:
                 item.draft.values.setdefault(attribute.id, [])
 
 
@@ -368,21 +554,21 @@ def _parents_first(parents: Mapping[int, int | None]) -> list[int]:
 
 
 def _refuse_references_to_doomed(
-    metamodel: Metamodel, imports: Sequence[_TypeImport], problems: _Problems
+    metamodel: Metamodel,
+    type_import: _TypeImport,
+    items: Sequence[WriteItem],
+    doomed: set[int],
+    problems: _Problems,
 ) -> None:
     """In cud mode an element the file lacks is deleted, so nothing in the file may refer to it."""
-    doomed = {element_id for t in imports for element_id in t.doomed}
-    if not doomed:
-        return
-    for type_import in imports:
-        for item in type_import.items:
-            if item.draft is None:
-                continue
-            for reference in item.draft.references():
-                if reference.resolved_id in doomed:
-                    problems.add(
-                        f"{type_import.where}/{item.index}{_record_pointer(reference.pointer)}",
-                        "unknown_target",
-                        f"there is no {metamodel.type_by_id(reference.type_id).name} named "
-                        f"{reference.name!r} (in cud mode it must be in the file)",
-                    )
+    for item in items:
+        if item.draft is None:
+            continue
+        for reference in item.draft.references():
+            if reference.resolved_id in doomed:
+                problems.add(
+                    f"{type_import.where}/{item.index}{_record_pointer(reference.pointer)}",
+                    "unknown_target",
+                    f"there is no {metamodel.type_by_id(reference.type_id).name} named "
+                    f"{reference.name!r} (in cud mode it must be in the file)",
+                )
