@@ -8,11 +8,12 @@ records field-level history in the request's ChangeLog.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.elements import repository
@@ -20,6 +21,7 @@ from blockrepo.elements.compiled import view_of
 from blockrepo.elements.read.repository import LoadedElement, load_elements
 from blockrepo.elements.write import persistence, validation
 from blockrepo.elements.write.items import WriteItem, Writer
+from blockrepo.elements.write.record import ElementRecorder
 from blockrepo.errors import (
     Conflict,
     Forbidden,
@@ -30,8 +32,9 @@ from blockrepo.errors import (
     UnknownType,
 )
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
+from blockrepo.revisions.recorder import ChangeLog, ElementState
 
-__all__ = ["Writer", "create_element", "delete_element", "update_element"]
+__all__ = ["Writer", "create_element", "delete_element", "record_changed_elements", "update_element"]
 
 RevisionCheck = Callable[[int], bool]
 
@@ -166,3 +169,16 @@ def delete_element(
         )
     with concurrent_change_guard():
         persistence.delete(writer, type_def, ids)
+
+
+def record_changed_elements(
+    db: Session,
+    changes: ChangeLog,
+    login: str,
+    states: Iterable[tuple[BlockTypeDef, int, ElementState, ElementState]],
+) -> None:
+    """Record elements changed through something else than a write of theirs (a removed or renamed value,
+    a removed relation type), each given as (type, id, state before, state after) with its name and what
+    changed: each gets its "updated" change and one new revision, as a write's would
+    (`ElementRecorder.changed`)."""
+    ElementRecorder(db, changes, login).changed(states)
