@@ -93,20 +93,11 @@ def _record_element_values(
         replacement = new_value(literal_id, encoded)
         if replacement is not None:
             entry[3].append(replacement)
-    element_service.record_changed_elements(
-        db,
-        changes,
-        login,
-        (
-            (
-                metamodel.type_by_id(type_id),
-                element_id,
-                {"name": [element_name], attribute.name: old},
-                {"name": [element_name], attribute.name: new},
-            )
-            for element_id, (type_id, element_name, old, new) in affected.items()
-        ),
-    )
+    changed: dict[int, element_service.ChangedElement] = {
+        element_id: (type_id, element_name, {attribute.name: old}, {attribute.name: new})
+        for element_id, (type_id, element_name, old, new) in affected.items()
+    }
+    element_service.record_changed_elements(db, metamodel, changes, login, changed)
 
 
 def remove_relation_values(
@@ -196,17 +187,13 @@ def _record_relation_values(
             after.append(
                 {"id": other_id, "name": other_name, "attributes": {attribute.name: relation["new"]}}
             )
-    element_service.record_changed_elements(
-        db,
-        changes,
-        login,
-        (
-            (
-                metamodel.type_by_id(type_id),
-                element_id,
-                {"name": [element_name], **{end: entries[0] for end, entries in ends.items()}},
-                {"name": [element_name], **{end: entries[1] for end, entries in ends.items()}},
-            )
-            for element_id, (type_id, element_name, ends) in per_element.items()
-        ),
-    )
+    changed: dict[int, element_service.ChangedElement] = {
+        element_id: (
+            type_id,
+            element_name,
+            {end: entries[0] for end, entries in ends.items()},
+            {end: entries[1] for end, entries in ends.items()},
+        )
+        for element_id, (type_id, element_name, ends) in per_element.items()
+    }
+    element_service.record_changed_elements(db, metamodel, changes, login, changed)

@@ -8,7 +8,7 @@ records field-level history in the request's ChangeLog.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -34,9 +34,19 @@ from blockrepo.errors import (
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
 from blockrepo.revisions.recorder import ChangeLog, ElementState
 
-__all__ = ["Writer", "create_element", "delete_element", "record_changed_elements", "update_element"]
+__all__ = [
+    "ChangedElement",
+    "Writer",
+    "create_element",
+    "delete_element",
+    "record_changed_elements",
+    "update_element",
+]
 
 RevisionCheck = Callable[[int], bool]
+# An element changed through something else than a write of its own, by its id: its type id, its name, and
+# the properties the change concerns as they were and as they are (`record_changed_elements`).
+ChangedElement = tuple[int, str, ElementState, ElementState]
 
 # Keys of an element's JSON that a write may send and that concern the element alone, besides its
 # properties (its attributes and built-ins other than `name`).
@@ -172,13 +182,12 @@ def delete_element(
 
 
 def record_changed_elements(
-    db: Session,
-    changes: ChangeLog,
-    login: str,
-    states: Iterable[tuple[BlockTypeDef, int, ElementState, ElementState]],
+    db: Session, metamodel: Metamodel, changes: ChangeLog, login: str, changed: Mapping[int, ChangedElement]
 ) -> None:
     """Record elements changed through something else than a write of theirs (a removed or renamed value,
-    a removed relation type), each given as (type, id, state before, state after) with its name and what
-    changed: each gets its "updated" change and one new revision, as a write's would
-    (`ElementRecorder.changed`)."""
-    ElementRecorder(db, changes, login).changed(states)
+    a removed relation type), the elements at both ends of each changed relation among them: each gets its
+    "updated" change and one new revision, as a write's would (`ElementRecorder.changed`)."""
+    ElementRecorder(db, changes, login).changed(
+        (metamodel.type_by_id(type_id), element_id, {"name": [name], **before}, {"name": [name], **after})
+        for element_id, (type_id, name, before, after) in changed.items()
+    )
