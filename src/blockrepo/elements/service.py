@@ -18,7 +18,9 @@ from sqlalchemy.orm import Session
 from blockrepo.access.actor import Actor
 from blockrepo.elements import repository
 from blockrepo.elements.compiled import view_of
+from blockrepo.elements.read.reader import ElementReader
 from blockrepo.elements.read.repository import LoadedElement, load_elements
+from blockrepo.elements.read.view import ElementView
 from blockrepo.elements.write import persistence, validation
 from blockrepo.elements.write.items import WriteItem, Writer
 from blockrepo.elements.write.record import ElementRecorder
@@ -34,8 +36,13 @@ from blockrepo.errors import (
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
 from blockrepo.revisions.recorder import ChangeLog, ElementState
 
+# Other features read elements in the JSON the element API gives (history's `asOf`, mass data's listings
+# and exports) with the view and the reader of `elements.read`, named here so that they meet the elements
+# through this module.
 __all__ = [
     "ChangedElement",
+    "ElementReader",
+    "ElementView",
     "Writer",
     "create_element",
     "delete_element",
