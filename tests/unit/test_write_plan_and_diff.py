@@ -77,7 +77,6 @@ def test_relation_ends_are_compared_as_sets_plus_the_source_order() -> None:
     assert plan.remove_relations == [101]
     assert [(relation.source_id, relation.target_id) for relation in plan.add_relations] == [(17, 7)]
     assert plan.positions == {102: 0}
-    assert plan.touched == {5, 7}
 
 
 def test_without_order_counts_a_kept_end_keeps_its_order() -> None:
@@ -89,15 +88,15 @@ def test_without_order_counts_a_kept_end_keeps_its_order() -> None:
 def test_changed_relation_attributes_are_planned_per_relation() -> None:
     plan = plan_update(_draft({"servers": [{"id": 5, "attributes": {"Share": [40]}}, {"id": 6}]}), _before())
     assert plan.relation_values == {101: {SHARE.id: [TypedValue(number=40.0)]}}
-    assert plan.touched == {5}
+    assert not (plan.add_relations or plan.remove_relations or plan.positions)
 
 
-def test_a_move_touches_both_parents() -> None:
+def test_a_move_is_planned_as_a_new_parent() -> None:
     draft = _draft({"parent": [{"id": 3}]})
     assert draft.parent is not None
     draft.parent.resolved_id = 3
     plan = plan_update(draft, _before(parent_id=2))
-    assert (plan.element_fields, plan.move, plan.touched) == ({"parent_id": 3}, True, {2, 3})
+    assert (plan.element_fields, plan.move) == ({"parent_id": 3}, True)
     assert plan_update(_draft({"parent": []}), _before(parent_id=2)).element_fields == {"parent_id": None}
 
 

@@ -2,9 +2,9 @@
 recording renamed literals on the elements that hold them.
 
 Set-based: one query reads every affected value with its element, one DELETE removes the values; each
-affected element is handed to the element recorder (`ElementRecorder.changed`) as its states before and
-after (its name and the attribute, or the relation end whose entries' attributes change), which records
-its "updated" change as any write's and gives it its new revision.
+affected element is handed to the element recorder (`elements.service.record_changed_elements`) as its
+states before and after (its name and the attribute, or the relation end whose entries' attributes
+change), which records its "updated" change as any write's and gives it its new revision.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from blockrepo.elements import service as element_service
 from blockrepo.elements.edits import repository
 from blockrepo.elements.values import encode_value
-from blockrepo.elements.write.record import ElementRecorder
 from blockrepo.metamodel.snapshot import AttributeDef, Metamodel
 from blockrepo.revisions.recorder import ChangeLog
 
@@ -93,15 +93,11 @@ def _record_element_values(
         replacement = new_value(literal_id, encoded)
         if replacement is not None:
             entry[3].append(replacement)
-    ElementRecorder(db, changes, login).changed(
-        (
-            metamodel.type_by_id(type_id),
-            element_id,
-            {"name": [element_name], attribute.name: old},
-            {"name": [element_name], attribute.name: new},
-        )
+    changed: dict[int, element_service.ChangedElement] = {
+        element_id: (type_id, element_name, {attribute.name: old}, {attribute.name: new})
         for element_id, (type_id, element_name, old, new) in affected.items()
-    )
+    }
+    element_service.record_changed_elements(db, metamodel, changes, login, changed)
 
 
 def remove_relation_values(
@@ -191,12 +187,13 @@ def _record_relation_values(
             after.append(
                 {"id": other_id, "name": other_name, "attributes": {attribute.name: relation["new"]}}
             )
-    ElementRecorder(db, changes, login).changed(
-        (
-            metamodel.type_by_id(type_id),
-            element_id,
-            {"name": [element_name], **{end: entries[0] for end, entries in ends.items()}},
-            {"name": [element_name], **{end: entries[1] for end, entries in ends.items()}},
+    changed: dict[int, element_service.ChangedElement] = {
+        element_id: (
+            type_id,
+            element_name,
+            {end: entries[0] for end, entries in ends.items()},
+            {end: entries[1] for end, entries in ends.items()},
         )
         for element_id, (type_id, element_name, ends) in per_element.items()
-    )
+    }
+    element_service.record_changed_elements(db, metamodel, changes, login, changed)

@@ -8,18 +8,22 @@ records field-level history in the request's ChangeLog.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.elements import repository
 from blockrepo.elements.compiled import view_of
+from blockrepo.elements.read.reader import ElementReader
 from blockrepo.elements.read.repository import LoadedElement, load_elements
+from blockrepo.elements.read.view import ElementView
 from blockrepo.elements.write import persistence, validation
 from blockrepo.elements.write.items import WriteItem, Writer
+from blockrepo.elements.write.record import ElementRecorder
 from blockrepo.errors import (
     Conflict,
     Forbidden,
@@ -30,10 +34,26 @@ from blockrepo.errors import (
     UnknownType,
 )
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
+from blockrepo.revisions.recorder import ChangeLog, ElementState
 
-__all__ = ["Writer", "create_element", "delete_element", "update_element"]
+# Other features read elements in the JSON the element API gives (history's `asOf`, mass data's listings
+# and exports) with the view and the reader of `elements.read`, named here so that they meet the elements
+# through this module.
+__all__ = [
+    "ChangedElement",
+    "ElementReader",
+    "ElementView",
+    "Writer",
+    "create_element",
+    "delete_element",
+    "record_changed_elements",
+    "update_element",
+]
 
 RevisionCheck = Callable[[int], bool]
+# An element changed through something else than a write of its own, by its id: its type id, its name, and
+# the properties the change concerns as they were and as they are (`record_changed_elements`).
+ChangedElement = tuple[int, str, ElementState, ElementState]
 
 # Keys of an element's JSON that a write may send and that concern the element alone, besides its
 # properties (its attributes and built-ins other than `name`).
@@ -166,3 +186,15 @@ def delete_element(
         )
     with concurrent_change_guard():
         persistence.delete(writer, type_def, ids)
+
+
+def record_changed_elements(
+    db: Session, metamodel: Metamodel, changes: ChangeLog, login: str, changed: Mapping[int, ChangedElement]
+) -> None:
+    """Record elements changed through something else than a write of theirs (a removed or renamed value,
+    a removed relation type), the elements at both ends of each changed relation among them: each gets its
+    "updated" change and one new revision, as a write's would (`ElementRecorder.changed`)."""
+    ElementRecorder(db, changes, login).changed(
+        (metamodel.type_by_id(type_id), element_id, {"name": [name], **before}, {"name": [name], **after})
+        for element_id, (type_id, name, before, after) in changed.items()
+    )

@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
-from blockrepo.elements.read.view import ElementView
+from blockrepo.elements.service import ElementView
 from blockrepo.errors import ErrorItem, NotFound, ValidationFailed
 from blockrepo.history import repository
 from blockrepo.history.identities import AttributeIdentities

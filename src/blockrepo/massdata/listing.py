@@ -25,8 +25,7 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.elements.models import Element, ElementValue
-from blockrepo.elements.read.reader import ElementReader
-from blockrepo.elements.read.view import ElementView
+from blockrepo.elements.service import ElementReader, ElementView
 from blockrepo.errors import BadRequest, ErrorItem, Forbidden, UnknownType, invalid_cursor
 from blockrepo.history.repository import hold_horizon
 from blockrepo.massdata.query.compiler import compile_filter, compile_query

@@ -8,8 +8,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from blockrepo.elements import service as element_service
 from blockrepo.elements.edits import repository
-from blockrepo.elements.write.record import ElementRecorder
 from blockrepo.metamodel.snapshot import Metamodel, RelationTypeDef
 from blockrepo.revisions.recorder import ChangeLog
 
@@ -38,13 +38,9 @@ def remove_relations_of_type(
         source[2].setdefault(relation_type.source_end, []).append({"id": target_id, "name": target_name})
         target = lost.setdefault(target_id, (relation_type.target_type_id, target_name, {}))
         target[2].setdefault(relation_type.target_end, []).append({"id": source_id, "name": source_name})
-    ElementRecorder(db, changes, login).changed(
-        (
-            metamodel.type_by_id(type_id),
-            element_id,
-            {"name": [name], **ends},
-            {"name": [name], **{end: [] for end in ends}},
-        )
+    changed: dict[int, element_service.ChangedElement] = {
+        element_id: (type_id, name, ends, {end: [] for end in ends})
         for element_id, (type_id, name, ends) in lost.items()
-    )
+    }
+    element_service.record_changed_elements(db, metamodel, changes, login, changed)
     repository.delete_relations_of_type(db, relation_type.id)

@@ -46,7 +46,6 @@ class UpdatePlan:
     add_relations: list[NewRelation] = field(default_factory=list)
     positions: dict[int, int] = field(default_factory=dict)
     relation_values: dict[int, dict[int, list[TypedValue]]] = field(default_factory=dict)
-    touched: set[int] = field(default_factory=set)
 
     @property
     def empty(self) -> bool:
@@ -74,7 +73,6 @@ def plan_update(draft: ElementDraft, before: LoadedElement, *, order_counts: boo
         if parent_id != before.parent_id:
             plan.element_fields["parent_id"] = parent_id
             plan.move = True
-            plan.touched.update(p for p in (parent_id, before.parent_id) if p is not None)
     for attribute_id, values in draft.values.items():
         if values != before.values.get(attribute_id, []):
             plan.values[attribute_id] = values
@@ -85,7 +83,6 @@ def plan_update(draft: ElementDraft, before: LoadedElement, *, order_counts: boo
         for other_id, item in current.items():
             if other_id not in wanted:
                 plan.remove_relations.append(item.relation_id)
-                plan.touched.add(other_id)
         # Without `order_counts`, the positions of an end that keeps its elements are dropped.
         positions = plan.positions if order_counts or wanted != current.keys() else {}
         for index, entry in enumerate(entries):
@@ -94,7 +91,6 @@ def plan_update(draft: ElementDraft, before: LoadedElement, *, order_counts: boo
             existing = current.get(new_other)
             if existing is None:
                 plan.add_relations.append(new_relation(end, before.id, new_other, index, entry.attributes))
-                plan.touched.add(new_other)
                 continue
             if end.holder_is_source and existing.position != index:
                 positions[existing.relation_id] = index
@@ -105,7 +101,6 @@ def plan_update(draft: ElementDraft, before: LoadedElement, *, order_counts: boo
             }
             if changed:
                 plan.relation_values[existing.relation_id] = changed
-                plan.touched.add(new_other)
     return plan
 
 

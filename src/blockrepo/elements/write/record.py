@@ -256,13 +256,7 @@ class ElementRecorder:
         return self._stamps[element_id].revision
 
     def created(self, type_def: BlockTypeDef, element_id: int, after: ElementState) -> None:
-        self.changes.element(
-            "created",
-            type_name=type_def.name,
-            element_id=element_id,
-            element_name=after["name"][0],
-            changes=self.changesets.created(type_def, element_id, after),
-        )
+        self._whole(type_def, element_id, after, created=True)
 
     def updated(
         self,
@@ -291,12 +285,18 @@ class ElementRecorder:
         return True
 
     def deleted(self, type_def: BlockTypeDef, element_id: int, before: ElementState) -> None:
+        self._whole(type_def, element_id, before, created=False)
+
+    def _whole(self, type_def: BlockTypeDef, element_id: int, state: ElementState, *, created: bool) -> None:
+        """Record a created element (`state`: as written) or a deleted one (`state`: as it was last), whose
+        changeset holds all of it."""
+        whole = self.changesets.created if created else self.changesets.deleted
         self.changes.element(
-            "deleted",
+            "created" if created else "deleted",
             type_name=type_def.name,
             element_id=element_id,
-            element_name=before["name"][0],
-            changes=self.changesets.deleted(type_def, element_id, before),
+            element_name=state["name"][0],
+            changes=whole(type_def, element_id, state),
         )
 
     def changed(self, states: Iterable[tuple[BlockTypeDef, int, ElementState, ElementState]]) -> None:

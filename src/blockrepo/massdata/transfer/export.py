@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session
 from blockrepo import API_VERSION
 from blockrepo.access import repository as access_repository
 from blockrepo.elements import repository
-from blockrepo.elements.read.reader import ElementReader
 from blockrepo.elements.repository import chunks
+from blockrepo.elements.service import ElementReader
 from blockrepo.history.repository import current_revision
 from blockrepo.massdata.listing import begin_snapshot
 from blockrepo.massdata.transfer.plan import FORMAT, FORMAT_VERSION, ExportPlan, TypePlan, metamodel_section

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from blockrepo.access.actor import Actor
-from blockrepo.elements.read.view import ElementView
+from blockrepo.elements.service import ElementView
 from blockrepo.errors import Forbidden, UnknownType
 from blockrepo.massdata.listing import require_massdata
 from blockrepo.metamodel.snapshot import AttributeDef, BlockTypeDef, Metamodel, RelationEnd, RelationTypeDef
