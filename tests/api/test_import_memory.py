@@ -8,19 +8,25 @@ from __future__ import annotations
 
 import tracemalloc
 from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 from starlette.testclient import TestClient
 
 from blockrepo.massdata.transfer.document import parse_json_document
+from tests.api.massdata_landscape import empty_repository
 
 SYSTEMS = 12_000
 # Measured on this body (1.6 MB): the parse's peak 2.4 times the body (16.1 when orjson parsed the whole
-# body: its own buffers, then the tree); the import's 19.8 times (21.8 before): what the write core holds
-# for the validated drafts of every record until it writes them (bench/README.md, issue 22).
+# body: its own buffers, then the tree); the import's 8.0 times (19.8 when the drafts and history of every
+# record waited for the write and the commit): one chunk's drafts (importer.IMPORT_CHUNK records) are
+# most of it at this size; 4.7 times on 5.5 MB (bench/import_memory.py, bench/README.md, issue 22).
 PARSE_BOUND = 5
-IMPORT_BOUND = 30
+IMPORT_BOUND = 10
+MARGINAL_BOUND = 6
 
 
 def export_body(systems: int, description: str = "the system number") -> bytes:
@@ -93,6 +99,32 @@ def test_json_import_peak_is_bounded_by_its_body(client: TestClient, traced: Non
     assert response.status_code == 200, response.text
     assert response.json()["created"] == SYSTEMS + SYSTEMS // 50
     assert peak <= IMPORT_BOUND * len(body), f"the import peaked at {peak / len(body):.1f} times the body"
+
+
+def test_json_import_peak_follows_its_chunk_not_its_file(
+    template_database: str, tmp_path: Path, traced: None
+) -> None:
+    """Each further record adds its text, its name and id and its share of the components' history, not
+    its drafts and its own history: those are one chunk's (4.4 bytes a further byte of body, measured;
+    about 20 when every record's drafts and history waited for the commit)."""
+    sizes, peaks = [], []
+    for systems in (SYSTEMS, 3 * SYSTEMS):
+        body = export_body(systems)
+        responses: list[Any] = []
+
+        def run(client: TestClient, body: bytes = body, responses: list[Any] = responses) -> None:
+            responses.append(
+                client.post(
+                    "/api/massdata/import", content=body, headers={"Content-Type": "application/json"}
+                )
+            )
+
+        with empty_repository(template_database, tmp_path) as (_, client):
+            peaks.append(peak_of(partial(run, client)))
+        assert responses[0].json()["created"] == systems + systems // 50
+        sizes.append(len(body))
+    marginal = (peaks[1] - peaks[0]) / (sizes[1] - sizes[0])
+    assert marginal <= MARGINAL_BOUND, f"{marginal:.1f} bytes of peak a further byte of body"
 
 
 def test_a_character_above_u_ffff_does_not_widen_the_parse(traced: None) -> None:
