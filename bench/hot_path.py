@@ -4,13 +4,14 @@ answers a constant element-sized JSON body, and `blockrepo serve --workers 2 --d
 Scenarios, each at 1 and at 32 connections (`wrk -t2 -d10s` by default): GET by id with a session cookie,
 GET by id with the same Basic credentials on every request and no cookie sent back, and PUT of one
 attribute (`Criticality`, cycling through its three literals, so nearly every request writes a revision
-with history) with the session cookie and `X-XSRF-TOKEN`. Prints req/s, p99 and the ratio to the bare
+with history) with the session cookie and `X-XSRF-TOKEN`, on the one demo element and (`put-distinct`)
+round the elements of its type. Prints req/s, p99 and the ratio to the bare
 baseline measured in the same run, and the CPU time the server's processes spent per request (Linux
 /proc: steadier than rates on a machine shared with other work); asserts nothing.
 
     .venv/bin/python bench/hot_path.py [--database postgresql://postgres@127.0.0.1:5432/postgres]
                                        [--redis-url redis://127.0.0.1:6379/0] [--duration 10]
-                                       [--scenarios get-session get-basic put]
+                                       [--scenarios get-session get-basic put put-distinct]
 
 The PUT scenario also counts the answers by status and wrk's socket errors by kind, so that an error
 column that is not zero says what it was (a 409 `concurrent_write`, a timeout ...).
@@ -40,27 +41,35 @@ from harness import WrkResult, free_port, parse_wrk, scratch_database, stop_proc
 PASSWORD = "bench-password"
 BENCH_DIR = Path(__file__).resolve().parent
 CONNECTIONS = (1, 32)
-SCENARIOS = ("get-session", "get-basic", "put")
+SCENARIOS = ("get-session", "get-basic", "put", "put-distinct")
 
 # wrk's request() hook: headers from the command line, and for PUT a body that moves the attribute to
 # another literal on every request (a body that changes nothing would write nothing).
 PUT_SCRIPT = """
 local literals = {"low", "medium", "high"}
 local counter = 0
+local paths = {%s}
 wrk.method = "PUT"
 wrk.headers["Content-Type"] = "application/json"
-function init(args) counter = tonumber(args[1] or "0") end
+function init(args) counter = tonumber(offset or "0") end
 request = function()
   counter = counter + 1
-  local body = '{"Criticality": ["' .. literals[counter % 3 + 1] .. '"]}'
-  return wrk.format(nil, nil, nil, body)
+  local body = '{"Criticality": ["' .. literals[counter %% 3 + 1] .. '"]}'
+  if #paths == 0 then return wrk.format(nil, nil, nil, body) end
+  -- distinct elements: a literal is kept per element for a whole round, then moves on
+  local round = math.floor(counter / #paths)
+  body = '{"Criticality": ["' .. literals[round %% 3 + 1] .. '"]}'
+  return wrk.format(nil, paths[counter %% #paths + 1], nil, body)
 end
 statuses = {}
 response = function(status, headers, body)
   statuses[status] = (statuses[status] or 0) + 1
 end
 local threads = {}
-function setup(thread) table.insert(threads, thread) end
+function setup(thread)
+  thread:set("offset", tostring(#threads * 7919))
+  table.insert(threads, thread)
+end
 function done(summary, latency, requests)
   local total = {}
   for _, thread in ipairs(threads) do
@@ -70,7 +79,7 @@ function done(summary, latency, requests)
   for status, count in pairs(total) do table.insert(parts, status .. "=" .. count) end
   table.sort(parts)
   local e = summary.errors
-  io.write(string.format("statuses: %s; socket errors: connect=%d read=%d write=%d timeout=%d\\n",
+  io.write(string.format("statuses: %%s; socket errors: connect=%%d read=%%d write=%%d timeout=%%d\\n",
     table.concat(parts, " "), e.connect, e.read, e.write, e.timeout))
 end
 """
@@ -226,7 +235,10 @@ def main() -> int:
             )
             xsrf = f"X-XSRF-TOKEN: {login.cookies['XSRF-TOKEN']}"
             put_script = directory / "put.lua"
-            put_script.write_text(PUT_SCRIPT)
+            put_script.write_text(PUT_SCRIPT % "")
+            distinct_script = directory / "put-distinct.lua"
+            distinct_paths = _sibling_paths(base, path, authorization)
+            distinct_script.write_text(PUT_SCRIPT % ", ".join(f'"{p}"' for p in distinct_paths))
             revision_before = login.json()["revision"][0]
             bare, bare_base = start_bare(directory, body, args.workers)
             try:
@@ -265,6 +277,14 @@ def main() -> int:
                             partial(wrk, url, [basic], connections, args.duration),
                         )
                     )
+                if "put-distinct" in args.scenarios:
+                    distinct = measured(
+                        f"PUT distinct elements ({len(distinct_paths)})",
+                        server,
+                        connections,
+                        partial(wrk, url, [cookie, xsrf], connections, args.duration, distinct_script),
+                    )
+                    rows.append(distinct)
                 if "put" not in args.scenarios:
                     continue
                 put = measured(
@@ -314,15 +334,29 @@ def main() -> int:
             f"{cpu_ratio:.1%} by CPU per GET"
             f"; session GET 32 / 1 connection(s): {session_32 / by_key[('GET, session cookie', 1)]:.2f}"
         )
-    if "put" in args.scenarios:
+    if {"put", "put-distinct"} & set(args.scenarios):
         print(
-            f"\nPUT requests: {puts:,}, revisions written: {written:,} (the rest set the literal it already "
-            "had)"
+            f"\nPUTs of the one element: {puts:,}, its revisions written: {written:,} (the rest set the "
+            "literal it already had)"
         )
         for row in rows:
             if row.statuses:
                 print(f"PUT answers at {row.connections} connection(s): {row.statuses}")
     return 0
+
+
+def _sibling_paths(base: str, path: str, authorization: str) -> list[str]:
+    """The element paths of the demo element's type: the PUT of distinct elements goes round them, so
+    that concurrent writes rarely meet on one element (on PostgreSQL they then overlap their commits)."""
+    type_name = path.split("/")[3]
+    listing = httpx.get(
+        f"{base}/api/massdata/{type_name}",
+        params={"limit": 500, "fields": "id"},
+        headers={"Authorization": authorization},
+        timeout=30,
+    )
+    listing.raise_for_status()
+    return [f"/api/element/{type_name}/{item['id'][0]}" for item in listing.json()["items"]]
 
 
 def _example_path(log_path: Path) -> str:
