@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, Dialect, Engine, Executable, Select, UpdateBase, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
 _TUPLES_OK = 2  # libpq's PGRES_TUPLES_OK: a result with rows (psycopg.pq.ExecStatus.TUPLES_OK)
@@ -67,17 +68,47 @@ def build_engine(url: str, *, pool_size: int = 10) -> Engine:
         event.listen(engine, "connect", _configure_sqlite)
         event.listen(engine, "begin", _begin_sqlite)
         return engine
-    return create_engine(
+    engine = create_engine(
         url,
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,
         pool_recycle=1800,
         # JSON columns (history changes) are written and read with orjson: several times faster than the
         # json module (a bulk write of 10,000 elements records 10,000 changes).
         json_serializer=_json_text,
         json_deserializer=orjson.loads,
     )
+    _ping_idle_connections(engine)
+    return engine
+
+
+PING_AFTER_IDLE = 5.0  # seconds a pooled PostgreSQL connection may rest before its checkout pings it
+
+
+def _ping_idle_connections(engine: Engine) -> None:
+    """Ping a pooled connection at checkout only when it has rested PING_AFTER_IDLE seconds or more (a
+    restarted or failed-over server, a proxy's idle cut), not on every checkout as `pool_pre_ping` does:
+    that ping is a round trip, and every request checks out at least once (a tenth of a PUT's time on
+    PostgreSQL, bench/README.md). A connection in use seconds ago is as good as the ping would say; one
+    that broke meanwhile fails its statement, and SQLAlchemy invalidates it and the pool's others."""
+    dialect = engine.dialect
+
+    def note_rest(_dbapi_connection: Any, record: Any) -> None:
+        record.info["rests_since"] = time.monotonic()
+
+    def ping_if_rested(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.get("rests_since")
+        if since is None or time.monotonic() - since < PING_AFTER_IDLE:
+            return
+        try:
+            alive = dialect.do_ping(dbapi_connection)
+        except Exception as exc:  # whatever the driver raises for a dead connection
+            raise DisconnectionError("the pooled connection is gone") from exc
+        if not alive:
+            raise DisconnectionError("the pooled connection is gone")
+
+    event.listen(engine, "checkin", note_rest)
+    event.listen(engine, "checkout", ping_if_rested)
 
 
 def with_own_pool(engine: Engine, *, pool_size: int) -> Engine:
