@@ -56,8 +56,10 @@ RevisionCheck = Callable[[int], bool]
 ChangedElement = tuple[int, str, ElementState, ElementState]
 
 # Keys of an element's JSON that a write may send and that concern the element alone, besides its
-# properties (its attributes and built-ins other than `name`).
-_OWN_KEYS = frozenset({"id", "type", "revision", "lastModificationTime", "lastModificationUser"})
+# properties (its attributes and built-ins other than `name`): no neighbour shows its description.
+_OWN_KEYS = frozenset(
+    {"id", "type", "revision", "lastModificationTime", "lastModificationUser", "description"}
+)
 
 
 def _serialize_structure(writer: Writer, type_def: BlockTypeDef, body: dict[str, Any] | None) -> None:
