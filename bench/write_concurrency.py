@@ -6,6 +6,14 @@ takes the `repository_state` row first) costs next to writes that overlapped unt
     python bench/write_concurrency.py --database postgresql://postgres@127.0.0.1:5432/postgres
     python bench/write_concurrency.py --workers 1 2 --connections 1 4 16 --duration 10
 
+With an artificial commit latency (PostgreSQL's `commit_delay` in the URL's `options`) and few connections
+per process, the writes wait on the database rather than on the machine's cores: then two worker
+processes (two instances of the service) write about twice what one does, where a design in which every
+write queues behind one row stays flat:
+
+    python bench/write_concurrency.py --workers 1 2 --connections 16 --pool-size 4 \
+        --database 'postgresql://postgres@127.0.0.1:5432/postgres?options=-c%20commit_delay%3D50000%20-c%20commit_siblings%3D1'
+
 Each request sets a text attribute of one of `--elements` information systems to a new value (round robin,
 so two connections rarely write the same element): a real write, one revision each. Needs `wrk` (Debian:
 `apt-get install -y wrk`). With PostgreSQL a scratch database is created next to the given one and dropped
@@ -42,10 +50,14 @@ end
 """
 
 
-def start_server(database: str, workers: int, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    database: str, workers: int, log_path: Path, pool_size: int | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     environment = {k: v for k, v in os.environ.items() if not k.startswith("BLOCKREPO_")}
     environment.update({"BLOCKREPO_ADMIN_PASSWORD": PASSWORD, "BLOCKREPO_LOG_LEVEL": "warning"})
+    if pool_size is not None:
+        environment["BLOCKREPO_DB_POOL_SIZE"] = str(pool_size)
     command = [
         sys.executable, "-m", "blockrepo", "serve", "--host", "127.0.0.1", "--port", str(port),
         "--database", database, "--workers", str(workers),
@@ -106,6 +118,12 @@ def main() -> int:
     parser.add_argument("--connections", type=int, nargs="+", default=[1, 4, 16], help="open connections")
     parser.add_argument("--elements", type=int, default=64, help="elements the writes go round")
     parser.add_argument("--duration", type=int, default=10, help="seconds per measurement")
+    parser.add_argument(
+        "--pool-size",
+        type=int,
+        help="database connections per worker process (BLOCKREPO_DB_POOL_SIZE): how many writes one "
+        "process has in flight at once",
+    )
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         print("wrk is not installed (Debian: apt-get install -y wrk)", file=sys.stderr)
@@ -119,7 +137,9 @@ def main() -> int:
         scratch_database(args.database, "writes") as database,
     ):
         for workers in args.workers:
-            process, base_url = start_server(database, workers, Path(directory) / f"server-{workers}.log")
+            process, base_url = start_server(
+                database, workers, Path(directory) / f"server-{workers}.log", args.pool_size
+            )
             try:
                 paths = prepare(base_url, args.elements, f"Bench {workers}")
                 script = Path(directory) / "patch.lua"

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from blockrepo.revisions.recorder import ChangeLog, apply_related_change
 
 
@@ -95,3 +98,38 @@ def test_a_created_element_recorded_again_folds_into_one_created_changeset() -> 
     (entry,) = log._entries
     assert (entry.operation, entry.element_name) == ("created", "two")
     assert entry.changes == [{"property": "name", "old": [], "new": ["two"]}]
+
+
+_ENTRY_IDS = st.integers(min_value=1, max_value=12)
+_ENTRIES = st.builds(
+    lambda element_id, share: _e(element_id, attributes={"Share": share}),
+    _ENTRY_IDS,
+    st.lists(st.integers(min_value=0, max_value=3), max_size=1),
+)
+_RELATION_CHANGES = st.builds(
+    lambda added, removed: {"property": "xs", "added": added, "removed": removed},
+    st.lists(_ENTRIES, max_size=4, unique_by=lambda entry: entry["id"]),
+    st.lists(_ENTRIES, max_size=4, unique_by=lambda entry: entry["id"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_ENTRIES, max_size=6, unique_by=lambda entry: entry["id"]),
+    st.lists(_RELATION_CHANGES, max_size=8),
+)
+def test_a_created_element_recorded_again_holds_its_list_as_it_ended(
+    created: list[dict[str, Any]], later: list[dict[str, Any]]
+) -> None:
+    """An import creates an element in one chunk; each later chunk adds or removes what lists it. Its one
+    changeset is "created", with the list each change in turn leaves (apply_related_change)."""
+    log = ChangeLog(user_login="u", request_id="r")
+    first = [{"property": "xs", "old": [], "new": created}] if created else []
+    log.element("created", type_name="T", element_id=1, element_name="one", changes=first)
+    expected = created
+    for change in later:
+        log.element("updated", type_name="T", element_id=1, element_name="one", changes=[change])
+        expected = apply_related_change(expected, change)
+    (entry,) = log._entries
+    assert entry.operation == "created"
+    assert entry.changes == ([{"property": "xs", "old": [], "new": expected}] if expected else [])

@@ -69,8 +69,10 @@ class ElementUpdate(NamedTuple):
 class _Entry:
     """One changeset; its changes are held as the JSON text the change row stores. An import records a
     changeset for every element it writes and they all wait for the commit: as Python lists and dicts
-    they took a large share of an import's memory, as text a fraction of it (bench/README.md). Only an
-    element recorded twice in one request decodes them again."""
+    they took a large share of an import's memory, as text a fraction of it (bench/README.md). What is
+    recorded of the element later in the request waits beside it (`later`, as text too) and is folded in
+    once, when the changeset is read: an import's components are recorded again by every chunk of the
+    systems that list them, and folding each time decoded and encoded their growing lists again."""
 
     entity: str
     operation: str
@@ -78,7 +80,20 @@ class _Entry:
     element_id: int | None
     element_name: str | None
     subject: str | None
-    changes_json: str
+    text: str
+    later: list[str] | None = None
+
+    @property
+    def changes_json(self) -> str:
+        if self.later:
+            folded = orjson.loads(self.text)
+            if self.operation == "created":
+                folded = _merge_into_created(folded, [c for text in self.later for c in orjson.loads(text)])
+            else:
+                for text in self.later:
+                    folded = _merge_property_changes(folded, orjson.loads(text))
+            self.text, self.later = _json_text(folded), None
+        return self.text
 
     @property
     def changes(self) -> list[dict[str, Any]]:
@@ -86,7 +101,12 @@ class _Entry:
 
     @changes.setter
     def changes(self, changes: list[dict[str, Any]]) -> None:
-        self.changes_json = _json_text(changes)
+        self.text, self.later = _json_text(changes), None
+
+    def add_later(self, changes: Sequence[Change] | Sequence[Mapping[str, Any]]) -> None:
+        if self.later is None:
+            self.later = []
+        self.later.append(_json_text(changes))
 
     @property
     def empty(self) -> bool:
@@ -191,17 +211,61 @@ def _merge_into_created(
     created: Sequence[Mapping[str, Any]], later: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """A created element's changes with what later changed in the same request (an import that writes it
-    in one chunk and lists it in another): still every property as new, relation lists as they ended."""
+    in one chunk and lists it in another): still every property as new, relation lists as they ended
+    (`apply_related_change` of each later change in turn, in one pass over each list: `_EndFold`)."""
     merged: dict[str, dict[str, Any]] = {c["property"]: dict(c) for c in created}
+    ends: dict[str, _EndFold] = {}
     for change in later:
         prop = change["property"]
         if "added" in change or "removed" in change:
-            known = merged.get(prop)
-            new = apply_related_change(known["new"] if known else [], change)
+            fold = ends.get(prop)
+            if fold is None:
+                known = merged.get(prop)
+                fold = ends[prop] = _EndFold(known["new"] if known else [])
+                merged.setdefault(prop, {"property": prop, "old": [], "new": []})
+            fold.apply(change)
         else:
-            new = change["new"]
-        merged[prop] = {"property": prop, "old": [], "new": new}
+            ends.pop(prop, None)
+            merged[prop] = {"property": prop, "old": [], "new": change["new"]}
+    for prop, fold in ends.items():
+        merged[prop] = {"property": prop, "old": [], "new": fold.result()}
     return [change for change in merged.values() if change["new"]]
+
+
+class _EndFold:
+    """A relation list as `apply_related_change` leaves it after each of many changes, each applied in
+    the time of its own entries rather than of the whole list."""
+
+    def __init__(self, entries: Sequence[Any]) -> None:
+        self.entries: list[Any] = []
+        self.at: dict[Any, int] = {}
+        self._reset(entries)
+
+    def _reset(self, entries: Sequence[Any]) -> None:
+        self.entries = list(entries)
+        self.at = {entry["id"]: index for index, entry in enumerate(self.entries)}
+
+    def apply(self, change: Mapping[str, Any]) -> None:
+        if "order" in change:  # rare (added and reordered at once): the general path
+            self._reset(apply_related_change(self.result(), change))
+            return
+        added = change.get("added", [])
+        replacing = {entry["id"] for entry in added}
+        for entry in change.get("removed", []):
+            index = self.at.get(entry["id"])
+            if index is not None and entry["id"] not in replacing:
+                self.entries[index] = None
+                del self.at[entry["id"]]
+        for entry in added:
+            index = self.at.get(entry["id"])
+            if index is None:
+                self.at[entry["id"]] = len(self.entries)
+                self.entries.append(entry)
+            else:
+                self.entries[index] = _replaced_entry(self.entries[index], entry)
+
+    def result(self) -> list[Any]:
+        return [entry for entry in self.entries if entry is not None]
 
 
 @dataclass
@@ -266,10 +330,8 @@ class ChangeLog:
             for change in merged:
                 change["old"] = change.get("old", [])
             known.changes = merged
-        elif known.operation == "created":
-            known.changes = _merge_into_created(known.changes, changes)
         else:
-            known.changes = _merge_property_changes(known.changes, changes)
+            known.add_later(changes)  # folded when the changeset is read (`_Entry.changes_json`)
         known.element_name = element_name
 
     def recorded(self, element_id: int) -> bool:
