@@ -3,6 +3,7 @@
     python bench/import_memory.py                      # about 27 MB of export, RSS growth and the factor
     python bench/import_memory.py --mb 5 --trace       # tracemalloc's peak and its top lines instead
     python bench/import_memory.py --trace --frames 8   # the same, each entry with 8 frames of its stack
+    python bench/import_memory.py --mb 19 --chunk 0    # the whole file as one chunk (CPU a record)
 
 The body is what `POST /api/massdata/export` gives for bench/massdata_scale.py's load: one
 `TechnicalComponent` per 50 `InformationSystem`s, each system with five attribute values and two
@@ -112,8 +113,13 @@ def main() -> int:
     parser.add_argument("--frames", type=int, default=1, help="with --trace: frames kept per allocation")
     parser.add_argument("--top", type=int, default=25, help="with --trace: lines shown")
     parser.add_argument("--interval", type=float, default=0.25, help="with --trace: seconds between samples")
+    parser.add_argument("--chunk", type=int, help="records a chunk (IMPORT_CHUNK; 0: whole file)")
     arguments = parser.parse_args()
     print(f"blockrepo from {blockrepo.__file__}", file=sys.stderr)
+    if arguments.chunk is not None:
+        from blockrepo.massdata.transfer import importer
+
+        importer.IMPORT_CHUNK = arguments.chunk or 2**62
     body, records = export_body(int(arguments.mb * 1e6))
     with scratch_database(None, "import_memory") as url:
         settings = cheap_settings(url, PASSWORD)
@@ -135,13 +141,16 @@ def main() -> int:
             else:
                 Path("/proc/self/clear_refs").write_text("5")
             before = resident_mb("VmRSS")
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             response = client.post("/api/massdata/import", content=body, headers=headers)
-            seconds = time.perf_counter() - started
+            seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
             assert response.status_code == 200, response.text[:2000]
             assert response.json()["created"] == records, response.text[:2000]
             size_mb = len(body) / 1e6
-            print(f"body {size_mb:.1f} MB, {records:,} records, {seconds:.1f} s, {records / seconds:,.0f}/s")
+            print(
+                f"body {size_mb:.1f} MB, {records:,} records, {seconds:.1f} s, {records / seconds:,.0f}/s, "
+                f"{cpu * 1e6 / records:.0f} µs of CPU a record"
+            )
             if sampler is None:
                 grown = resident_mb("VmHWM") - before
                 print(f"peak RSS +{grown:,.0f} MiB over {before:,.0f} MiB: {grown * 2**20 / len(body):.1f}x")
