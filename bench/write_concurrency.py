@@ -6,13 +6,14 @@ takes the `repository_state` row first) costs next to writes that overlapped unt
     python bench/write_concurrency.py --database postgresql://postgres@127.0.0.1:5432/postgres
     python bench/write_concurrency.py --workers 1 2 --connections 1 4 16 --duration 10
 
-With an artificial commit latency (PostgreSQL's `commit_delay` in the URL's `options`) and few connections
-per process, the writes wait on the database rather than on the machine's cores: then two worker
-processes (two instances of the service) write about twice what one does, where a design in which every
-write queues behind one row stays flat:
+With an artificial commit latency (`--commit-latency-ms`: a deferred trigger that sleeps at each write's
+commit, its locks held, as a slow disk or a synchronous standby would) and few connections per process, the
+writes wait on the database rather than on the machine's cores: then two worker processes (two instances
+of the service) write nearly twice what one does, where a design in which every write queues behind one
+row stays at one commit's latency:
 
-    python bench/write_concurrency.py --workers 1 2 --connections 16 --pool-size 4 \
-        --database 'postgresql://postgres@127.0.0.1:5432/postgres?options=-c%20commit_delay%3D50000%20-c%20commit_siblings%3D1'
+    python bench/write_concurrency.py --workers 1 2 --connections 16 --pool-size 4 --commit-latency-ms 20 \
+        --database postgresql://postgres@127.0.0.1:5432/postgres
 
 Each request sets a text attribute of one of `--elements` information systems to a new value (round robin,
 so two connections rarely write the same element): a real write, one revision each. Needs `wrk` (Debian:
@@ -34,6 +35,9 @@ from pathlib import Path
 
 import httpx
 from harness import WrkResult, free_port, parse_wrk, print_wrk_table, scratch_database, stop_process
+from sqlalchemy import create_engine, text
+
+from blockrepo.storage.engine import normalize_url
 
 PASSWORD = "bench-password"
 ATTRIBUTE = "Probe"
@@ -109,6 +113,29 @@ def run_wrk(
     return " ".join(shown), parse_wrk(output)
 
 
+def slow_commits(database: str, milliseconds: int) -> None:
+    """Every transaction that writes a revision sleeps `milliseconds` at its commit, holding its locks:
+    where writes queue behind one row the rate stays at one commit's latency whatever the instances."""
+    engine = create_engine(normalize_url(database), isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as connection:
+            connection.execute(
+                text(
+                    "CREATE OR REPLACE FUNCTION bench_slow_commit() RETURNS trigger LANGUAGE plpgsql AS "
+                    f"$$ BEGIN PERFORM pg_sleep({milliseconds / 1000}); RETURN NULL; END $$"
+                )
+            )
+            connection.execute(text("DROP TRIGGER IF EXISTS bench_slow_commit ON revision"))
+            connection.execute(
+                text(
+                    "CREATE CONSTRAINT TRIGGER bench_slow_commit AFTER INSERT ON revision DEFERRABLE "
+                    "INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION bench_slow_commit()"
+                )
+            )
+    finally:
+        engine.dispose()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -124,7 +151,15 @@ def main() -> int:
         help="database connections per worker process (BLOCKREPO_DB_POOL_SIZE): how many writes one "
         "process has in flight at once",
     )
+    parser.add_argument(
+        "--commit-latency-ms",
+        type=int,
+        help="PostgreSQL: make every write's commit take this long (a deferred trigger on `revision` that "
+        "sleeps), as a slow disk or a synchronous standby would, with the write's locks held",
+    )
     args = parser.parse_args()
+    if args.commit_latency_ms and not args.database:
+        parser.error("--commit-latency-ms needs --database (PostgreSQL)")
     if shutil.which("wrk") is None:
         print("wrk is not installed (Debian: apt-get install -y wrk)", file=sys.stderr)
         return 2
@@ -141,6 +176,8 @@ def main() -> int:
                 database, workers, Path(directory) / f"server-{workers}.log", args.pool_size
             )
             try:
+                if args.commit_latency_ms:
+                    slow_commits(database, args.commit_latency_ms)
                 paths = prepare(base_url, args.elements, f"Bench {workers}")
                 script = Path(directory) / "patch.lua"
                 script.write_text(LUA % (", ".join(f'"{p}"' for p in paths), ATTRIBUTE))
