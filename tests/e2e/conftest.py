@@ -144,27 +144,33 @@ def child_pids(pid: int) -> list[int]:
     return children
 
 
+def live_workers(server: LiveServer) -> list[int]:
+    """The uvicorn worker processes of a server as they are now: the children of the master that
+    multiprocessing spawned (the resource tracker, also a child, is not one). The master replaces a worker
+    that died or missed its health check, so the list may change while a server runs."""
+    workers = []
+    for pid in child_pids(server.process.pid):
+        try:
+            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                workers.append(pid)
+        except OSError:
+            continue
+    return sorted(workers)
+
+
 def worker_pids(server: LiveServer, count: int) -> list[int]:
-    """The uvicorn worker processes of a server started with `--workers count`: the children of the
-    master that multiprocessing spawned (the resource tracker, also a child, is not one). Waits until all
-    have started (bounded)."""
+    """The worker processes of a server started with `--workers count`, once all have started (bounded)."""
     deadline = time.monotonic() + 60
     while True:
-        workers = []
-        for pid in child_pids(server.process.pid):
-            try:
-                if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    workers.append(pid)
-            except OSError:
-                continue
+        workers = live_workers(server)
         if len(workers) == count or time.monotonic() > deadline:
             assert len(workers) == count, f"expected {count} workers, found {workers}:\n{server.log()}"
-            return sorted(workers)
+            return workers
         time.sleep(0.1)
 
 
-def connection_owner(server: LiveServer, client_port: int, candidates: list[int]) -> int | None:
-    """Which of the processes `candidates` holds the server side of our open connection from
+def connection_owner(server: LiveServer, client_port: int) -> int | None:
+    """Which worker process of the server holds the server side of our open connection from
     127.0.0.1:client_port; None if it cannot be told (the connection is already gone)."""
     server_port = urlsplit(server.base_url).port
     assert server_port is not None
@@ -178,7 +184,7 @@ def connection_owner(server: LiveServer, client_port: int, candidates: list[int]
     if inode is None:
         return None
     target = f"socket:[{inode}]"
-    for pid in candidates:
+    for pid in live_workers(server):
         try:
             descriptors = list(Path(f"/proc/{pid}/fd").iterdir())
         except OSError:
@@ -190,6 +196,11 @@ def connection_owner(server: LiveServer, client_port: int, candidates: list[int]
             except OSError:
                 continue
     return None
+
+
+def log_tail(server: LiveServer, characters: int = 4000) -> str:
+    """The end of a server's log, for a failure message (it says whether a worker was replaced)."""
+    return server.log()[-characters:]
 
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -31,7 +31,7 @@ import orjson
 import pytest
 
 from tests.conftest import ADMIN_PASSWORD
-from tests.e2e.conftest import LiveServer, StartServer, connection_owner, worker_pids
+from tests.e2e.conftest import LiveServer, StartServer, connection_owner, live_workers, log_tail, worker_pids
 
 pytestmark = [
     pytest.mark.e2e,
@@ -93,26 +93,31 @@ Check = Callable[[Connection], None]
 def everywhere(server: LiveServer, check: Check) -> None:
     """Run `check` (requests and assertions on one connection) on new connections, AT_ONCE at a time,
     until every worker process has answered it PER_WORKER times (at most MAX_ROUNDS rounds); every run
-    must pass, whichever worker answers it."""
-    workers = worker_pids(server, WORKERS)
+    must pass, whichever worker answers it. The workers are those alive at the end of each round: a
+    worker the master replaced (it died or missed a health check on a loaded machine) must answer too."""
+    worker_pids(server, WORKERS)  # all started
 
     def run(_: int) -> int | None:
         connection = Connection(server)
         try:
             check(connection)
-            return connection_owner(server, connection.client_port(), workers)
+            return connection_owner(server, connection.client_port())
         finally:
             connection.http.close()
 
     answered: Counter[int] = Counter()
+    workers: list[int] = []
     with ThreadPoolExecutor(max_workers=AT_ONCE) as pool:
         for _ in range(MAX_ROUNDS):
             for owner in pool.map(run, range(AT_ONCE)):  # re-raises a failed assertion
                 if owner is not None:
                     answered[owner] += 1
-            if all(answered[pid] >= PER_WORKER for pid in workers):
+            workers = live_workers(server)
+            if len(workers) == WORKERS and all(answered[pid] >= PER_WORKER for pid in workers):
                 return
-    raise AssertionError(f"the checks did not reach every worker {workers}: {dict(answered)}")
+    raise AssertionError(
+        f"the checks did not reach every worker {workers}: {dict(answered)}\n{log_tail(server)}"
+    )
 
 
 @pytest.fixture

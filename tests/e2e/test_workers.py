@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.conftest import ADMIN_PASSWORD
-from tests.e2e.conftest import LiveServer, StartServer, connection_owner, worker_pids
+from tests.e2e.conftest import LiveServer, StartServer, connection_owner, live_workers, log_tail, worker_pids
 
 pytestmark = [
     pytest.mark.e2e,
@@ -34,9 +34,10 @@ MAX_ROUNDS = 250
 
 def statuses_by_worker(server: LiveServer, url: str, headers: dict[str, str]) -> dict[int, set[int]]:
     """GET `url` on fresh connections, AT_ONCE at a time so that the kernel hands them to different
-    workers, until every worker has answered at least once (at most MAX_ROUNDS rounds); the statuses each
-    worker answered with."""
-    workers = worker_pids(server, WORKERS)
+    workers, until every worker alive at the end of a round has answered at least once (at most
+    MAX_ROUNDS rounds); the statuses each of them answered with. A worker the master replaced (it died or
+    missed a health check on a loaded machine) is left out: its replacement must answer too."""
+    worker_pids(server, WORKERS)  # all started
     parts = urlsplit(url)
     assert parts.hostname == "127.0.0.1" and parts.port is not None
     answered: dict[int, set[int]] = defaultdict(set)
@@ -52,15 +53,16 @@ def statuses_by_worker(server: LiveServer, url: str, headers: dict[str, str]) ->
                 response.read()
                 # The connection is still open (keep-alive): its server side is in one worker's descriptors.
                 assert connection.sock is not None
-                owner = connection_owner(server, connection.sock.getsockname()[1], workers)
+                owner = connection_owner(server, connection.sock.getsockname()[1])
                 if owner is not None:
                     answered[owner].add(response.status)
         finally:
             for connection in connections:
                 connection.close()
-        if len(answered) == WORKERS:
-            break
-    return dict(answered)
+        workers = live_workers(server)
+        if len(workers) == WORKERS and all(pid in answered for pid in workers):
+            return {pid: answered[pid] for pid in workers}
+    raise AssertionError(f"not every worker answered: {dict(answered)}\n{log_tail(server)}")
 
 
 def test_one_cookie_works_on_every_worker(start_server: StartServer, auth_store: dict[str, str]) -> None:
@@ -101,7 +103,6 @@ def test_one_cookie_works_on_every_worker(start_server: StartServer, auth_store:
 
         # Both worker processes answered requests that carried only the cookie, and accepted it.
         answered = statuses_by_worker(server, url, session)
-        assert sorted(answered) == worker_pids(server, WORKERS), answered
         assert all(statuses == {200} for statuses in answered.values()), answered
 
         logout = httpx.post(f"{base}/j_service_logout", headers={**session, "X-XSRF-TOKEN": token})
@@ -110,5 +111,4 @@ def test_one_cookie_works_on_every_worker(start_server: StartServer, auth_store:
         assert after_logout == [401] * (REQUESTS // 3)
         # ... and every worker refuses it after the logout.
         answered = statuses_by_worker(server, url, session)
-        assert sorted(answered) == worker_pids(server, WORKERS), answered
         assert all(statuses == {401} for statuses in answered.values()), answered

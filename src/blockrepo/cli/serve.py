@@ -17,6 +17,9 @@ from blockrepo.demo import DemoLoadFailed, load_demo
 from blockrepo.settings import Settings
 from blockrepo.storage.engine import build_engine
 
+WORKER_HEALTHCHECK_SECONDS = 30
+"""How long uvicorn's master waits for a worker to answer its health check before replacing it."""
+
 _ENV_HELP = {
     name: f"{field.description} (env BLOCKREPO_{name.upper()})"
     for name, field in Settings.model_fields.items()
@@ -98,6 +101,9 @@ def register(app: typer.Typer) -> None:
             # uvicorn's own proxy-headers middleware believes X-Forwarded-For from 127.0.0.1 (and from
             # FORWARDED_ALLOW_IPS): off, the application believes only `trusted_proxies` (app.Application).
             proxy_headers=False,
+            # uvicorn's master kills a worker whose health-check thread has not answered in this many
+            # seconds, with its requests in flight; its default of 5 s fires on a loaded machine.
+            timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
         )
 
 
