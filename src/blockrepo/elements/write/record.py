@@ -412,7 +412,7 @@ class ElementRecorder:
         self._unchanged = []
         fresh = []
         changes = self.changes
-        changes.recall([*(update.element_id for update in self._indirect), *self.changesets.mirrored])
+        changes.recall(chain(map(_ELEMENT_ID, self._indirect), self.changesets.mirrored))
         for type_name, element_id, element_name, element_changes in chain(
             self._indirect, self.changesets.neighbours()
         ):
