@@ -55,6 +55,8 @@ _SCALAR = re.compile(rb"[-+.0-9A-Za-z]*+")
 _OPENING = b"[{"
 _CLOSING = b"]}"
 _ESCAPED_NUL = ESCAPED_NUL.decode()
+# Bytes of the body decoded at a time to find where its records end (`_Splitter.record_end`).
+DECODED_WINDOW = 1 << 20
 
 
 def _member(pointer: str, key: str) -> str:
@@ -75,6 +77,11 @@ class _Splitter:
         self.at = 0
         self.check_nul = check_nul
         self.nul_pointers: list[str] = []
+        # A decoded piece of the body (`record_end`), the byte its first character starts at, and how many
+        # more bytes than characters the records read from it so far took (their non-ASCII characters).
+        self.window: str | None = None
+        self.window_at = 0
+        self.window_shift = 0
 
     def space(self) -> None:
         if self.at < len(self.body) and self.body[self.at] in _WHITESPACE:  # exports are mostly compact
@@ -180,18 +187,56 @@ class _Splitter:
                 return
             self.expect(",")
 
+    def record_end(self, start: int) -> int | None:
+        """Where the object at `start` ends, found and checked by the scanner on a decoded window of the
+        body, whose end one C call finds, rather than by `value_text`, which walks its brackets in Python
+        and decodes it alone; None where that does not tell (`value_text` then reports the problem)."""
+        for fresh in (False, True):
+            text = self.window
+            if fresh or text is None or start - self.window_at - self.window_shift >= len(text):
+                piece = self.body[start : start + DECODED_WINDOW]
+                try:
+                    text = codecs.utf_8_decode(piece, "strict", False)[0]
+                except UnicodeDecodeError as exc:
+                    # Up to the bad byte: the record that holds it goes to `value_text`, which reports it.
+                    text = codecs.utf_8_decode(piece[: exc.start], "strict", False)[0]
+                self.window, self.window_at, self.window_shift = text, start, 0
+                fresh = True
+            at = start - self.window_at - self.window_shift
+            try:
+                _, end = _SCANNER.raw_decode(text, at)
+            except (ValueError, RecursionError):
+                if fresh:  # malformed, or an object longer than a window
+                    self.window = None
+                    return None
+                continue  # perhaps cut off by the window's end: again from a window that starts here
+            record = text[at:end]
+            size = len(record) if record.isascii() else len(record.encode())
+            self.window_shift += size - len(record)
+            return start + size
+        return None
+
     def records(self, pointer: str) -> list[memoryview]:
         """The JSON texts of an array's items (after its `[`), as views of the body."""
         records: list[memoryview] = []
         if self.next_is("]"):
             return records
-        check_nul = self.check_nul
+        check_nul, body = self.check_nul, self.body
+        self.window = None  # the keys read since the last array are not counted in `window_shift`
         while True:
-            start, text = self.value_text()
-            if check_nul and _ESCAPED_NUL in text:
-                self.value_at(text, f"{pointer}/{len(records)}")
-            del text
-            records.append(self.body[start : self.at])
+            self.space()
+            start = self.at
+            # A record is an object; a file with escaped NULs goes the way that finds where they are.
+            end = None if check_nul or start >= len(body) or body[start] != 0x7B else self.record_end(start)
+            if end is not None:
+                self.at = end
+            else:
+                self.window = None  # what `value_text` reads is not counted in `window_shift`
+                start, text = self.value_text()
+                if check_nul and _ESCAPED_NUL in text:
+                    self.value_at(text, f"{pointer}/{len(records)}")
+                del text
+            records.append(body[start : self.at])
             if self.next_is("]"):
                 return records
             self.expect(",")
@@ -235,7 +280,7 @@ def parse_json_document(raw: bytes | bytearray) -> Document:
     splitter = _Splitter(memoryview(raw), ESCAPED_NUL in raw)
     del raw
     body = splitter.document()
-    del splitter.body
+    del splitter.body, splitter.window
     if splitter.nul_pointers:
         raise nul_error(splitter.nul_pointers[:MAX_REPORTED])
     if body is None:
