@@ -82,14 +82,30 @@ def find_by_ids(db: Session, ids: Iterable[int]) -> dict[int, tuple[int, str]]:
 def find_by_names(db: Session, names: Mapping[int, Iterable[str]]) -> dict[tuple[int, str], int]:
     """(type id, name) -> id for every existing element among the names asked per type (one query unless
     there are more names than fit one statement)."""
+    found: dict[tuple[int, str], int] = {}
+    connection = db.connection()
+    if connection.dialect.name == "sqlite":
+        # Handed to the driver as it is, like `ids_by_name`: an import resolves thousands of names a chunk,
+        # and SQLAlchemy's expansion of the IN lists and its rows cost more than the query.
+        lists = [
+            ((type_id, chunk), len(chunk))
+            for type_id, type_names in names.items()
+            for chunk in chunks(sorted(set(type_names)))
+        ]
+        for batch in or_batches(lists):
+            where = " OR ".join(f"(type_id = ? AND name IN ({', '.join('?' * len(c))}))" for _, c in batch)
+            parameters = [value for type_id, chunk in batch for value in (type_id, *chunk)]
+            sql = f"SELECT id, type_id, name FROM element WHERE {where}"
+            for element_id, type_id, name in connection.exec_driver_sql(sql, tuple(parameters)):
+                found[(type_id, name)] = element_id
+        return found
     clauses = [
         (and_(Element.type_id == type_id, Element.name.in_(chunk)), len(chunk))
         for type_id, type_names in names.items()
         for chunk in chunks(sorted(set(type_names)))
     ]
-    found: dict[tuple[int, str], int] = {}
     for batch in or_batches(clauses):
-        for r in db.execute(select(Element.id, Element.type_id, Element.name).where(or_(*batch))):
+        for r in connection.execute(select(Element.id, Element.type_id, Element.name).where(or_(*batch))):
             found[(r.type_id, r.name)] = r.id
     return found
 
