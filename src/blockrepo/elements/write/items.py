@@ -25,6 +25,9 @@ class Writer:
     metamodel: Metamodel
     actor: Actor
     changes: ChangeLog
+    # (type id, name) -> id of elements an earlier part of the request wrote, which a later part names
+    # (an import's chunks name the elements of the chunks before them): resolved without a query.
+    known_names: dict[tuple[int, str], int] | None = None
 
 
 @dataclass(slots=True)

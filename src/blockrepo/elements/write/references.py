@@ -3,7 +3,7 @@ queries, and single-valued relation partners that are already taken."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from sqlalchemy.orm import Session
 
@@ -12,24 +12,31 @@ from blockrepo.elements.write.drafts import ElementDraft, Reference
 from blockrepo.metamodel.snapshot import Metamodel, RelationEnd
 
 
-def resolve_references(db: Session, metamodel: Metamodel, drafts: Sequence[ElementDraft]) -> None:
+def resolve_references(
+    db: Session,
+    metamodel: Metamodel,
+    drafts: Sequence[ElementDraft],
+    known: Mapping[tuple[int, str], int] | None = None,
+) -> None:
     """Resolve every reference and login of `drafts` with one query each for ids, names and logins;
-    unresolvable ones become errors of their draft."""
+    unresolvable ones become errors of their draft. Names in `known` ((type id, name) -> id: elements
+    the request wrote itself) are not looked up."""
     ids: set[int] = set()
     names: dict[int, set[str]] = {}
     references = [draft.references() for draft in drafts]
+    known = known or {}
     for refs in references:
         for ref in refs:
             if ref.id is not None:
                 ids.add(ref.id)
-            elif ref.name is not None:
+            elif ref.name is not None and (ref.type_id, ref.name) not in known:
                 names.setdefault(ref.type_id, set()).add(ref.name)
     by_id = repository.find_by_ids(db, ids)
     by_name = repository.find_by_names(db, names)
     for draft, refs in zip(drafts, references, strict=True):
         for ref in refs:
             if ref.id is None:
-                _resolve_name(metamodel, draft, ref, by_name)
+                _resolve_name(metamodel, draft, ref, by_name, known)
                 continue
             found = by_id.get(ref.id)
             if found is not None and found[0] == ref.type_id:
@@ -50,9 +57,16 @@ def resolve_references(db: Session, metamodel: Metamodel, drafts: Sequence[Eleme
 
 
 def _resolve_name(
-    metamodel: Metamodel, draft: ElementDraft, ref: Reference, by_name: dict[tuple[int, str], int]
+    metamodel: Metamodel,
+    draft: ElementDraft,
+    ref: Reference,
+    by_name: dict[tuple[int, str], int],
+    known: Mapping[tuple[int, str], int],
 ) -> None:
-    element_id = by_name.get((ref.type_id, ref.name or ""))
+    key = (ref.type_id, ref.name or "")
+    element_id = by_name.get(key)
+    if element_id is None:
+        element_id = known.get(key)
     if element_id is None:
         expected = metamodel.type_by_id(ref.type_id).name
         draft.error(ref.pointer, "unknown_target", f"there is no {expected} named {ref.name!r}")

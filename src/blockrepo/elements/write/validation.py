@@ -40,7 +40,7 @@ def validate_types(writer: Writer, groups: Sequence[TypeItems], *, forward: bool
     for group in groups:
         _set_aside(group.type_def, group.items, creators, forward=forward)
     drafts = [item.draft for group in groups for item in group.items if item.draft is not None]
-    resolve_references(writer.db, writer.metamodel, drafts)
+    resolve_references(writer.db, writer.metamodel, drafts, writer.known_names)
     check_partners(writer.db, drafts)
     for group in groups:
         for item in group.items:

@@ -255,7 +255,7 @@ def import_document(
     notify = progress or (lambda _phase, _done, _total: None)
     metamodel = apply_metamodel(db, actor, metamodel, changes, document.metamodel)
     user_admin.create_missing_users(db, actor, changes, document.users, hash_password)
-    writer = Writer(db, metamodel, actor, changes)
+    writer = Writer(db, metamodel, actor, changes, known_names={})
     run = _ImportRun(writer, mode)
     total = sum(len(records) for records in document.elements.values())
     imports = [
@@ -337,11 +337,16 @@ class _ImportRun:
         self.unwritten[type_def.id] -= here
         # The chunk's history goes to the database now: an import holds one chunk's, not the file's.
         self.writer.changes.write_ahead(self.writer.db)
+        known = self.writer.known_names
+        assert known is not None
         for item in items:
             if item.creating:
                 self.created += 1
             elif item.element_id is not None:
                 self.updated.add(item.element_id)
+            # The chunks after this one name its elements without a query (`resolve_references`).
+            if item.written_id is not None and item.body is not None:
+                known[(type_def.id, item.body["name"][0])] = item.written_id
 
     def complete(self, deletions: Sequence[tuple[BlockTypeDef, Sequence[int]]]) -> None:
         """Write the deferred references of every chunk (each element once, as an update of what its
