@@ -83,16 +83,14 @@ def find_by_names(db: Session, names: Mapping[int, Iterable[str]]) -> dict[tuple
     """(type id, name) -> id for every existing element among the names asked per type (one query unless
     there are more names than fit one statement)."""
     found: dict[tuple[int, str], int] = {}
+    lists = [
+        (type_id, chunk) for type_id, type_names in names.items() for chunk in chunks(sorted(set(type_names)))
+    ]
     connection = db.connection()
     if connection.dialect.name == "sqlite":
         # Handed to the driver as it is, like `ids_by_name`: an import resolves thousands of names a chunk,
         # and SQLAlchemy's expansion of the IN lists and its rows cost more than the query.
-        lists = [
-            ((type_id, chunk), len(chunk))
-            for type_id, type_names in names.items()
-            for chunk in chunks(sorted(set(type_names)))
-        ]
-        for batch in or_batches(lists):
+        for batch in or_batches([(each, len(each[1])) for each in lists]):
             where = " OR ".join(f"(type_id = ? AND name IN ({', '.join('?' * len(c))}))" for _, c in batch)
             parameters = [value for type_id, chunk in batch for value in (type_id, *chunk)]
             sql = f"SELECT id, type_id, name FROM element WHERE {where}"
@@ -100,9 +98,7 @@ def find_by_names(db: Session, names: Mapping[int, Iterable[str]]) -> dict[tuple
                 found[(type_id, name)] = element_id
         return found
     clauses = [
-        (and_(Element.type_id == type_id, Element.name.in_(chunk)), len(chunk))
-        for type_id, type_names in names.items()
-        for chunk in chunks(sorted(set(type_names)))
+        (and_(Element.type_id == type_id, Element.name.in_(chunk)), len(chunk)) for type_id, chunk in lists
     ]
     for batch in or_batches(clauses):
         for r in connection.execute(select(Element.id, Element.type_id, Element.name).where(or_(*batch))):

@@ -27,7 +27,7 @@ class Writer:
     changes: ChangeLog
     # (type id, name) -> id of elements an earlier part of the request wrote, which a later part names
     # (an import's chunks name the elements of the chunks before them): resolved without a query.
-    known_names: dict[tuple[int, str], int] | None = None
+    known_names: dict[tuple[int, str], int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

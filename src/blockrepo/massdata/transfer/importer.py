@@ -255,7 +255,7 @@ def import_document(
     notify = progress or (lambda _phase, _done, _total: None)
     metamodel = apply_metamodel(db, actor, metamodel, changes, document.metamodel)
     user_admin.create_missing_users(db, actor, changes, document.users, hash_password)
-    writer = Writer(db, metamodel, actor, changes, known_names={})
+    writer = Writer(db, metamodel, actor, changes)
     run = _ImportRun(writer, mode)
     total = sum(len(records) for records in document.elements.values())
     imports = [
@@ -338,7 +338,6 @@ class _ImportRun:
         # The chunk's history goes to the database now: an import holds one chunk's, not the file's.
         self.writer.changes.write_ahead(self.writer.db)
         known = self.writer.known_names
-        assert known is not None
         for item in items:
             if item.creating:
                 self.created += 1
