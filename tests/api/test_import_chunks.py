@@ -170,3 +170,31 @@ def test_a_problem_in_a_late_chunk_imports_nothing_and_every_problem_is_reported
     ]
     assert element_count(app) == before
     assert client.get("/api/history", params={"limit": 1}).json() == feed
+
+
+@pytest.mark.parametrize("chunk", CHUNKS)
+@pytest.mark.parametrize(
+    "broken",
+    [
+        b'{"name": "Lone \\ud800 surrogate"}',  # a lone surrogate: the reader's scanner takes it, orjson not
+        b'{"name": "Fine 3", "description": "\\udfff"}',  # a name the reader read, text orjson refuses
+    ],
+)
+def test_a_record_only_the_reader_could_read_is_malformed_and_imports_nothing(
+    app: FastAPI, client: TestClient, monkeypatch: pytest.MonkeyPatch, chunk: int, broken: bytes
+) -> None:
+    """The reader finds a record's end and name with the standard library's scanner, which takes text
+    orjson refuses: the record is still reported where the importer parses it, and nothing is written."""
+    monkeypatch.setattr(importer, "IMPORT_CHUNK", chunk)
+    before = element_count(app)
+    content = (
+        b'{"format":"blockrepo-export","elements":{"InformationSystem":[{"name":"Fine 1"},'
+        + broken
+        + b',{"name":"Fine 2"}]}}'
+    )
+    response = import_file(client, content)
+    assert response.status_code == 400, response.text
+    assert [(e["pointer"], e["code"]) for e in response.json()["errors"]] == [
+        ("/elements/InformationSystem/1", "malformed_json")
+    ]
+    assert element_count(app) == before

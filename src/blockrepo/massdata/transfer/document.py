@@ -22,6 +22,9 @@ class Document:
     # type name -> records: each a dict, or (JSON import) the record's JSON text as a memoryview of the
     # body, parsed when its turn comes (`record_of`)
     elements: dict[str, list[Any]] = field(default_factory=dict)
+    # type name -> each record's `name` member as the scanner read it while finding the record's end, or
+    # UNREAD (JSON import): the importer's survey of the names then parses no record again
+    names: dict[str, list[Any]] = field(default_factory=dict)
     users: list[Any] = field(default_factory=list)  # {"login", "firstName", "lastName"} that values name
 
 
@@ -31,6 +34,10 @@ def _bad(pointer: str, message: str) -> BadRequest:
 
 def _malformed(message: str) -> BadRequest:
     return BadRequest(f"malformed JSON: {message}", code="malformed_json")
+
+
+# What `Document.names` holds for a record whose end the scanner did not find (nor read its name).
+UNREAD = object()
 
 
 def record_of(record: Any) -> Any:
@@ -78,6 +85,7 @@ class _Splitter:
         self.at = 0
         self.check_nul = check_nul
         self.nul_pointers: list[str] = []
+        self.names: dict[str, list[Any]] = {}  # type name -> `records`' names
         # A decoded piece of the body (`record_end`), the byte its first character starts at, and how many
         # more bytes than characters the records read from it so far took (their non-ASCII characters).
         self.window: str | None = None
@@ -188,10 +196,11 @@ class _Splitter:
                 return
             self.expect(",")
 
-    def record_end(self, start: int) -> int | None:
-        """Where the object at `start` ends, found and checked by the scanner on a decoded window of the
-        body, whose end one C call finds, rather than by `value_text`, which walks its brackets in Python
-        and decodes it alone; None where that does not tell (`value_text` then reports the problem)."""
+    def record_end(self, start: int) -> tuple[int, Any] | None:
+        """Where the object at `start` ends and its `name` member (None if it has none), found and checked
+        by the scanner on a decoded window of the body, whose end one C call finds, rather than by
+        `value_text`, which walks its brackets in Python and decodes it alone; None where that does not
+        tell (`value_text` then reports the problem)."""
         for fresh in (False, True):
             text = self.window
             if fresh or text is None or start - self.window_at - self.window_shift >= len(text):
@@ -205,7 +214,7 @@ class _Splitter:
                 fresh = True
             at = start - self.window_at - self.window_shift
             try:
-                _, end = _SCANNER.raw_decode(text, at)
+                value, end = _SCANNER.raw_decode(text, at)
             except (ValueError, RecursionError):
                 if fresh:  # malformed, or an object longer than a window
                     self.window = None
@@ -214,24 +223,28 @@ class _Splitter:
             record = text[at:end]
             size = len(record) if record.isascii() else len(record.encode())
             self.window_shift += size - len(record)
-            return start + size
+            return start + size, value.get("name")
         return None
 
-    def records(self, pointer: str) -> list[memoryview]:
-        """The JSON texts of an array's items (after its `[`), as views of the body."""
+    def records(self, pointer: str) -> tuple[list[memoryview], list[Any]]:
+        """The JSON texts of an array's items (after its `[`), as views of the body, and the `name` of each
+        as `record_end` read it (UNREAD where it did not)."""
         records: list[memoryview] = []
+        names: list[Any] = []
         if self.next_is("]"):
-            return records
+            return records, names
         check_nul, body = self.check_nul, self.body
         self.window = None  # the keys read since the last array are not counted in `window_shift`
         while True:
             self.space()
             start = self.at
             # A record is an object; a file with escaped NULs goes the way that finds where they are.
-            end = None if check_nul or start >= len(body) or body[start] != 0x7B else self.record_end(start)
-            if end is not None:
-                self.at = end
+            found = None if check_nul or start >= len(body) or body[start] != 0x7B else self.record_end(start)
+            if found is not None:
+                self.at, name = found
+                names.append(name)
             else:
+                names.append(UNREAD)
                 self.window = None  # what `value_text` reads is not counted in `window_shift`
                 start, text = self.value_text()
                 if check_nul and _ESCAPED_NUL in text:
@@ -239,7 +252,7 @@ class _Splitter:
                 del text
             records.append(body[start : self.at])
             if self.next_is("]"):
-                return records
+                return records, names
             self.expect(",")
 
     def value_at(self, text: str, pointer: str) -> None:
@@ -250,7 +263,8 @@ class _Splitter:
         self.nul_pointers += [pointer + p for p in nul_pointers(value)]
 
     def document(self) -> dict[str, Any] | None:
-        """The outer object, its `elements`' arrays as lists of record texts; None if it is no object."""
+        """The outer object, its `elements`' arrays as lists of record texts; None if it is no object.
+        The names `records` read go to `self.names`."""
         if not self.next_is("{"):
             self.value("")
             self.end()
@@ -262,7 +276,10 @@ class _Splitter:
                 elements: dict[str, Any] = {}
                 for type_name in self.members(pointer):
                     where = _member(pointer, type_name)
-                    elements[type_name] = self.records(where) if self.next_is("[") else self.value(where)
+                    if self.next_is("["):
+                        elements[type_name], self.names[type_name] = self.records(where)
+                    else:
+                        elements[type_name] = self.value(where)
                 body[key] = elements
             else:
                 body[key] = self.value(pointer)
@@ -297,4 +314,4 @@ def parse_json_document(raw: bytes | bytearray) -> Document:
     users = body.get("users", [])
     if not isinstance(users, list):
         raise _bad("/users", "users must be an array")
-    return Document(metamodel=metamodel, elements=elements, users=users)
+    return Document(metamodel=metamodel, elements=elements, users=users, names=splitter.names)

@@ -43,7 +43,7 @@ from blockrepo.elements.write import persistence, validation
 from blockrepo.elements.write.items import TypeItems, WriteItem, Writer
 from blockrepo.errors import ErrorItem, Forbidden, UnknownType, ValidationFailed
 from blockrepo.massdata.listing import require_massdata
-from blockrepo.massdata.transfer.document import Document, record_of
+from blockrepo.massdata.transfer.document import UNREAD, Document, record_of
 from blockrepo.massdata.transfer.metamodel_sync import apply_metamodel
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
 from blockrepo.revisions.recorder import ChangeLog
@@ -122,7 +122,10 @@ class _TypeImport:
             records[index] = None  # parsed here and let go once it is a body
             try:
                 raw = record_of(record)
-            except orjson.JSONDecodeError:
+            except orjson.JSONDecodeError as exc:
+                # Only where `_survey` took the reader's name: the reader's scanner is the standard
+                # library's, which takes what orjson does not (a lone surrogate, an integer past 64 bits).
+                problems.add(f"{where}/{index}", "malformed_json", f"malformed JSON: {exc}")
                 continue
             del record
             if not isinstance(raw, dict):
@@ -259,7 +262,7 @@ def import_document(
     run = _ImportRun(writer, mode)
     total = sum(len(records) for records in document.elements.values())
     imports = [
-        _survey(writer, type_name, records, mode, run.problems)
+        _survey(writer, type_name, records, document.names.get(type_name), mode, run.problems)
         for type_name, records in document.elements.items()
     ]
     for type_import in imports:
@@ -325,11 +328,15 @@ class _ImportRun:
         type_def = type_import.type_def
         items = type_import.items(start, stop, self.problems)
         here = {item.body["name"][0] for item in items if item.body is not None and item.element_id is None}
-        for item in items:
-            assert item.body is not None
-            aside = self._defer(type_def, item.body, here)
-            if aside:
-                self.deferred.setdefault(type_def.id, []).append((item.index, aside))
+        # The ends (and the parent) that may name an unwritten element: mostly none, or a few of them.
+        ends = [(key, end) for key, end in type_def.ends.items() if self.unwritten.get(end.other_type_id)]
+        parents = type_def.hierarchical and bool(self.unwritten.get(type_def.id))
+        if ends or parents:
+            for item in items:
+                assert item.body is not None
+                aside = self._defer(type_def, ends, parents, item.body, here)
+                if aside:
+                    self.deferred.setdefault(type_def.id, []).append((item.index, aside))
         if not self._validate(type_import, items):
             return
         written = persistence.persist_types(self.writer, [TypeItems(type_def, items)], order_counts=False)
@@ -371,18 +378,24 @@ class _ImportRun:
             written = persistence.persist_types(self.writer, [], deletions=deletions, order_counts=False)
             self.touched |= written.mirrored
 
-    def _defer(self, type_def: BlockTypeDef, body: dict[str, Any], here: set[str]) -> dict[str, Any]:
-        """Take out of `body` the relation ends and the parent that name an element a later chunk
-        creates (`here`: the names this chunk creates of the type, which the core resolves itself);
-        returns them as the body of the update that writes them once every chunk is written."""
+    def _defer(
+        self,
+        type_def: BlockTypeDef,
+        ends: list[tuple[str, RelationEnd]],
+        parents: bool,
+        body: dict[str, Any],
+        here: set[str],
+    ) -> dict[str, Any]:
+        """Take out of `body` the relation ends (of `ends`, those whose other type has unwritten names)
+        and, where `parents`, the parent that name an element a later chunk creates (`here`: the names
+        this chunk creates of the type, which the core resolves itself); returns them as the body of the
+        update that writes them once every chunk is written."""
         aside: dict[str, Any] = {}
-        for key, value in body.items():
-            end = type_def.ends.get(key)
-            if end is None or not isinstance(value, list):
+        for key, end in ends:
+            value = body.get(key)
+            if not isinstance(value, list):
                 continue
-            unwritten = self.unwritten.get(end.other_type_id)
-            if not unwritten:
-                continue
+            unwritten = self.unwritten[end.other_type_id]
             same_type = end.other_type_id == type_def.id
             kept = [
                 entry
@@ -395,10 +408,10 @@ class _ImportRun:
         for key in aside:
             if not body[key]:
                 del body[key]  # an end listed empty keeps its relations until the update writes them
-        parent = body.get("parent")
-        if type_def.hierarchical and parent and isinstance(parent[0], dict):
-            unwritten = self.unwritten.get(type_def.id)
-            if unwritten and _names_unwritten(parent[0].get("name"), unwritten, here):
+        parent = body.get("parent") if parents else None
+        if parent and isinstance(parent[0], dict):
+            unwritten = self.unwritten[type_def.id]
+            if _names_unwritten(parent[0].get("name"), unwritten, here):
                 aside["parent"] = body.pop("parent")
         if aside:
             aside["name"] = body["name"]
@@ -476,11 +489,17 @@ def _record_pointer(body_pointer: str) -> str:
 
 
 def _survey(
-    writer: Writer, type_name: str, records: list[Any], mode: str, problems: _Problems
+    writer: Writer,
+    type_name: str,
+    records: list[Any],
+    read_names: list[Any] | None,
+    mode: str,
+    problems: _Problems,
 ) -> _TypeImport:
-    """The records of one type read for their names (each record's text is parsed again when its chunk
-    is written): the file's names, the stored elements they match and, in cud mode, the stored elements
-    the file lacks (403 for the whole type when the caller lacks a right the import needs)."""
+    """The records of one type read for their names (`read_names`: those the document's reader read, else
+    the record is parsed here, and it is parsed again when its chunk is written): the file's names, the
+    stored elements they match and, in cud mode, the stored elements the file lacks (403 for the whole
+    type when the caller lacks a right the import needs). A record found malformed here is let go."""
     type_def = writer.metamodel.type_named(type_name)
     where = f"/elements/{type_name}"
     if type_def is None:
@@ -494,22 +513,32 @@ def _survey(
     result = _TypeImport(type_def, records, _BodyBuilder(writer.actor, type_def, problems))
     names = result.names
     for index, record in enumerate(records):
-        record_where = partial(_record_where, where, index)
+        if read_names is not None and (given := read_names[index]) is not UNREAD:
+            try:
+                name = check_name(given)
+            except ValueProblem:
+                pass  # reported below, unless the record is malformed
+            else:
+                if name not in names:
+                    names[name] = index
+                    continue
+        # The record parsed here: its name was not read, or there is a problem to report.
         try:
             raw = record_of(record)
         except orjson.JSONDecodeError as exc:
-            problems.add(record_where(), "malformed_json", f"malformed JSON: {exc}")
+            problems.add(f"{where}/{index}", "malformed_json", f"malformed JSON: {exc}")
+            records[index] = None  # reported: its chunk leaves it out
             continue
         if not isinstance(raw, dict):
-            problems.add(record_where(), "wrong_type", f"a record is an object, got {json_type(raw)}")
+            problems.add(f"{where}/{index}", "wrong_type", f"a record is an object, got {json_type(raw)}")
             continue
         try:
             name = check_name(raw.get("name"))
         except ValueProblem as problem:
-            problems.add(f"{record_where()}/name", problem.code, f"name: {problem.message}")
+            problems.add(f"{where}/{index}/name", problem.code, f"name: {problem.message}")
             continue
         if name in names:
-            problems.add(f"{record_where()}/name", "duplicate", f"record {names[name]} has this name already")
+            problems.add(f"{where}/{index}/name", "duplicate", f"record {names[name]} has this name already")
             continue
         names[name] = index
     if mode == "cud":
