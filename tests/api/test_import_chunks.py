@@ -5,15 +5,17 @@ nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 from fastapi import FastAPI
+from sqlalchemy.orm import Session
 from starlette.testclient import TestClient
 
+from blockrepo.elements import repository
 from blockrepo.massdata.transfer import importer
 from tests.api.history_support import all_pages
 from tests.api.massdata_landscape import build_landscape, empty_repository
@@ -198,3 +200,35 @@ def test_a_record_only_the_reader_could_read_is_malformed_and_imports_nothing(
         ("/elements/InformationSystem/1", "malformed_json")
     ]
     assert element_count(app) == before
+
+
+def test_later_chunks_name_what_earlier_chunks_wrote_without_looking_it_up(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chunk's references to elements that earlier chunks of the import wrote are resolved from what
+    those chunks wrote, not by a query for the names (a file of 100,000 records named the same thousand
+    components in every chunk)."""
+    monkeypatch.setattr(importer, "IMPORT_CHUNK", 2)
+    asked: list[set[str]] = []
+    find_by_names = repository.find_by_names
+
+    def spy(db: Session, names: Mapping[int, Iterable[str]]) -> dict[tuple[int, str], int]:
+        asked.extend(set(type_names) for type_names in names.values())
+        return find_by_names(db, names)
+
+    monkeypatch.setattr(repository, "find_by_names", spy)
+    parts = [{"name": f"Part {n}"} for n in range(4)]
+    systems = [
+        {"name": f"Sys {n}", "technicalComponents": [f"Part {n % 4}", f"Part {(n + 1) % 4}"]}
+        for n in range(6)
+    ]
+    document = {
+        "format": "blockrepo-export",
+        "elements": {"InformationSystem": systems, "TechnicalComponent": parts},
+    }
+    response = import_file(client, orjson.dumps(document))
+    assert response.status_code == 200, response.text
+    assert response.json()["created"] == 10
+    assert not any(names & {part["name"] for part in parts} for names in asked)
+    exported = {r["name"]: r for r in export_json(client)["elements"]["InformationSystem"]}
+    assert sorted(exported["Sys 5"]["technicalComponents"]) == ["Part 1", "Part 2"]

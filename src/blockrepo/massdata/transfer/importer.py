@@ -327,7 +327,9 @@ class _ImportRun:
         """Validate records `start` to `stop` of a type and, while the file has no problem, write them."""
         type_def = type_import.type_def
         items = type_import.items(start, stop, self.problems)
-        here = {item.body["name"][0] for item in items if item.body is not None and item.element_id is None}
+        # Taken now: the core lets go of an item's body once it is a draft.
+        names = [item.body["name"][0] if item.body is not None else "" for item in items]
+        here = {name for item, name in zip(items, names, strict=True) if item.element_id is None}
         # The ends (and the parent) that may name an unwritten element: mostly none, or a few of them.
         ends = [(key, end) for key, end in type_def.ends.items() if self.unwritten.get(end.other_type_id)]
         parents = type_def.hierarchical and bool(self.unwritten.get(type_def.id))
@@ -345,14 +347,14 @@ class _ImportRun:
         # The chunk's history goes to the database now: an import holds one chunk's, not the file's.
         self.writer.changes.write_ahead(self.writer.db)
         known = self.writer.known_names
-        for item in items:
+        for item, name in zip(items, names, strict=True):
             if item.creating:
                 self.created += 1
             elif item.element_id is not None:
                 self.updated.add(item.element_id)
             # The chunks after this one name its elements without a query (`resolve_references`).
-            if item.written_id is not None and item.body is not None:
-                known[(type_def.id, item.body["name"][0])] = item.written_id
+            if item.written_id is not None:
+                known[(type_def.id, name)] = item.written_id
 
     def complete(self, deletions: Sequence[tuple[BlockTypeDef, Sequence[int]]]) -> None:
         """Write the deferred references of every chunk (each element once, as an update of what its
