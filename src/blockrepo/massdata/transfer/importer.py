@@ -47,6 +47,7 @@ from blockrepo.massdata.transfer.document import UNREAD, Document, record_of
 from blockrepo.massdata.transfer.metamodel_sync import apply_metamodel
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
 from blockrepo.revisions.recorder import ChangeLog
+from blockrepo.storage.write_pipeline import pipelined
 
 MODES = ("additive", "cud")
 # Records of one type validated and written together: an import holds one chunk's drafts at a time.
@@ -271,11 +272,15 @@ def import_document(
         }
         run.doomed.update(type_import.doomed)
     done = 0
-    for type_import in _targets_first(imports):
-        for start in range(0, len(type_import.records), IMPORT_CHUNK):
-            run.chunk(type_import, start, min(start + IMPORT_CHUNK, len(type_import.records)))
-            done += min(IMPORT_CHUNK, len(type_import.records) - start)
-            notify("import", done, total)
+    # One pipeline for every chunk (SQLite): a chunk's rows and history go in while the next chunk is
+    # parsed; a read of the next chunk's validation (the names already taken) waits for them, so no more
+    # than one chunk's statements queue.
+    with pipelined(db):
+        for type_import in _targets_first(imports):
+            for start in range(0, len(type_import.records), IMPORT_CHUNK):
+                run.chunk(type_import, start, min(start + IMPORT_CHUNK, len(type_import.records)))
+                done += min(IMPORT_CHUNK, len(type_import.records) - start)
+                notify("import", done, total)
     run.complete([(t.type_def, t.doomed) for t in imports if t.doomed])
     problems = run.problems
     if problems.forbidden:
