@@ -14,7 +14,9 @@ write core (`elements.write`), the same code that writes single elements and bul
    set-based with its history (`persist_types`), so an import holds one chunk's drafts, not the file's.
    A reference to an element a later chunk creates is written by an update once every chunk is. One
    400 lists every problem, with pointers into the file like `/elements/InformationSystem/3/Costs/0`;
-   writing what the caller may not is 403; the caller rolls back what earlier chunks wrote.
+   writing what the caller may not is 403; the caller rolls back what earlier chunks wrote. Later chunks
+   name what earlier ones wrote without a query (`Writer.known_names`); on SQLite one write pipeline
+   serves every chunk, so a chunk's rows go in while the next one is parsed.
 4. History: created, updated and deleted elements, one mirrored changeset per element at the other end;
    the request's ChangeLog folds an element's records of several chunks into one. A relation list's
    order is no change (`order_counts=False`), so importing an unchanged export writes no revision and
