@@ -58,6 +58,12 @@ def test_records_are_cut_as_the_bracket_walk_cuts_them(
     windowed = cut(body, window)
     assert windowed == cut(body, 0)
     assert {name: [orjson.loads(r) for r in rs] for name, rs in windowed.items()} == records
+    # The name each record's scanner read, which the import's survey takes instead of parsing the record.
+    read = parse_json_document(bytearray(body)).names  # the default window
+    for type_name, type_records in records.items():
+        assert len(read[type_name]) == len(type_records)
+        for name_read, record in zip(read[type_name], type_records, strict=True):
+            assert name_read == record.get("name")  # each record fits a window: none is left UNREAD
 
 
 @pytest.mark.parametrize("window", [0, 7, 1 << 20])
