@@ -127,7 +127,7 @@ class _TypeImport:
                 raw = record_of(record)
             except orjson.JSONDecodeError as exc:
                 # Only where `_survey` took the reader's name: the reader's scanner is the standard
-                # library's, which takes what orjson does not (a lone surrogate, an integer past 64 bits).
+                # library's, which takes what orjson does not (a lone surrogate).
                 problems.add(f"{where}/{index}", "malformed_json", f"malformed JSON: {exc}")
                 continue
             del record
