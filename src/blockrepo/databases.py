@@ -49,6 +49,14 @@ class Databases:
         self.short_engine: Engine = with_own_pool(self.engine, pool_size=settings.db_pool_size)
         # The read lane's connections on the event loop (api/lanes/read.py).
         self.loop_connections = HeldConnections(self.short_engine)
+        # Reads of one statement (a session, a user's credentials status), in autocommit on PostgreSQL:
+        # psycopg would wrap each in BEGIN and ROLLBACK, two more round trips than the read itself, made
+        # by every request with a cookie (bench/README.md). SQLite's driver runs in autocommit already.
+        self.lone_reads: Engine = (
+            self.short_engine
+            if self.engine.dialect.name == "sqlite"
+            else self.short_engine.execution_options(isolation_level="AUTOCOMMIT")
+        )
 
     @contextmanager
     def session(self, *, writing: bool, elements_only: bool = False) -> Iterator[Session]:

@@ -39,12 +39,14 @@ def test_a_put_of_one_attribute_runs_a_fixed_number_of_statements(app: FastAPI, 
       (element writes run side by side there);
     - the acting user with the repository's revisions (the cached metamodel and rights are keyed by them);
     - the element, locked, with its parent's name, then its children, values, relations as source and as
-      target and the relations' values: read once, to check If-Match, plan the write, record history
+      target (on PostgreSQL these four in one statement, where each round trip costs the worker more than
+      the read) and the relations' values: read once, to check If-Match, plan the write, record history
       and answer (nothing is read again after the write);
-    - the element row's new revision and stamp, the attribute's old values deleted, its new ones inserted;
+    - the element row's new revision and stamp, the attribute's old values deleted, its new ones inserted
+      (on PostgreSQL one statement);
     - the next revision, its row and the element's change row (history): on SQLite the counter of
-      `repository_state` and the revision's row, on PostgreSQL one INSERT that takes a number from the
-      sequence and claims it.
+      `repository_state`, the revision's row and the change row, on PostgreSQL one INSERT that takes a
+      number from the sequence, claims it and writes the change row with it.
 
     Nothing else is written (the session's idle time stamp is written at most every touch interval)."""
     rich, bare = rich_and_bare(app, client)
@@ -73,6 +75,12 @@ def test_a_put_of_one_attribute_runs_a_fixed_number_of_statements(app: FastAPI, 
     ]
     if not sqlite:
         expected.remove("UPDATE repository_state")  # the number comes from a sequence
+        for part in ("SELECT element_value", "SELECT relation", "SELECT relation"):
+            expected.remove(part)  # in the second "SELECT element", the parts at once
+        expected[expected.index("UPDATE element") : expected.index("INSERT element_value") + 1] = [
+            "WITH updated"
+        ]
+        expected[expected.index("INSERT revision") :] = ["WITH claimed"]
     for element in (rich, bare):
         url = f"/api/element/BusinessProcess/{element}"
         before = web.get(url, headers=headers).json()

@@ -49,10 +49,12 @@ class AppServices:
         self.passwords = Passwords(settings)
         self.credentials = CredentialCache(settings.credential_cache_size, settings.credential_cache_ttl)
         self.authenticator = Authenticator(
-            self.short_engine, self.read_sessions, self.passwords, self.credentials
+            self.databases.lone_reads, self.read_sessions, self.passwords, self.credentials
         )
         # Sessions, login throttling and the rate limit: on the database, or on Redis when configured.
-        self.auth = AuthBackends.build(settings, self.short_engine, self.write_engine, self.authenticator)
+        self.auth = AuthBackends.build(
+            settings, self.databases.lone_reads, self.write_engine, self.authenticator
+        )
         self.metamodels = MetamodelCache()
         self.actors = ActorCache()
         self.rendered_elements = RenderedElements()

@@ -125,6 +125,11 @@ _ENTRY_FIELDS = (
 )
 
 
+def _columns(entries: Sequence[_Entry]) -> dict[str, list[Any]]:
+    """The change rows of `entries` column by column (`repository.insert_change_columns`)."""
+    return {name: list(map(field, entries)) for name, field in _ENTRY_FIELDS}
+
+
 def _json_text(changes: Sequence[Mapping[str, Any]]) -> str:
     # What the JSON column's bind processor would write (storage.engine: orjson), made once here.
     return orjson.dumps(changes).decode()
@@ -422,7 +427,9 @@ class ChangeLog:
         elif not entries and not self.metamodel_changed and not self.access_changed:
             return None
         else:
-            revision = self._allocate(db)
+            # The first slice of change rows goes with the revision's row (one statement on PostgreSQL).
+            revision = self._allocate(db, _columns(entries[:FLUSH_SLICE]))
+            entries = entries[FLUSH_SLICE:]
         self._insert(db, revision, entries)
         if self._former_names:
             repository.insert_former_names(db, revision, self._former_names)
@@ -435,7 +442,7 @@ class ChangeLog:
         self._recalled.clear()
         return int(revision)
 
-    def _allocate(self, db: Session) -> int:
+    def _allocate(self, db: Session, changes: dict[str, list[Any]] | None = None) -> int:
         return repository.next_revision(
             db,
             metamodel_changed=self.metamodel_changed,
@@ -443,6 +450,7 @@ class ChangeLog:
             created_at=self.now,
             user_login=self.user_login,
             request_id=self.request_id,
+            changes=changes,
         )
 
     @staticmethod
@@ -450,7 +458,4 @@ class ChangeLog:
         # In slices, so that only one slice of parameters exists at a time; column by column, from the
         # entries' fields at C level (a bulk write flushes an entry per element).
         for start in range(0, len(entries), FLUSH_SLICE):
-            part = entries[start : start + FLUSH_SLICE]
-            repository.insert_change_columns(
-                db, revision, {name: list(map(field, part)) for name, field in _ENTRY_FIELDS}
-            )
+            repository.insert_change_columns(db, revision, _columns(entries[start : start + FLUSH_SLICE]))

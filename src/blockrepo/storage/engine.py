@@ -9,7 +9,17 @@ from contextlib import contextmanager
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, Dialect, Engine, Executable, Select, UpdateBase, create_engine, event
+from sqlalchemy import (
+    CompoundSelect,
+    Connection,
+    Dialect,
+    Engine,
+    Executable,
+    Select,
+    UpdateBase,
+    create_engine,
+    event,
+)
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
@@ -277,7 +287,9 @@ class TypedStatement:
     these itself). For the statements of a single write, where `Session.execute` costs more than SQLite
     needs to run them (bench/hot_path.py)."""
 
-    def __init__(self, statement: Select[*tuple[Any, ...]] | UpdateBase) -> None:
+    def __init__(
+        self, statement: Select[*tuple[Any, ...]] | CompoundSelect[*tuple[Any, ...]] | UpdateBase
+    ) -> None:
         self._statement = statement
         self._driver = DriverStatement(statement)
         # dialect name -> (parameter name -> bind processor, result column index -> result processor)

@@ -9,12 +9,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Integer,
+    Select,
     and_,
     bindparam,
+    cast,
+    literal_column,
+    null,
     or_,
     select,
+    union_all,
 )
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import InstrumentedAttribute, Session, aliased
 from sqlalchemy.sql.elements import BindParameter
 
 from blockrepo.elements.models import Element, ElementValue, Relation, RelationValue
@@ -322,6 +330,116 @@ _ONE_RELATION_VALUES = TypedStatement(
 )
 
 
+@dataclass(frozen=True, slots=True)
+class _Parts:
+    """Which of an element's parts a locked read loads besides its row."""
+
+    children: bool
+    values: bool
+    as_source: bool
+    as_target: bool
+
+
+_Rows = Sequence[Sequence[Any]]
+
+
+class _PartsAtOnce:
+    """Children, values and relations of one element in one statement (PostgreSQL): a PUT is a dozen
+    round trips there, and each costs the worker more CPU in psycopg than SQLite takes for the read
+    (bench/README.md). The parts are a UNION ALL of rows of one shape, a part number first and sort keys
+    that give each part the order of its own statement (`_ONE_CHILDREN` ...); the rows come back split
+    into the rows those statements return."""
+
+    def __init__(self, parts: _Parts) -> None:
+        branches = []
+        if parts.children:
+            children = _part(1, (Element.position, Element.id), Element.id, name=Element.name)
+            branches.append(children.where(Element.parent_id == _ID))
+        if parts.values:
+            branches.append(
+                _part(
+                    2,
+                    (ElementValue.attribute_id, ElementValue.position, ElementValue.id),
+                    ElementValue.attribute_id,
+                    values=_VALUE_COLUMNS,
+                ).where(ElementValue.element_id == _ID)
+            )
+        for number, holds, other in (
+            (3, Relation.source_id, Relation.target_id),
+            (4, Relation.target_id, Relation.source_id),
+        ):
+            if (parts.as_source, parts.as_target)[number - 3]:
+                order = (
+                    (Relation.relation_type_id, Relation.position, Relation.id)
+                    if number == 3
+                    else (Relation.relation_type_id, Relation.id)
+                )
+                branches.append(
+                    _part(
+                        number,
+                        order,
+                        Relation.id,
+                        Relation.relation_type_id,
+                        other,
+                        Relation.position,
+                        name=_OTHER.name,
+                    )
+                    .join(_OTHER, _OTHER.id == other)
+                    .where(holds == _ID)
+                )
+        self._statement = (
+            TypedStatement(union_all(*branches).order_by("part", "s1", "s2", "s3")) if branches else None
+        )
+
+    def rows(self, connection: Connection, key: dict[str, int]) -> tuple[_Rows, _Rows, _Rows, _Rows]:
+        split: tuple[list[Any], ...] = ([], [], [], [])
+        if self._statement is not None:
+            for row in self._statement.rows(connection, key):
+                part = row[0]
+                if part == 1:
+                    split[0].append((row[4], row[8]))
+                elif part == 2:
+                    split[1].append((row[4], *row[9:]))
+                else:
+                    split[part - 1].append((row[4], row[5], row[6], row[8], row[7]))
+        return split[0], split[1], split[2], split[3]
+
+
+_Column = ColumnElement[Any] | InstrumentedAttribute[Any]
+
+
+def _part(
+    number: int,
+    order: Sequence[_Column],
+    *integers: _Column,
+    name: _Column | None = None,
+    values: Sequence[_Column] | None = None,
+) -> Select[*tuple[Any, ...]]:
+    """One part's rows in the shape of `_PartsAtOnce`: part, three sort keys, four integers, a name and
+    the six value columns, NULL (typed, as UNION ALL needs) where the part has nothing."""
+    keys: list[_Column] = [*order, *[literal_column("0", Integer)] * (3 - len(order))]
+    padded = [*integers, *[cast(null(), Integer)] * (4 - len(integers))]
+    typed_nulls = [cast(null(), column.type) for column in _VALUE_COLUMNS]
+    return select(
+        literal_column(str(number), Integer).label("part"),
+        *(key.label(f"s{index}") for index, key in enumerate(keys, 1)),
+        *padded,
+        name if name is not None else cast(null(), Element.name.type),
+        *(values if values is not None else typed_nulls),
+    )
+
+
+# Which parts -> their statement, compiled once (sixteen at most).
+_AT_ONCE: dict[_Parts, _PartsAtOnce] = {}
+
+
+def _parts_at_once(parts: _Parts) -> _PartsAtOnce:
+    statement = _AT_ONCE.get(parts)
+    if statement is None:
+        statement = _AT_ONCE[parts] = _PartsAtOnce(parts)
+    return statement
+
+
 def _typed_columns(row: Sequence[Any]) -> TypedValue:
     """A value from (..., text, number, date, date end, boolean, literal) at the end of a typed row."""
     return TypedValue(row[-6], row[-5], row[-4], row[-3], row[-2], row[-1])
@@ -330,8 +448,9 @@ def _typed_columns(row: Sequence[Any]) -> TypedValue:
 def _load_locked(db: Session, type_id: int, element_id: int, selection: Selection) -> LoadedElement | None:
     """The element of the type with what `selection` asks for (None: there is none), its row locked until
     the transaction ends: the state a single update checks its precondition and plans against, read
-    once. One statement each for the row, children, values, relations as source, as target and relation
-    values, whatever the element holds; what the selection leaves out is skipped as the rows come."""
+    once. A statement for the row, then one each for children, values, relations as source, as target
+    (on PostgreSQL these four in one: `_parts_at_once`) and relation values, whatever the element holds;
+    what the selection leaves out is skipped as the rows come."""
     connection = db.connection()
     key = {"element_id": element_id}
     row = next(iter(_ONE_ELEMENT.rows(connection, {**key, "type_id": type_id})), None)
@@ -350,24 +469,30 @@ def _load_locked(db: Session, type_id: int, element_id: int, selection: Selectio
         modified_at,
         modified_by,
     )
-    if selection.children:
-        element.children = [(child[0], child[1]) for child in _ONE_CHILDREN.rows(connection, key)]
-    if selection.attribute_ids:
-        wanted = selection.attribute_ids
-        for value in _ONE_VALUES.rows(connection, key):
-            if value[0] in wanted:
-                element.values.setdefault(value[0], []).append(_typed_columns(value))
+    source_ends = {e.relation_type.id: e for e in selection.ends if e.holder_is_source}
+    target_ends = {e.relation_type.id: e for e in selection.ends if not e.holder_is_source}
+    parts = _Parts(selection.children, bool(selection.attribute_ids), bool(source_ends), bool(target_ends))
+    if connection.dialect.name == "postgresql":
+        # The row lock is taken first, in a statement of its own: the parts are read in a snapshot taken
+        # after it, so they show what the writer that held the lock committed.
+        children, values, as_source, as_target = _parts_at_once(parts).rows(connection, key)
+    else:
+        children = _ONE_CHILDREN.rows(connection, key) if parts.children else ()
+        values = _ONE_VALUES.rows(connection, key) if parts.values else ()
+        as_source = _ONE_AS_SOURCE.rows(connection, key) if parts.as_source else ()
+        as_target = _ONE_AS_TARGET.rows(connection, key) if parts.as_target else ()
+    if parts.children:
+        element.children = [(child[0], child[1]) for child in children]
+    wanted = selection.attribute_ids
+    for value in values:
+        if value[0] in wanted:
+            element.values.setdefault(value[0], []).append(_typed_columns(value))
     if not selection.ends:
         return element
     by_relation: dict[int, LoadedRelation] = {}
     element.ends = {end.name: [] for end in selection.ends}
-    for holds_source, statement in ((True, _ONE_AS_SOURCE), (False, _ONE_AS_TARGET)):
-        ends = {e.relation_type.id: e for e in selection.ends if e.holder_is_source is holds_source}
-        if not ends:
-            continue
-        for relation_id, relation_type_id, other_id, other_name, relation_position in statement.rows(
-            connection, key
-        ):
+    for ends, relations in ((source_ends, as_source), (target_ends, as_target)):
+        for relation_id, relation_type_id, other_id, other_name, relation_position in relations:
             holding = ends.get(relation_type_id)
             if holding is None:
                 continue

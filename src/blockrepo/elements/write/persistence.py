@@ -309,9 +309,7 @@ def _apply_updates(
             if key not in inserted:
                 inserted.add(key)
                 relations.append(relation)
-    repository.update_elements(db, rows)
-    repository.delete_values(db, value_pairs)
-    repository.insert_values(db, value_rows)
+    repository.update_elements_and_values(db, rows, value_pairs, value_rows)
     repository.delete_relations(db, removed)
     repository.set_relation_positions(db, reordered)
     repository.replace_relation_values(db, relation_values)
