@@ -33,7 +33,8 @@ _ACTING = DriverStatement(
         RepositoryState.access_revision,
     )
     .join(RepositoryState, RepositoryState.id == 1)
-    .where(User.id == bindparam("user_id"))
+    .where(User.id == bindparam("user_id")),
+    prepared=True,
 )
 
 
@@ -50,7 +51,8 @@ class Revisions(NamedTuple):
 _REVISIONS = DriverStatement(
     select(CommittedState(), RepositoryState.metamodel_revision, RepositoryState.access_revision)
     .select_from(RepositoryState)
-    .where(RepositoryState.id == 1)
+    .where(RepositoryState.id == 1),
+    prepared=True,
 )
 
 

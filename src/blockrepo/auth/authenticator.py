@@ -17,7 +17,8 @@ from blockrepo.storage.engine import DriverStatement
 
 # Built once (hot path: every cached Basic request reads it).
 _CREDENTIALS_STATUS = DriverStatement(
-    select(User.credentials_version, User.enabled).where(User.id == bindparam("user_id"))
+    select(User.credentials_version, User.enabled).where(User.id == bindparam("user_id")),
+    prepared=True,
 )
 
 

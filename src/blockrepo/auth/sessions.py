@@ -241,15 +241,17 @@ _SESSION_WITH_USER_SELECT = (
     .join(User, User.id == AuthSession.user_id)
     .where(AuthSession.id == bindparam("key"))
 )
-_SESSION_WITH_USER = DriverStatement(_SESSION_WITH_USER_SELECT)
+_SESSION_WITH_USER = DriverStatement(_SESSION_WITH_USER_SELECT, prepared=True)
 # The GET lane's one statement: the session, its user's state and the revisions the caches are keyed by.
 _SESSION_USER_AND_REVISIONS = DriverStatement(
     _SESSION_WITH_USER_SELECT.add_columns(
         CommittedState(), RepositoryState.metamodel_revision, RepositoryState.access_revision
-    ).join(RepositoryState, RepositoryState.id == 1)
+    ).join(RepositoryState, RepositoryState.id == 1),
+    prepared=True,
 )
 _USER_STATUS = DriverStatement(
-    select(User.login, User.enabled, User.credentials_version).where(User.id == bindparam("user_id"))
+    select(User.login, User.enabled, User.credentials_version).where(User.id == bindparam("user_id")),
+    prepared=True,
 )
 _TOUCH = (
     update(AuthSession)

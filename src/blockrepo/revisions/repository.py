@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session
 
 from blockrepo.revisions.models import AttributeFormerName, Change, RepositoryState, Revision
 from blockrepo.storage.bulk_insert import insert_columns
-from blockrepo.storage.engine import TypedStatement, driver_rows
+from blockrepo.storage.engine import TypedStatement, driver_rows, prepared_rows
+from blockrepo.storage.prepared import PreparedStatement
 from blockrepo.storage.transactions import REVISION_CLAIMS
 
 CHANGE = cast(Table, Change.__table__)
@@ -41,14 +42,12 @@ def next_revision(
     connection = db.connection()
     if connection.dialect.name == "postgresql":
         arguments = {"created_at": created_at, "user_login": user_login, "request_id": request_id}
-        if changes and 0 < len(changes["changes"]) <= CHANGES_WITH_CLAIM:
+        if changes and changes["changes"]:
             # The claim and the change rows in one statement: a round trip less for every write.
             arguments.update({name: changes[name] for name in CHANGE_COLUMNS if name != "revision"})
-            revision = int(driver_rows(connection, _CLAIM_WITH_CHANGES, arguments)[0][0])
+            revision = int(prepared_rows(connection, _CLAIM_WITH_CHANGES, arguments)[0][0])
         else:
-            revision = int(driver_rows(connection, _CLAIM, arguments)[0][0])
-            if changes:
-                insert_change_columns(db, revision, changes)  # many: set-based (COPY)
+            revision = int(prepared_rows(connection, _CLAIM, arguments)[0][0])
         if metamodel_changed or access_changed:
             bump = _bumps(metamodel_changed, access_changed, counter=False)
             bump.rows(connection, {})
@@ -82,22 +81,21 @@ def visible_revision(db: Session | Connection) -> int:
     return int(driver_rows(connection, "SELECT revision FROM repository_state WHERE id = 1", ())[0][0])
 
 
-_CLAIM = (
+_CLAIM_SQL = (
     "INSERT INTO revision (id, created_at, user_login, request_id)"
-    " SELECT claim.id, %(created_at)s, %(user_login)s, %(request_id)s"
+    " SELECT claim.id, %(created_at)s::timestamptz, %(user_login)s::varchar, %(request_id)s::varchar"
     " FROM (SELECT nextval('revision_id_seq')::integer AS id) AS claim,"
     f" LATERAL (SELECT pg_advisory_xact_lock({REVISION_CLAIMS}, claim.id)) AS held"
     " RETURNING id"
 )
+_CLAIM = PreparedStatement(_CLAIM_SQL)
 
-
-CHANGES_WITH_CLAIM = 100  # change rows written by the claim's own statement on PostgreSQL, at most
 
 # The claim with the revision's change rows, given column by column; they keep their order (ORDINALITY), and
 # the change rows see the revision row the same statement inserts (a foreign key is checked at its end).
-_CLAIM_WITH_CHANGES = (
+_CLAIM_WITH_CHANGES_SQL = (
     "WITH claimed AS ("
-    + _CLAIM
+    + _CLAIM_SQL
     + ") INSERT INTO change (revision, entity, operation, type_name, element_id, element_name, subject,"
     " changes)"
     " SELECT claimed.id, c.entity, c.operation, c.type_name, c.element_id, c.element_name, c.subject,"
@@ -108,6 +106,7 @@ _CLAIM_WITH_CHANGES = (
     " ORDER BY c.n"
     " RETURNING revision"
 )
+_CLAIM_WITH_CHANGES = PreparedStatement(_CLAIM_WITH_CHANGES_SQL)
 
 
 def _bumps(metamodel_changed: bool, access_changed: bool, *, counter: bool) -> TypedStatement:

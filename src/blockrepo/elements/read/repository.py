@@ -297,7 +297,8 @@ _ONE_ELEMENT = TypedStatement(
     )
     .outerjoin(_PARENT, _PARENT.id == Element.parent_id)
     .where(Element.id == _ID, Element.type_id == bindparam("type_id"))
-    .with_for_update(of=Element)
+    .with_for_update(of=Element),
+    prepared=True,
 )
 _ONE_CHILDREN = TypedStatement(
     select(Element.id, Element.name).where(Element.parent_id == _ID).order_by(Element.position, Element.id)
@@ -388,7 +389,9 @@ class _PartsAtOnce:
                     .where(holds == _ID)
                 )
         self._statement = (
-            TypedStatement(union_all(*branches).order_by("part", "s1", "s2", "s3")) if branches else None
+            TypedStatement(union_all(*branches).order_by("part", "s1", "s2", "s3"), prepared=True)
+            if branches
+            else None
         )
 
     def rows(self, connection: Connection, key: dict[str, int]) -> tuple[_Rows, _Rows, _Rows, _Rows]:

@@ -25,7 +25,8 @@ from blockrepo.elements.models import Element, ElementValue, Relation, RelationV
 from blockrepo.elements.repository import chunks, or_batches
 from blockrepo.elements.values import TypedValue
 from blockrepo.storage import bulk_insert
-from blockrepo.storage.engine import TypedStatement, driver_execute, driver_rows
+from blockrepo.storage.engine import TypedStatement, driver_rows, prepared_rows
+from blockrepo.storage.prepared import PreparedStatement
 
 # Many-row INSERTs go to the tables, not the mapped classes: a Core executemany skips the ORM's per-row
 # bookkeeping, which costs more than the insert itself on a bulk write.
@@ -328,7 +329,7 @@ def update_elements_and_values(
                 columns[name].append(value[name])
         # One type per array: a number attribute may hold ints and floats, the column holds doubles.
         columns["number_value"] = [None if n is None else float(n) for n in columns["number_value"]]
-        driver_execute(
+        prepared_rows(
             connection,
             _REPLACE_ONE,
             {**rows[0], "replaced": [attribute for _, attribute in value_pairs], **columns},
@@ -352,7 +353,7 @@ _REPLACED_COLUMNS = (
 # The element row's update, its replaced attributes' old values deleted and their new values inserted, in
 # one statement: all three see the statement's snapshot, so the DELETE meets only the old values, and the
 # row is locked already (read by `load_elements(..., locked=True)`).
-_REPLACE_ONE = (
+_REPLACE_ONE = PreparedStatement(
     "WITH updated AS ("
     " UPDATE element SET name = %(new_name)s, description = %(new_description)s,"
     " parent_id = %(new_parent_id)s::integer, position = %(new_position)s::integer,"
