@@ -123,6 +123,19 @@ def _threads(target: Callable[..., None], *argument_lists: tuple[Any, ...]) -> l
     return threads
 
 
+_HOLD_KEY = 990_001  # a one-number advisory lock: another space than the application's two-number ones
+_HOLD_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION test_hold_after_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared({_HOLD_KEY});
+    RETURN NULL;
+END $$"""
+_HOLD_TRIGGER = (
+    "CREATE TRIGGER test_hold AFTER INSERT ON change"
+    " FOR EACH STATEMENT EXECUTE FUNCTION test_hold_after_change()"
+)
+
+
 def _claims(connection: Connection) -> dict[str, list[int]]:
     found: dict[str, list[int]] = {}
     for application, number in connection.execute(text(_CLAIMS)):
@@ -213,8 +226,12 @@ def test_writers_on_two_servers_keep_the_feed_gap_free_through_a_killed_server(
     with _client(first) as client:
         stored_counter = int(client.get(f"/api/element/{TYPE}/{counter_id}").json()["Counter"][0])
 
-    # 2. Writes held after they claimed their revision numbers (the change rows wait for a table lock), on
-    # both servers; then the first server is killed, so that its claims are never committed.
+    # 2. Writes held after they claimed their revision numbers (a trigger on the change rows, which the
+    # claim's statement writes, waits for a lock the test holds), on both servers; then the first server
+    # is killed, so that its claims are never committed.
+    with engine.begin() as setup:
+        setup.execute(text(_HOLD_FUNCTION))
+        setup.execute(text(_HOLD_TRIGGER))
     done = threading.Event()
     kill_statuses: Counter[Any] = Counter()
     workers = _threads(
@@ -226,7 +243,7 @@ def test_writers_on_two_servers_keep_the_feed_gap_free_through_a_killed_server(
         ),
     )
     with engine.connect() as watcher, engine.connect() as holder:
-        holder.execute(text("LOCK TABLE change IN SHARE MODE"))
+        holder.execute(text(f"SELECT pg_advisory_xact_lock({_HOLD_KEY})"))
         claims: dict[str, list[int]] = {}
 
         def both_hold_claims() -> bool:
@@ -251,6 +268,8 @@ def test_writers_on_two_servers_keep_the_feed_gap_free_through_a_killed_server(
 
         _wait_for(first_claims_gone, "the killed server's transactions to roll back")
         killed_claims = set(claims.get("blockrepo-a", []))
+    with engine.begin() as cleanup:
+        cleanup.execute(text("DROP TRIGGER test_hold ON change"))
     time.sleep(1)
     done.set()
     for thread in workers:
