@@ -270,7 +270,7 @@ class DriverStatement:
         self._compiled: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {}
         # On PostgreSQL a `PreparedStatement` (one every request makes; see there for which qualify).
         self._prepared = prepared
-        self._read: PreparedStatement | None = None
+        self._on_server: PreparedStatement | None = None  # made at the first run, from the SQL
 
     def _sql(self, dialect: Dialect) -> tuple[str, tuple[str, ...] | None, dict[str, Any]]:
         compiled = self._compiled.get(dialect.name)
@@ -286,11 +286,10 @@ class DriverStatement:
         sql, order, fixed = self._sql(connection.dialect)
         merged = {**fixed, **parameters}
         arguments: Any = merged if order is None else tuple(merged[name] for name in order)
-        if self._prepared and connection.dialect.name == "postgresql":
-            read = self._read
-            if read is None:
-                read = self._read = PreparedStatement(sql)
-            return read.rows(connection, merged, lambda: driver_rows(connection, sql, arguments))
+        if self._prepared and connection.dialect.name == "postgresql":  # named parameters: `merged`
+            if self._on_server is None:
+                self._on_server = PreparedStatement(sql)
+            return prepared_rows(connection, self._on_server, merged)
         return driver_rows(connection, sql, arguments)
 
     def first(self, connection: Connection, parameters: Mapping[str, Any]) -> Any | None:

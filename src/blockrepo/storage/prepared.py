@@ -48,7 +48,7 @@ class PreparedStatement:
         self.sql = sql
         self._text = _PLACEHOLDER.sub(numbered, sql).encode()
         self._order = tuple(order)
-        self._name = f"blockrepo_read_{next(_NUMBERS)}".encode()  # unique in the process
+        self._name = f"blockrepo_{next(_NUMBERS)}".encode()  # unique in the process
         self._formats = [PyFormat.TEXT] * len(order)
 
     def rows(
@@ -67,11 +67,11 @@ class PreparedStatement:
             state = _connections[driver] = _ConnectionState(Transformer(driver))
         try:
             if self._name not in state.prepared:
-                _checked(pgconn.prepare(self._name, self._text), pq.ExecStatus.COMMAND_OK)
+                _checked(pgconn.prepare(self._name, self._text))
                 state.prepared.add(self._name)
             loader = state.transformer
             values = loader.dump_sequence([parameters[name] for name in self._order], self._formats)
-            result = _checked(pgconn.exec_prepared(self._name, values), pq.ExecStatus.TUPLES_OK)
+            result = _checked(pgconn.exec_prepared(self._name, values))
             if result.status == pq.ExecStatus.COMMAND_OK:
                 return []
             loader.set_pgresult(result)
@@ -94,12 +94,13 @@ _connections: weakref.WeakKeyDictionary[psycopg.Connection[Any], _ConnectionStat
 )
 
 
-def _checked(result: pq.abc.PGresult, expected: pq.ExecStatus) -> pq.abc.PGresult:
-    """The result if it is `expected` (or, for rows expected, a statement's without rows), else the
-    server's error as psycopg raises it."""
-    if result.status == expected or (
-        expected == pq.ExecStatus.TUPLES_OK and result.status == pq.ExecStatus.COMMAND_OK
-    ):
+_SUCCEEDED = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK)
+
+
+def _checked(result: pq.abc.PGresult) -> pq.abc.PGresult:
+    """The result if the command succeeded (with rows or without), else the server's error as psycopg
+    raises it."""
+    if result.status in _SUCCEEDED:
         return result
     sqlstate = result.error_field(pq.DiagnosticField.SQLSTATE)
     kind = errors.lookup(sqlstate.decode()) if sqlstate else psycopg.OperationalError
