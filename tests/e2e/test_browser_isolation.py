@@ -51,19 +51,25 @@ def test_the_next_user_of_the_browser_never_sees_the_last_ones_data(
         if response.url.endswith(url):
             seen.append((response.request.headers.get("if-none-match", ""), response.status, response.body()))
 
+    def is_the_element(response: Response) -> bool:
+        return response.url.endswith(url) and response.status < 400  # not a 401 before the login
+
     page.on("response", keep)
-    page.goto(f"/#/element/InformationSystem/{erp['id'][0]}")
-    log_in(page, "system", ADMIN_PASSWORD)
-    page.locator('[data-property="Annual costs"]').wait_for()
+    # The page may show the element before Playwright hands its response to `keep`: wait for the event.
+    with page.expect_response(is_the_element):
+        page.goto(f"/#/element/InformationSystem/{erp['id'][0]}")
+        log_in(page, "system", ADMIN_PASSWORD)
+        page.locator('[data-property="Annual costs"]').wait_for()
     assert seen and b"Annual costs" in seen[-1][2]
     page.get_by_role("button", name="Log out").click()
     page.locator("#j_username").wait_for()
 
     seen.clear()
     log_in(page, "anna", DEMO_PASSWORD)
-    page.evaluate("route => { location.hash = route; }", f"#/element/InformationSystem/{erp['id'][0]}")
-    page.locator("h1", has_text="ERP").wait_for()
-    page.locator('[data-property="Criticality"]').wait_for()
+    with page.expect_response(is_the_element):
+        page.evaluate("route => { location.hash = route; }", f"#/element/InformationSystem/{erp['id'][0]}")
+        page.locator("h1", has_text="ERP").wait_for()
+        page.locator('[data-property="Criticality"]').wait_for()
     shoot(page, "isolation-anna-after-system")
     assert "Annual costs" not in page.content()
     assert seen, "anna's page read the element"
