@@ -41,6 +41,8 @@ class Databases:
         self.read_sessions: sessionmaker[Session] = build_session_factory(self.engine)
         self.write_sessions: sessionmaker[Session] = build_session_factory(self.write_engine)
         self.write_queue = WriteQueue(self.engine)
+        # Whether each statement is a round trip to a server (PostgreSQL), not a call within the process.
+        self.round_trips = self.engine.dialect.name != "sqlite"
         # Connections taken and given back within one synchronous call, never held across an await: the
         # reads made on the event loop (sessions, cached credentials, GET by id) take theirs here. Had they
         # shared the pool with request sessions, which routes hold across awaits, a burst of writes could

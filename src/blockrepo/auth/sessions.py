@@ -30,14 +30,15 @@ import secrets
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import orjson
 import redis
-from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, Engine, String, any_, bindparam, delete, insert, select, update
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import IntegrityError
 
 from blockrepo.access.models import User
@@ -210,9 +211,12 @@ class SessionStore(Protocol):
 
     def get(self, key: str) -> StoredSession | None: ...
 
-    def with_revisions(self, connection: Connection, key: str) -> tuple[StoredSession, Revisions] | None:
-        """The session with its user's state (`user` set) and the repository's revisions, read through
-        `connection` where the store is the database; never writes."""
+    def with_revisions(
+        self, connection: Connection, keys: Sequence[str]
+    ) -> dict[str, tuple[StoredSession, Revisions]]:
+        """The sessions of these keys that exist, each with its user's state (`user` set) and the
+        repository's revisions, read through `connection` where the store is the database (one statement
+        for all keys on PostgreSQL); never writes."""
         ...
 
     def touch(self, session: StoredSession, last_seen_at: float, expires_at: float) -> None:
@@ -227,26 +231,34 @@ class SessionStore(Protocol):
 
 # Built once: a statement object reused with parameters skips SQLAlchemy's per-call construction and
 # cache-key work, which costs several times the query itself on this hot path.
+_SESSION_WITH_USER_COLUMNS = (
+    AuthSession.user_id,
+    AuthSession.credentials_version,
+    AuthSession.csrf_token,
+    AuthSession.created_at,
+    AuthSession.last_seen_at,
+    User.login,
+    User.enabled,
+    User.credentials_version.label("current_version"),
+)
 _SESSION_WITH_USER_SELECT = (
-    select(
-        AuthSession.user_id,
-        AuthSession.credentials_version,
-        AuthSession.csrf_token,
-        AuthSession.created_at,
-        AuthSession.last_seen_at,
-        User.login,
-        User.enabled,
-        User.credentials_version.label("current_version"),
-    )
+    select(*_SESSION_WITH_USER_COLUMNS)
     .join(User, User.id == AuthSession.user_id)
     .where(AuthSession.id == bindparam("key"))
 )
 _SESSION_WITH_USER = DriverStatement(_SESSION_WITH_USER_SELECT, prepared=True)
+_REVISION_COLUMNS = (CommittedState(), RepositoryState.metamodel_revision, RepositoryState.access_revision)
 # The GET lane's one statement: the session, its user's state and the revisions the caches are keyed by.
 _SESSION_USER_AND_REVISIONS = DriverStatement(
-    _SESSION_WITH_USER_SELECT.add_columns(
-        CommittedState(), RepositoryState.metamodel_revision, RepositoryState.access_revision
-    ).join(RepositoryState, RepositoryState.id == 1),
+    _SESSION_WITH_USER_SELECT.add_columns(*_REVISION_COLUMNS).join(RepositoryState, RepositoryState.id == 1),
+    prepared=True,
+)
+# The same for the cookies of several requests at once, each row with its key (PostgreSQL: an array).
+_SESSIONS_USERS_AND_REVISIONS = DriverStatement(
+    select(*_SESSION_WITH_USER_COLUMNS, *_REVISION_COLUMNS, AuthSession.id)
+    .join(User, User.id == AuthSession.user_id)
+    .join(RepositoryState, RepositoryState.id == 1)
+    .where(AuthSession.id == any_(bindparam("keys", type_=postgresql.ARRAY(String)))),
     prepared=True,
 )
 _USER_STATUS = DriverStatement(
@@ -325,11 +337,20 @@ class DatabaseSessionStore:
             row = _SESSION_WITH_USER.first(connection, {"key": key})
         return None if row is None else _stored_with_user(key, row)
 
-    def with_revisions(self, connection: Connection, key: str) -> tuple[StoredSession, Revisions] | None:
-        row = _SESSION_USER_AND_REVISIONS.first(connection, {"key": key})
-        if row is None:
-            return None
-        return _stored_with_user(key, row), Revisions(row[8], row[9], row[10])
+    def with_revisions(
+        self, connection: Connection, keys: Sequence[str]
+    ) -> dict[str, tuple[StoredSession, Revisions]]:
+        if len(keys) == 1 or connection.dialect.name != "postgresql":
+            found = {}
+            for key in keys:
+                row = _SESSION_USER_AND_REVISIONS.first(connection, {"key": key})
+                if row is not None:
+                    found[key] = _stored_with_user(key, row), Revisions(row[8], row[9], row[10])
+            return found
+        rows = _SESSIONS_USERS_AND_REVISIONS.rows(connection, {"keys": list(keys)})
+        return {
+            row[11]: (_stored_with_user(row[11], row), Revisions(row[8], row[9], row[10])) for row in rows
+        }
 
     def touch(self, session: StoredSession, last_seen_at: float, expires_at: float) -> None:
         parameters = {
@@ -432,17 +453,22 @@ class RedisSessionStore:
             last_seen_at=float(data["seen"]),
         )
 
-    def with_revisions(self, connection: Connection, key: str) -> tuple[StoredSession, Revisions] | None:
-        stored = self.get(key)
-        if stored is None:
-            return None
-        # Redis holds the session, the database its user and the revisions: one primary-key read.
-        row = acting_user(connection, stored.user_id)
-        if row is None:
-            return None
-        login, enabled, current_version, revision, metamodel_revision, access_revision = row
-        user = UserStatus(login=login, enabled=bool(enabled), credentials_version=current_version)
-        return replace(stored, user=user), Revisions(revision, metamodel_revision, access_revision)
+    def with_revisions(
+        self, connection: Connection, keys: Sequence[str]
+    ) -> dict[str, tuple[StoredSession, Revisions]]:
+        found = {}
+        for key in keys:
+            stored = self.get(key)
+            if stored is None:
+                continue
+            # Redis holds the session, the database its user and the revisions: one primary-key read.
+            row = acting_user(connection, stored.user_id)
+            if row is None:
+                continue
+            login, enabled, current_version, revision, metamodel_revision, access_revision = row
+            user = UserStatus(login=login, enabled=bool(enabled), credentials_version=current_version)
+            found[key] = replace(stored, user=user), Revisions(revision, metamodel_revision, access_revision)
+        return found
 
     def touch(self, session: StoredSession, last_seen_at: float, expires_at: float) -> None:
         touched = StoredSession(
@@ -584,36 +610,39 @@ class SessionManager:
             revivable_until=self._revivable_until_of(cookie_value, stored),
         )
 
-    def peek(self, cookie_value: str, connection: Connection) -> tuple[Principal, Revisions] | None:
-        """Who this cookie's session acts as and the repository's revisions, read in one statement (with
-        Redis: its lookup and one statement) through `connection`, when the session is valid and nothing
-        needs no write first. None whenever `resume` must decide: no record (unknown, or a signed cookie's
-        first return), ended, expired, or a changed or disabled account; `resume` then answers exactly as
-        before. An idle time stamp due for its write is written in the background, once at a time."""
-        key = session_key(cookie_value)
-        found = self.store.with_revisions(connection, key)
-        if found is None:
-            return None
-        stored, revisions = found
-        user = stored.user
+    def peek(
+        self, cookie_values: Sequence[str], connection: Connection
+    ) -> dict[str, tuple[Principal, Revisions]]:
+        """Who each of these cookies' sessions acts as and the repository's revisions, read in one statement
+        (with Redis: a lookup and a statement per cookie) through `connection`, for the cookies whose session
+        is valid and needs no write first. A cookie left out is for `resume` to decide: no record (unknown,
+        or a signed cookie's first return), ended, expired, or a changed or disabled account; `resume` then
+        answers exactly as before. An idle time stamp due for its write is written in the background, once
+        at a time."""
+        keys = {session_key(cookie_value): cookie_value for cookie_value in cookie_values}
+        found = self.store.with_revisions(connection, list(keys))
         now = self._now()
-        if (
-            user is None
-            or stored.credentials_version == ENDED
-            or not user.enabled
-            or user.credentials_version != stored.credentials_version
-            or now >= self._expires_at(stored, stored.last_seen_at)
-        ):
-            return None
-        if now - stored.last_seen_at >= self._touch_after:
-            self._touch_in_background(stored, now)
-        principal = Principal(
-            user_id=stored.user_id,
-            login=user.login,
-            credentials_version=stored.credentials_version,
-            via="session",
-        )
-        return principal, revisions
+        valid = {}
+        for key, (stored, revisions) in found.items():
+            user = stored.user
+            if (
+                user is None
+                or stored.credentials_version == ENDED
+                or not user.enabled
+                or user.credentials_version != stored.credentials_version
+                or now >= self._expires_at(stored, stored.last_seen_at)
+            ):
+                continue
+            if now - stored.last_seen_at >= self._touch_after:
+                self._touch_in_background(stored, now)
+            principal = Principal(
+                user_id=stored.user_id,
+                login=user.login,
+                credentials_version=stored.credentials_version,
+                via="session",
+            )
+            valid[keys[key]] = principal, revisions
+        return valid
 
     def _touch_in_background(self, stored: StoredSession, now: float) -> None:
         """Write the idle time stamp of a valid session in a thread of this manager, once at a time per

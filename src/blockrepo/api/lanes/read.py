@@ -3,7 +3,11 @@ request is the plain case, and passed on unchanged otherwise."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 from sqlalchemy import Connection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -18,7 +22,7 @@ from blockrepo.api.middleware import identity_headers, request_id_for, version_s
 from blockrepo.auth.cookies import session_cookie_in
 from blockrepo.auth.csrf import sent_for_another_origin
 from blockrepo.auth.middleware import client_address
-from blockrepo.auth.resolution import Resolver
+from blockrepo.auth.resolution import QuickResolution, Resolver
 
 log = logging.getLogger("blockrepo.api")
 
@@ -33,6 +37,46 @@ _WANTED = frozenset(
 )
 
 Answer = tuple[Message, Message]
+_Read = TypeVar("_Read")
+
+
+class CookieBatch:
+    """The session cookies of the lane's requests that reach it in one turn of the event loop, looked up
+    together as soon as that turn's ready work is done: one statement, one round trip for all of them.
+
+    For PostgreSQL, where a round trip costs the worker (a send, a wait, a receive, the wake-ups) and the
+    server more than the lookup itself; under load the requests of several connections arrive in one
+    turn, and each waits one turn more (bench/README.md). A request alone still costs one statement. Each
+    thread's event loop has its own batch (and its own connection, `HeldConnections`)."""
+
+    def __init__(self, lookup: Callable[[list[str]], dict[str, QuickResolution]]) -> None:
+        self._lookup = lookup
+        self._local = threading.local()
+
+    def resolve(self, cookie: str) -> asyncio.Future[QuickResolution | None]:
+        """The session of this cookie, or None where the documented way must decide."""
+        loop = asyncio.get_running_loop()
+        waiting: dict[str, list[asyncio.Future[QuickResolution | None]]] | None = getattr(
+            self._local, "waiting", None
+        )
+        if waiting is None:
+            waiting = self._local.waiting = {}
+            loop.call_soon(self._look_up_waiting)  # after the tasks that are ready now have run
+        future: asyncio.Future[QuickResolution | None] = loop.create_future()
+        waiting.setdefault(cookie, []).append(future)
+        return future
+
+    def _look_up_waiting(self) -> None:
+        waiting: dict[str, list[asyncio.Future[QuickResolution | None]]] = self._local.waiting
+        self._local.waiting = None
+        found: dict[str, QuickResolution] = {}
+        try:
+            found = self._lookup(list(waiting))
+        finally:  # every request goes on, the documented way if the lookup failed
+            for cookie, futures in waiting.items():
+                for future in futures:
+                    if not future.done():  # not cancelled meanwhile
+                        future.set_result(found.get(cookie))
 
 
 class ElementReadLane:
@@ -44,13 +88,15 @@ class ElementReadLane:
 
     It answers exactly what that path would, headers included (request id, API version, the signed
     session of a Basic request), after one statement that reads who acts and the repository's revisions
-    (`Resolver.quick`); the body comes from `RenderedElements` while those revisions are current, else from
-    the element's statements in one snapshot. All of it runs on the event loop, on a connection held for
-    it in autocommit: a hop to a worker thread, a pool checkout (with PostgreSQL's pre-ping) and a BEGIN
-    and ROLLBACK each cost more than the one statement, and thread hops are what made latency under load
-    long. That holds while the database and Redis answer in well under a millisecond (the same host or
-    network); against worker threads on PostgreSQL it costs a fraction of the CPU per GET and serves
-    several times the rate (bench/README.md). Where they do not, `loop_reads` off turns the lane off."""
+    (`Resolver.quick`; on PostgreSQL one statement for the session cookies of all requests that arrive
+    together, `CookieBatch`); the body comes from `RenderedElements` while those revisions are current,
+    else from the element's statements in one snapshot. All of it runs on the event loop, on a connection
+    held for it in autocommit: a hop to a worker thread, a pool checkout (with PostgreSQL's pre-ping) and
+    a BEGIN and ROLLBACK each cost more than the one statement, and thread hops are what made latency
+    under load long. That holds while the database and Redis answer in well under a millisecond (the same
+    host or network); against worker threads on PostgreSQL it costs a fraction of the CPU per GET and
+    serves several times the rate (bench/README.md). Where they do not, `loop_reads` off turns the lane
+    off."""
 
     def __init__(self, app: ASGIApp, *, services: AppServices) -> None:
         self.app = app
@@ -58,6 +104,8 @@ class ElementReadLane:
         self.auth = Resolver(services.auth, services.settings)
         # The lane answers on the event loop or not at all (`loop_reads`, one policy with auth's reads).
         self.enabled = services.auth.reads_on_loop
+        # Requests with only a session cookie are looked up together where a statement is a round trip.
+        self.cookie_batch = CookieBatch(self._sessions) if services.databases.round_trips else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
@@ -68,14 +116,14 @@ class ElementReadLane:
         ):
             element = element_in_path(scope["path"])
             if element is not None:
-                answer = self._answer(scope, *element)
+                answer = await self._answer(scope, *element)
                 if answer is not None:
                     await send(answer[0])
                     await send(answer[1])
                     return
         await self.app(scope, receive, send)
 
-    def _answer(self, scope: Scope, type_name: str, element_id: int) -> Answer | None:
+    async def _answer(self, scope: Scope, type_name: str, element_id: int) -> Answer | None:
         headers: dict[bytes, bytes] = {}
         for name, value in scope["headers"]:
             if name in _WANTED and name not in headers:  # the first of repeated headers, as Headers.get
@@ -85,21 +133,45 @@ class ElementReadLane:
         version = headers.get(b"api-version")
         if version is not None and not version_supported(version.decode("latin-1")):
             return None
-        authorization = headers.get(b"authorization")
+        authorization = headers.get(b"authorization") or None
         cookie = session_cookie_in(headers[b"cookie"].decode("latin-1")) if b"cookie" in headers else None
-        if not authorization and cookie is None:
-            return None
-        if authorization and sent_for_another_origin(scope["headers"], scope["scheme"], referer=True):
+        if authorization is None:
+            if cookie is None:
+                return None
+            if self.cookie_batch is not None:
+                found = await self.cookie_batch.resolve(cookie)
+                if found is None:
+                    return None
+                return self._on_connection(
+                    lambda connection: self._read(connection, scope, headers, type_name, element_id, found)
+                )
+        elif sent_for_another_origin(scope["headers"], scope["scheme"], referer=True):
             return None  # credentials sent for another origin's page: the middleware decides (no session)
+
+        def resolved_and_read(connection: Connection) -> Answer | None:
+            found = self.auth.quick(connection, authorization, cookie, client_address(scope))
+            if found is None:
+                return None
+            return self._read(connection, scope, headers, type_name, element_id, found)
+
+        return self._on_connection(resolved_and_read)
+
+    def _on_connection(self, read: Callable[[Connection], _Read]) -> _Read | None:
+        """`read` on this worker's connection for the lane; None (the documented way) if it fails."""
         connections = self.services.loop_connections
         try:
-            return self._read(connections.get(), scope, headers, type_name, element_id, cookie)
+            return read(connections.get())
         except Exception:
             # Whatever went wrong, the documented way answers it (and logs it, if it fails there too); a
             # connection that failed is replaced.
             log.warning("the GET lane passed a request on after an error", exc_info=True)
             connections.drop()
             return None
+
+    def _sessions(self, cookies: list[str]) -> dict[str, QuickResolution]:
+        """The cookie batch's lookup: the sessions of these cookies that the lane may use."""
+        resolved = self._on_connection(lambda connection: self.auth.quick_sessions(connection, cookies))
+        return resolved or {}
 
     def _read(
         self,
@@ -108,14 +180,9 @@ class ElementReadLane:
         headers: dict[bytes, bytes],
         type_name: str,
         element_id: int,
-        cookie: str | None,
+        found: QuickResolution,
     ) -> Answer | None:
         services = self.services
-        found = self.auth.quick(
-            connection, headers.get(b"authorization") or None, cookie, client_address(scope)
-        )
-        if found is None:
-            return None
         revisions = found.revisions
         metamodel = services.metamodels.current(revisions.metamodel)
         actor = services.actors.cached(

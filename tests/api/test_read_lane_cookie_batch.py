@@ -1,0 +1,113 @@
+"""GETs by id with session cookies that reach the read lane together (issue 24): on PostgreSQL their sessions
+are looked up in one statement, and each request still gets exactly the answer it would get alone, its own
+user's, whoever else's cookie came in the same batch."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import httpx
+import orjson
+import pytest
+from fastapi import FastAPI
+from starlette.testclient import TestClient
+
+from tests.api.auth_support import bare_client, logged_in
+from tests.conftest import ADMIN_PASSWORD
+from tests.helpers import count_queries, create_role, create_user, engine_of
+
+READER, READER_PASSWORD = "rita", "rita-password-1"
+
+
+@pytest.fixture
+def web(app: FastAPI) -> Iterator[TestClient]:
+    with bare_client(app) as client:
+        yield client
+
+
+def _requests_at_once(app: FastAPI, requests: list[tuple[str, str]]) -> list[httpx.Response]:
+    """GET each (path, session cookie) in its own task, all started in the same turn of one event loop."""
+
+    async def scenario() -> list[httpx.Response]:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app, client=("198.51.100.7", 4711)),
+            base_url="http://127.0.0.1",
+        ) as client:
+            return await asyncio.gather(
+                *(client.get(path, headers={"Cookie": f"JSESSIONID={cookie}"}) for path, cookie in requests)
+            )
+
+    return asyncio.run(scenario())
+
+
+def _answer(response: httpx.Response) -> tuple[int, bytes, str | None]:
+    """Status, body and ETag; a problem's body without its request id (each request has its own)."""
+    body = response.content
+    if response.status_code >= 400:
+        problem = response.json()
+        del problem["requestId"]
+        body = orjson.dumps(problem)
+    return response.status_code, body, response.headers.get("etag")
+
+
+def test_session_gets_arriving_together_are_resolved_together_each_as_its_own_user(
+    app: FastAPI, client: TestClient, web: TestClient
+) -> None:
+    create_role(app, "process readers", types={"BusinessProcess": ["read"]})
+    create_user(app, READER, READER_PASSWORD, roles=["process readers"])
+    process = client.post("/api/element/BusinessProcess", json={"name": ["Billing"]}).json()["id"][0]
+    system = client.post("/api/element/InformationSystem", json={"name": ["Ledger"]}).json()["id"][0]
+    admin_cookie, _ = logged_in(web)
+    reader_cookie, _ = logged_in(web, READER, READER_PASSWORD)
+    process_path = f"/api/element/BusinessProcess/{process}"
+    system_path = f"/api/element/InformationSystem/{system}"
+    mixed = [
+        (process_path, admin_cookie),
+        (system_path, reader_cookie),  # the reader may not read systems
+        (process_path, reader_cookie),
+        (system_path, admin_cookie),
+        (process_path, "not-a-session"),
+        (process_path, admin_cookie),  # the same cookie twice in one batch
+    ]
+    # Each alone first (it also renders the bodies the lane serves from then on).
+    alone = [_answer(_requests_at_once(app, [request])[0]) for request in mixed]
+    assert [status for status, _, _ in alone] == [200, 403, 200, 200, 401, 200]
+    assert alone[0] == alone[5]
+    # The reader's view of the same process leaves out the relations to systems she may not read.
+    assert b"informationSystems" in alone[0][1] and b"informationSystems" not in alone[2][1]
+    assert b"Ledger" in alone[3][1] and b"Ledger" not in alone[1][1]
+
+    together = _requests_at_once(app, mixed)
+    assert [_answer(response) for response in together] == alone
+
+    lane_only = [request for request, (status, _, _) in zip(mixed, alone, strict=True) if status == 200]
+    with count_queries(engine_of(app)) as counter:
+        answers = _requests_at_once(app, lane_only)
+    assert [_answer(response) for response in answers] == [answer for answer in alone if answer[0] == 200]
+    if engine_of(app).dialect.name == "postgresql":
+        # One statement for the four requests, each with its two distinct cookies' sessions.
+        assert len(counter.statements) == 1, counter.statements
+        assert "ANY" in counter.statements[0]
+    else:
+        # SQLite answers a statement in the process: each request reads its own session.
+        assert len(counter.statements) == len(lane_only)
+
+
+def test_a_session_ended_meanwhile_is_not_served_from_a_batch(
+    app: FastAPI, client: TestClient, web: TestClient
+) -> None:
+    """A logout seen by the next batch: its requests go the documented way and answer 401."""
+    process = client.post("/api/element/BusinessProcess", json={"name": ["Billing"]}).json()["id"][0]
+    path = f"/api/element/BusinessProcess/{process}"
+    ended, csrf_token = logged_in(web)
+    kept, _ = logged_in(web, "system", ADMIN_PASSWORD)
+    before = _requests_at_once(app, [(path, ended), (path, kept)])
+    assert [response.status_code for response in before] == [200, 200]
+    logout = web.post(
+        "/j_service_logout", headers={"Cookie": f"JSESSIONID={ended}", "X-XSRF-TOKEN": csrf_token}
+    )
+    assert logout.status_code == 204
+    after = _requests_at_once(app, [(path, ended), (path, kept), (path, ended)])
+    assert [response.status_code for response in after] == [401, 200, 401]
+    assert after[1].content == before[1].content
