@@ -7,7 +7,8 @@ attribute (`Criticality`, cycling through its three literals, so nearly every re
 with history) with the session cookie and `X-XSRF-TOKEN`, on the one demo element and (`put-distinct`)
 round the elements of its type. Prints req/s, p99 and the ratio to the bare
 baseline measured in the same run, and the CPU time the server's processes spent per request (Linux
-/proc: steadier than rates on a machine shared with other work); asserts nothing.
+/proc: steadier than rates on a machine shared with other work) and, beside it (`DB CPU`), what the
+PostgreSQL server's processes spent (SQLite's work is in the server's own); asserts nothing.
 
     .venv/bin/python bench/hot_path.py [--database postgresql://postgres@127.0.0.1:5432/postgres]
                                        [--redis-url redis://127.0.0.1:6379/0] [--duration 10]
@@ -91,34 +92,49 @@ class Row:
     connections: int
     result: WrkResult
     cpu_ms: float  # the server's CPU time (all its processes) per request
+    database_cpu_ms: float  # the PostgreSQL server's CPU time per request (0 on SQLite: in the server's)
     statuses: str = ""  # what the wrk script counted (PUT: answers by status, socket errors by kind)
 
 
-def process_tree_cpu_seconds(root: int) -> float:
-    """User and system CPU seconds of a process and its children (Linux /proc): on a machine shared with
-    other work, what a request costs the server is steadier than how many it answers per second."""
+def cpu_seconds(root: int) -> tuple[float, float]:
+    """User and system CPU seconds of a process and its children, and of the PostgreSQL server's processes
+    on this machine (Linux /proc): on a machine shared with other work, what a request costs the server is
+    steadier than how many it answers per second. SQLite's work is in the server's own processes; a
+    PostgreSQL server's has to be added to compare the two."""
     ticks = os.sysconf("SC_CLK_TCK")
-    total = 0.0
+    server = database = 0.0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command, _, rest = (entry / "stat").read_text().rpartition(")")
         except OSError:
             continue  # a process that ended meanwhile
+        fields = rest.split()
         # After the command: state, ppid, ... utime and stime are fields 14 and 15 of the whole line.
+        seconds = (int(fields[11]) + int(fields[12])) / ticks
         if int(entry.name) == root or int(fields[1]) == root:
-            total += (int(fields[11]) + int(fields[12])) / ticks
-    return total
+            server += seconds
+        elif command.endswith("(postgres"):
+            database += seconds
+    return server, database
 
 
 def measured(
     scenario: str, server: Process, connections: int, run: Callable[[], tuple[WrkResult, str]]
 ) -> Row:
-    before = process_tree_cpu_seconds(server.process.pid)
+    server_before, database_before = cpu_seconds(server.process.pid)
     result, statuses = run()
-    spent = process_tree_cpu_seconds(server.process.pid) - before
-    return Row(scenario, connections, result, spent * 1000 / max(result.requests, 1), statuses)
+    server_after, database_after = cpu_seconds(server.process.pid)
+    requests = max(result.requests, 1)
+    return Row(
+        scenario,
+        connections,
+        result,
+        (server_after - server_before) * 1000 / requests,
+        (database_after - database_before) * 1000 / requests,
+        statuses,
+    )
 
 
 class Process:
@@ -310,7 +326,7 @@ def main() -> int:
     }
     header = (
         f"{'scenario':<34} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'of bare':>8} "
-        f"{'CPU ms/req':>10} {'errors':>7}"
+        f"{'CPU ms/req':>10} {'DB CPU':>7} {'errors':>7}"
     )
     print(header)
     print("-" * len(header))
@@ -320,7 +336,7 @@ def main() -> int:
         print(
             f"{row.scenario:<34} {row.connections:>5} {result.requests_per_second:>9,.0f} "
             f"{result.latency_ms.get('50%', 0):>8.2f} {result.latency_ms.get('99%', 0):>8.2f} "
-            f"{ratio:>8.1%} {row.cpu_ms:>10.3f} {result.errors:>7}"
+            f"{ratio:>8.1%} {row.cpu_ms:>10.3f} {row.database_cpu_ms:>7.3f} {result.errors:>7}"
         )
     by_key = {(row.scenario, row.connections): row.result.requests_per_second for row in rows}
     cpu_by_key = {(row.scenario, row.connections): row.cpu_ms for row in rows}

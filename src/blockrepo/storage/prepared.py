@@ -80,6 +80,29 @@ class PreparedStatement:
             raise DBAPIError.instance(self.sql, parameters, exc, psycopg.Error) from exc
 
 
+def begun_with(connection: Connection, sql: str) -> bool:
+    """Begin the connection's transaction and run `sql` (a statement without parameters whose rows are not
+    wanted) in one round trip, as one simple query `BEGIN; ...`; psycopg would send its BEGIN on its own
+    first. False, and nothing sent, where psycopg has to begin: not psycopg, in autocommit, a transaction
+    already open, or a BEGIN with options (isolation level, read only, deferrable). psycopg reads whether a
+    transaction is open from libpq, so its commit and rollback end this one as their own."""
+    driver = connection.connection.dbapi_connection
+    if not isinstance(driver, psycopg.Connection) or driver.autocommit:
+        return False
+    if driver.pgconn.transaction_status != pq.TransactionStatus.IDLE or (
+        driver.isolation_level is not None or driver.read_only is not None or driver.deferrable is not None
+    ):
+        return False
+    begin_and_run = f"BEGIN; {sql}"
+    for listener in connection.dispatch.before_cursor_execute:
+        listener(connection, None, begin_and_run, {}, None, False)
+    try:
+        _checked(driver.pgconn.exec_(begin_and_run.encode()))
+    except psycopg.Error as exc:
+        raise DBAPIError.instance(begin_and_run, {}, exc, psycopg.Error) from exc
+    return True
+
+
 class _ConnectionState:
     __slots__ = ("prepared", "transformer")
 

@@ -33,6 +33,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from blockrepo.storage.engine import driver_execute
+from blockrepo.storage.prepared import begun_with
 
 # PostgreSQL advisory lock keys (two-int form: namespace, key). The write gate and the structure lock share
 # one namespace; revision claims have their own, keyed by the revision number (revisions.repository).
@@ -63,7 +64,9 @@ def begin_write(db: Session) -> None:
     connection = db.connection()  # begins the transaction: on SQLite a write session's BEGIN IMMEDIATE
     if connection.dialect.name == "sqlite":
         return  # that BEGIN took the database's write lock; a SELECT would take nothing more
-    driver_execute(connection, _GATE_SHARED if db.info.get(ELEMENTS_ONLY) else _GATE_EXCLUSIVE)
+    gate = _GATE_SHARED if db.info.get(ELEMENTS_ONLY) else _GATE_EXCLUSIVE
+    if not begun_with(connection, gate):  # PostgreSQL's BEGIN and the gate in one round trip
+        driver_execute(connection, gate)
 
 
 def lock_structure(db: Session) -> None:

@@ -339,17 +339,18 @@ class _Parts:
     values: bool
     as_source: bool
     as_target: bool
+    relation_values: bool
 
 
 _Rows = Sequence[Sequence[Any]]
 
 
 class _PartsAtOnce:
-    """Children, values and relations of one element in one statement (PostgreSQL): a PUT is a dozen
-    round trips there, and each costs the worker more CPU in psycopg than SQLite takes for the read
-    (bench/README.md). The parts are a UNION ALL of rows of one shape, a part number first and sort keys
-    that give each part the order of its own statement (`_ONE_CHILDREN` ...); the rows come back split
-    into the rows those statements return."""
+    """Children, values, relations and their values of one element in one statement (PostgreSQL): a PUT
+    is a dozen round trips there, and each costs the worker more CPU in psycopg than SQLite takes for the
+    read (bench/README.md). The parts are a UNION ALL of rows of one shape, a part number first and sort
+    keys that give each part the order of its own statement (`_ONE_CHILDREN` ...); the rows come back
+    split into the rows those statements return."""
 
     def __init__(self, parts: _Parts) -> None:
         branches = []
@@ -388,24 +389,45 @@ class _PartsAtOnce:
                     .join(_OTHER, _OTHER.id == other)
                     .where(holds == _ID)
                 )
+        if parts.relation_values:
+            branches.append(
+                _part(
+                    5,
+                    (
+                        RelationValue.relation_id,
+                        RelationValue.attribute_id,
+                        RelationValue.position,
+                        RelationValue.id,
+                    ),
+                    RelationValue.relation_id,
+                    RelationValue.attribute_id,
+                    values=_RELATION_VALUE_COLUMNS[2:],
+                ).where(
+                    RelationValue.relation_id.in_(
+                        select(Relation.id).where(or_(Relation.source_id == _ID, Relation.target_id == _ID))
+                    )
+                )
+            )
         self._statement = (
-            TypedStatement(union_all(*branches).order_by("part", "s1", "s2", "s3"), prepared=True)
+            TypedStatement(union_all(*branches).order_by("part", "s1", "s2", "s3", "s4"), prepared=True)
             if branches
             else None
         )
 
-    def rows(self, connection: Connection, key: dict[str, int]) -> tuple[_Rows, _Rows, _Rows, _Rows]:
-        split: tuple[list[Any], ...] = ([], [], [], [])
+    def rows(self, connection: Connection, key: dict[str, int]) -> tuple[_Rows, _Rows, _Rows, _Rows, _Rows]:
+        split: tuple[list[Any], ...] = ([], [], [], [], [])
         if self._statement is not None:
             for row in self._statement.rows(connection, key):
                 part = row[0]
                 if part == 1:
-                    split[0].append((row[4], row[8]))
+                    split[0].append((row[5], row[9]))
                 elif part == 2:
-                    split[1].append((row[4], *row[9:]))
+                    split[1].append((row[5], *row[10:]))
+                elif part == 5:
+                    split[4].append((row[5], row[6], *row[10:]))
                 else:
-                    split[part - 1].append((row[4], row[5], row[6], row[8], row[7]))
-        return split[0], split[1], split[2], split[3]
+                    split[part - 1].append((row[5], row[6], row[7], row[9], row[8]))
+        return split[0], split[1], split[2], split[3], split[4]
 
 
 _Column = ColumnElement[Any] | InstrumentedAttribute[Any]
@@ -418,9 +440,9 @@ def _part(
     name: _Column | None = None,
     values: Sequence[_Column] | None = None,
 ) -> Select[*tuple[Any, ...]]:
-    """One part's rows in the shape of `_PartsAtOnce`: part, three sort keys, four integers, a name and
+    """One part's rows in the shape of `_PartsAtOnce`: part, four sort keys, four integers, a name and
     the six value columns, NULL (typed, as UNION ALL needs) where the part has nothing."""
-    keys: list[_Column] = [*order, *[literal_column("0", Integer)] * (3 - len(order))]
+    keys: list[_Column] = [*order, *[literal_column("0", Integer)] * (4 - len(order))]
     padded = [*integers, *[cast(null(), Integer)] * (4 - len(integers))]
     typed_nulls = [cast(null(), column.type) for column in _VALUE_COLUMNS]
     return select(
@@ -432,7 +454,7 @@ def _part(
     )
 
 
-# Which parts -> their statement, compiled once (sixteen at most).
+# Which parts -> their statement, compiled once (thirty-two at most).
 _AT_ONCE: dict[_Parts, _PartsAtOnce] = {}
 
 
@@ -452,7 +474,7 @@ def _load_locked(db: Session, type_id: int, element_id: int, selection: Selectio
     """The element of the type with what `selection` asks for (None: there is none), its row locked until
     the transaction ends: the state a single update checks its precondition and plans against, read
     once. A statement for the row, then one each for children, values, relations as source, as target
-    (on PostgreSQL these four in one: `_parts_at_once`) and relation values, whatever the element holds;
+    and relation values (on PostgreSQL these five in one: `_parts_at_once`), whatever the element holds;
     what the selection leaves out is skipped as the rows come."""
     connection = db.connection()
     key = {"element_id": element_id}
@@ -474,11 +496,19 @@ def _load_locked(db: Session, type_id: int, element_id: int, selection: Selectio
     )
     source_ends = {e.relation_type.id: e for e in selection.ends if e.holder_is_source}
     target_ends = {e.relation_type.id: e for e in selection.ends if not e.holder_is_source}
-    parts = _Parts(selection.children, bool(selection.attribute_ids), bool(source_ends), bool(target_ends))
+    attribute_ids = selection.relation_attribute_ids
+    parts = _Parts(
+        selection.children,
+        bool(selection.attribute_ids),
+        bool(source_ends),
+        bool(target_ends),
+        any(_has_selected(end, attribute_ids) for end in selection.ends),
+    )
+    relation_values: _Rows | None = None  # read after the relations where they are not read at once
     if connection.dialect.name == "postgresql":
         # The row lock is taken first, in a statement of its own: the parts are read in a snapshot taken
         # after it, so they show what the writer that held the lock committed.
-        children, values, as_source, as_target = _parts_at_once(parts).rows(connection, key)
+        children, values, as_source, as_target, relation_values = _parts_at_once(parts).rows(connection, key)
     else:
         children = _ONE_CHILDREN.rows(connection, key) if parts.children else ()
         values = _ONE_VALUES.rows(connection, key) if parts.values else ()
@@ -505,10 +535,11 @@ def _load_locked(db: Session, type_id: int, element_id: int, selection: Selectio
             known = by_relation.setdefault(relation_id, item)
             if known is not item:
                 item.values = known.values
-    attribute_ids = selection.relation_attribute_ids
-    if not any(_has_selected(end, attribute_ids) for end in selection.ends):
+    if not parts.relation_values:
         return element
-    for value in _ONE_RELATION_VALUES.rows(connection, key):
+    if relation_values is None:
+        relation_values = _ONE_RELATION_VALUES.rows(connection, key)
+    for value in relation_values:
         target = by_relation.get(value[0])
         if target is not None and value[1] in attribute_ids:
             target.values.setdefault(value[1], []).append(_typed_columns(value))
