@@ -161,6 +161,17 @@ LISTING_CURSOR = KnownRefusal(
 FUTURE_REVISION = KnownRefusal(
     "an asOf revision must already exist", "validation_failed", (("future_revision", "query:asOf"),)
 )
+DIFF_RANGE = KnownRefusal(
+    "a diff's range must run forward to a revision that exists, over a type the caller may read",
+    "validation_failed",
+    (
+        ("after_to", "query:from"),
+        ("future_revision", "query:from"),
+        ("future_revision", "query:to"),
+        ("required", "query:from"),
+        ("unknown_type", "query:type"),
+    ),
+)
 SORT_KEY = KnownRefusal(
     "a sort key must be a property of the type", "invalid_sort", (("invalid_sort", "sort"),)
 )
@@ -182,6 +193,7 @@ KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
     ("POST", "/api/metamodel/types"): (NUL_IN_TEXT,),
     ("PUT", "/api/metamodel/types/{type}"): (NUL_IN_TEXT,),
     ("GET", "/api/history"): (HISTORY_CURSOR, NUL_IN_QUERY),
+    ("GET", "/api/history/diff"): (DIFF_RANGE, HISTORY_CURSOR, NUL_IN_QUERY),
     ("GET", "/api/history/{type}"): (HISTORY_CURSOR, NUL_IN_QUERY),
     ("GET", "/api/history/{type}/{id}"): (HISTORY_CURSOR, NUL_IN_QUERY),
     ("GET", "/api/element/{type}/{id}"): (FUTURE_REVISION,),

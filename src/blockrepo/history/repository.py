@@ -231,6 +231,56 @@ def element_changesets_up_to(db: Session, element_ids: Sequence[int], revision: 
     return rows
 
 
+def changed_element_ids(
+    db: Session,
+    after_revision: int,
+    to_revision: int,
+    type_names: frozenset[str] | None,
+    *,
+    after_element: int = 0,
+    limit: int | None = None,
+) -> list[int]:
+    """Ids of the elements (of these types; None: any) changed by a revision in (`after_revision`,
+    `to_revision`], ascending from after `after_element`, at most `limit`. Walks the change rows of that
+    range (the revision index): its cost grows with the changes in the range, not with the history."""
+    statement = (
+        select(Change.element_id)
+        .where(
+            Change.entity == "element",
+            Change.revision > after_revision,
+            Change.revision <= to_revision,
+            Change.element_id > after_element,
+        )
+        .group_by(Change.element_id)
+        .order_by(Change.element_id)
+    )
+    if type_names is not None:
+        statement = statement.where(Change.type_name.in_(sorted(type_names)))
+    if limit is not None:
+        statement = statement.limit(limit)
+    return [int(element_id) for element_id in db.scalars(statement) if element_id is not None]
+
+
+def element_changesets_between(
+    db: Session, element_ids: Sequence[int], after_revision: int, to_revision: int
+) -> list[ChangesetRow]:
+    """The changesets of these elements in (`after_revision`, `to_revision`], oldest first per element."""
+    rows: list[ChangesetRow] = []
+    for chunk in _chunks(sorted(set(element_ids))):
+        statement = (
+            _changeset_select()
+            .where(
+                Change.element_id.in_(chunk),
+                Change.entity == "element",
+                Change.revision > after_revision,
+                Change.revision <= to_revision,
+            )
+            .order_by(Change.element_id, Change.revision, Change.id)
+        )
+        rows.extend(_rows(db, statement))
+    return rows
+
+
 def names_at(db: Session, element_ids: Iterable[int], revision: int) -> dict[int, tuple[str, str | None]]:
     """(name, type name) of each element as recorded by its newest changeset up to `revision`."""
     newer = aliased(Change)

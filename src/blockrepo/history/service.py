@@ -144,7 +144,7 @@ def end_of_moment(moment: dt.datetime) -> dt.datetime:
     return moment
 
 
-def _parse_limit(raw: str | None, limits: Limits) -> int:
+def parse_limit(raw: str | None, limits: Limits) -> int:
     if raw is None:
         return limits.page_size
     text = raw.strip()
@@ -163,7 +163,7 @@ def encode_cursor(scope: str, revision: int, change_id: int) -> str:
     return base64.urlsafe_b64encode(payload).rstrip(b"=").decode()
 
 
-def _decode_cursor(raw: str, scope: str) -> tuple[int, int]:
+def decode_cursor(raw: str, scope: str) -> tuple[int, int]:
     invalid = invalid_cursor("query:cursor")
     try:
         payload = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
@@ -183,8 +183,8 @@ def _decode_cursor(raw: str, scope: str) -> tuple[int, int]:
 
 
 def _window(parameters: PageParameters, limits: Limits, scope: str, *, descending: bool) -> Window:
-    limit = _parse_limit(parameters.limit, limits)
-    after = _decode_cursor(parameters.cursor, scope) if parameters.cursor is not None else None
+    limit = parse_limit(parameters.limit, limits)
+    after = decode_cursor(parameters.cursor, scope) if parameters.cursor is not None else None
     bounds: dict[str, Any] = {}
     for name, raw in (("from", parameters.from_), ("to", parameters.to)):
         if raw is None:

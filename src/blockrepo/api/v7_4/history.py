@@ -12,7 +12,7 @@ from blockrepo.api.limits import PAGE_SIZE_BOUNDS
 from blockrepo.api.parameters import REVISION, REVISION_OR_TIME, given
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
-from blockrepo.history import service
+from blockrepo.history import diff, service
 from blockrepo.history.schemas import (
     CURSOR_DESCRIPTION,
     ELEMENT_HISTORY_DESCRIPTION,
@@ -100,6 +100,57 @@ def history_feed(
         _page(ctx, limit, cursor, from_, to),
     )
     return _sealed(ctx, page)
+
+
+_DIFF_DESCRIPTION = """What changed in the repository between two revisions or times (`from`, and `to`, which
+defaults to the newest revision): a page of elements in id order, each with its action (`created`,
+`updated`, `deleted`) and its fields, each field with its value at `from` (`base`) and at `to` (`main`),
+relation ends and `children` as the entries `added` and `removed`. A value changed and changed back is no
+difference, and an element created and deleted in the range is left out. The first page counts every
+element of the range by type and action (`summary`). What the caller may not read (types, attribute
+groups) is left out, as in the history. Needs `VIEW_HISTORY`. Not part of LUY 7.4 (API.md section 11)."""
+
+
+@router.get(
+    "/api/history/diff",
+    operation_id="getLandscapeDiff",
+    summary="Landscape diff between two revisions or times",
+    description=_DIFF_DESCRIPTION,
+    responses=_ERRORS,
+)
+def landscape_diff(
+    ctx: Annotated[RequestContext, Depends(request_context)],
+    from_: Annotated[
+        str | None,
+        Query(
+            alias="from",
+            description="the revision or ISO-8601 time compared from (required)",
+            examples=[1],
+            json_schema_extra=REVISION_OR_TIME,
+        ),
+    ] = None,
+    to: Annotated[
+        str | None,
+        Query(
+            description="the revision or ISO-8601 time compared to; empty: the newest revision",
+            examples=["2026-12-01T00:00:00Z"],
+            json_schema_extra=REVISION_OR_TIME,
+        ),
+    ] = None,
+    type_name: Annotated[
+        str | None, Query(alias="type", description="only elements of this building block type")
+    ] = None,
+    limit: Limit = None,
+    cursor: Cursor = None,
+) -> JsonResponse:
+    parameters = diff.DiffParameters(
+        from_=given(from_),
+        to=given(to),
+        type_name=given(type_name),
+        limit=given(limit),
+        cursor=ctx.services.cursors.open(HISTORY, cursor, "query:cursor"),
+    )
+    return _sealed(ctx, diff.landscape_diff(ctx.db, ctx.actor, ctx.metamodel, _limits(ctx), parameters))
 
 
 @router.get(
