@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection, Integer, any_, bindparam, select
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from blockrepo.access.models import (
@@ -38,6 +39,23 @@ _ACTING = DriverStatement(
 )
 
 
+# The same for several users at once, each row with its user's id (PostgreSQL: an array).
+_ACTING_MANY = DriverStatement(
+    select(
+        User.login,
+        User.enabled,
+        User.credentials_version,
+        CommittedState(),
+        RepositoryState.metamodel_revision,
+        RepositoryState.access_revision,
+        User.id,
+    )
+    .join(RepositoryState, RepositoryState.id == 1)
+    .where(User.id == any_(bindparam("user_ids", type_=postgresql.ARRAY(Integer)))),
+    prepared=True,
+)
+
+
 class Revisions(NamedTuple):
     """What a process caches is keyed by: `revision` moves with any write (`CommittedState`), a metamodel
     edit also moves `metamodel`, a change of users, roles or permissions also `access` (counters of
@@ -65,6 +83,18 @@ def acting_user(connection: Connection, user_id: int) -> Any | None:
     """The driver's row (login, enabled, credentials version, revision, metamodel revision, access
     revision) of this user and the repository state; None if the user does not exist."""
     return _ACTING.first(connection, {"user_id": user_id})
+
+
+def acting_users(connection: Connection, user_ids: Sequence[int]) -> dict[int, Any]:
+    """`acting_user` of several users, by id (those that exist): one statement on PostgreSQL."""
+    if len(user_ids) == 1 or connection.dialect.name != "postgresql":
+        found = {}
+        for user_id in user_ids:
+            row = acting_user(connection, user_id)
+            if row is not None:
+                found[user_id] = row
+        return found
+    return {row[6]: row[:6] for row in _ACTING_MANY.rows(connection, {"user_ids": list(user_ids)})}
 
 
 def user_named(db: Session, login: str) -> User | None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from sqlalchemy import Connection
 
-from blockrepo.access.repository import Revisions, acting_user, current_revisions
+from blockrepo.access.repository import Revisions, acting_user, acting_users, current_revisions
 from blockrepo.revisions.repository import visible_revision
 
 
@@ -25,6 +26,20 @@ def acting_account(connection: Connection, user_id: int, credentials_version: in
     if row is None or not row[1] or row[2] != credentials_version:
         return None
     return ActingAccount(row[0], Revisions(row[3], row[4], row[5]))
+
+
+def acting_accounts(
+    connection: Connection, principals: Sequence[tuple[int, int]]
+) -> dict[tuple[int, int], ActingAccount]:
+    """`acting_account` of several (user id, credentials version) at once (one statement on PostgreSQL):
+    those whose account still exists, is enabled and has that credentials version."""
+    rows = acting_users(connection, sorted({user_id for user_id, _ in principals}))
+    found = {}
+    for user_id, credentials_version in principals:
+        row = rows.get(user_id)
+        if row is not None and row[1] and row[2] == credentials_version:
+            found[user_id, credentials_version] = ActingAccount(row[0], Revisions(row[3], row[4], row[5]))
+    return found
 
 
 def revisions_now(connection: Connection) -> Revisions:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection
 
 from blockrepo.access.repository import Revisions
-from blockrepo.access.service import acting_account
+from blockrepo.access.service import ActingAccount, acting_account
 from blockrepo.auth.backends import AuthBackends
 from blockrepo.auth.basic import Principal, parse_basic
 from blockrepo.auth.cookies import LoginCookieHeaders
@@ -182,12 +182,25 @@ class Resolver:
             return None if cookie is None else self.quick_sessions(connection, [cookie]).get(cookie)
         if cookie is not None:
             return None  # credentials and a cookie: which wins, and ending the other, is the middleware's
-        principal = self._verified_here(authorization, address)
+        principal = self.quick_principal(authorization, address)
         if principal is None:
             return None
         account = acting_account(connection, principal.user_id, principal.credentials_version)
         if account is None:
             return None  # the middleware forgets the cached credentials and verifies them again
+        return self.quick_basic(principal, account)
+
+    def quick_principal(self, authorization: bytes, address: str) -> Principal | None:
+        """`quick` for Basic credentials without a cookie, its first half: who they are, if this process
+        verified them from this address (nothing read); None where `resolve` must decide. The second half,
+        `quick_basic`, needs the account as it is now (`access.service.acting_account(s)`)."""
+        if self.rate_limiter is not None:
+            return None  # the per-user rate limit counts every request, a write: none is quick
+        return self._verified_here(authorization, address)
+
+    def quick_basic(self, principal: Principal, account: ActingAccount) -> QuickResolution:
+        """The resolution of credentials that `quick_principal` recognised, with their account: a new signed
+        session for each answer (as `AuthMiddleware` hands one to Basic credentials that brought none)."""
         return QuickResolution(principal, account.login, account.revisions, self._signed_session(principal))
 
     def quick_sessions(self, connection: Connection, cookies: Sequence[str]) -> dict[str, QuickResolution]:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
 
 from sqlalchemy import Connection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from blockrepo.access.service import revisions_now, settled
+from blockrepo.access.service import ActingAccount, acting_accounts, revisions_now, settled
 from blockrepo.api.body_arrival import has_body
 from blockrepo.api.context import AppServices
 from blockrepo.api.etag import element_etag, none_match
@@ -38,45 +38,49 @@ _WANTED = frozenset(
 
 Answer = tuple[Message, Message]
 _Read = TypeVar("_Read")
+_Key = TypeVar("_Key", bound=Hashable)
+_Found = TypeVar("_Found")
 
 
-class CookieBatch:
-    """The session cookies of the lane's requests that reach it in one turn of the event loop, looked up
-    together as soon as that turn's ready work is done: one statement, one round trip for all of them.
+class TurnBatch(Generic[_Key, _Found]):
+    """The keys asked for by the lane's requests that reach it in one turn of the event loop, looked up
+    together as soon as that turn's ready work is done: one statement, one round trip for all of them
+    (session cookies; the accounts of Basic credentials verified before).
 
     For PostgreSQL, where a round trip costs the worker (a send, a wait, a receive, the wake-ups) and the
     server more than the lookup itself; under load the requests of several connections arrive in one
     turn, and each waits one turn more (bench/README.md). A request alone still costs one statement. Each
     thread's event loop has its own batch (and its own connection, `HeldConnections`)."""
 
-    def __init__(self, lookup: Callable[[list[str]], dict[str, QuickResolution]]) -> None:
+    def __init__(self, lookup: Callable[[list[_Key]], dict[_Key, _Found]]) -> None:
         self._lookup = lookup
         self._local = threading.local()
 
-    def resolve(self, cookie: str) -> asyncio.Future[QuickResolution | None]:
-        """The session of this cookie, or None where the documented way must decide."""
+    def resolve(self, key: _Key) -> asyncio.Future[_Found | None]:
+        """What the lookup found for this key, or None (nothing, or the lookup failed): the documented way
+        decides then."""
         loop = asyncio.get_running_loop()
-        waiting: dict[str, list[asyncio.Future[QuickResolution | None]]] | None = getattr(
+        waiting: dict[_Key, list[asyncio.Future[_Found | None]]] | None = getattr(
             self._local, "waiting", None
         )
         if waiting is None:
             waiting = self._local.waiting = {}
             loop.call_soon(self._look_up_waiting)  # after the tasks that are ready now have run
-        future: asyncio.Future[QuickResolution | None] = loop.create_future()
-        waiting.setdefault(cookie, []).append(future)
+        future: asyncio.Future[_Found | None] = loop.create_future()
+        waiting.setdefault(key, []).append(future)
         return future
 
     def _look_up_waiting(self) -> None:
-        waiting: dict[str, list[asyncio.Future[QuickResolution | None]]] = self._local.waiting
+        waiting: dict[_Key, list[asyncio.Future[_Found | None]]] = self._local.waiting
         self._local.waiting = None
-        found: dict[str, QuickResolution] = {}
+        found: dict[_Key, _Found] = {}
         try:
             found = self._lookup(list(waiting))
         finally:  # every request goes on, the documented way if the lookup failed
-            for cookie, futures in waiting.items():
+            for key, futures in waiting.items():
                 for future in futures:
                     if not future.done():  # not cancelled meanwhile
-                        future.set_result(found.get(cookie))
+                        future.set_result(found.get(key))
 
 
 class ElementReadLane:
@@ -89,7 +93,7 @@ class ElementReadLane:
     It answers exactly what that path would, headers included (request id, API version, the signed
     session of a Basic request), after one statement that reads who acts and the repository's revisions
     (`Resolver.quick`; on PostgreSQL one statement for the session cookies of all requests that arrive
-    together, `CookieBatch`); the body comes from `RenderedElements` while those revisions are current,
+    together, `TurnBatch`); the body comes from `RenderedElements` while those revisions are current,
     else from the element's statements in one snapshot. All of it runs on the event loop, on a connection
     held for it in autocommit: a hop to a worker thread, a pool checkout (with PostgreSQL's pre-ping) and
     a BEGIN and ROLLBACK each cost more than the one statement, and thread hops are what made latency
@@ -104,8 +108,11 @@ class ElementReadLane:
         self.auth = Resolver(services.auth, services.settings)
         # The lane answers on the event loop or not at all (`loop_reads`, one policy with auth's reads).
         self.enabled = services.auth.reads_on_loop
-        # Requests with only a session cookie are looked up together where a statement is a round trip.
-        self.cookie_batch = CookieBatch(self._sessions) if services.databases.round_trips else None
+        # Requests with only a session cookie, or only Basic credentials verified before, are looked up
+        # together where a statement is a round trip.
+        together = services.databases.round_trips
+        self.cookie_batch = TurnBatch(self._sessions) if together else None
+        self.account_batch = TurnBatch(self._accounts) if together else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
@@ -147,6 +154,19 @@ class ElementReadLane:
                 )
         elif sent_for_another_origin(scope["headers"], scope["scheme"], referer=True):
             return None  # credentials sent for another origin's page: the middleware decides (no session)
+        elif cookie is None and self.account_batch is not None:
+            principal = self._on_connection(
+                lambda _: self.auth.quick_principal(authorization, client_address(scope))
+            )
+            if principal is None:
+                return None
+            account = await self.account_batch.resolve((principal.user_id, principal.credentials_version))
+            if account is None:
+                return None  # the middleware forgets the cached credentials and verifies them again
+            resolution = self.auth.quick_basic(principal, account)
+            return self._on_connection(
+                lambda connection: self._read(connection, scope, headers, type_name, element_id, resolution)
+            )
 
         def resolved_and_read(connection: Connection) -> Answer | None:
             found = self.auth.quick(connection, authorization, cookie, client_address(scope))
@@ -172,6 +192,11 @@ class ElementReadLane:
         """The cookie batch's lookup: the sessions of these cookies that the lane may use."""
         resolved = self._on_connection(lambda connection: self.auth.quick_sessions(connection, cookies))
         return resolved or {}
+
+    def _accounts(self, principals: list[tuple[int, int]]) -> dict[tuple[int, int], ActingAccount]:
+        """The account batch's lookup: the accounts of these (user id, credentials version) as they are."""
+        accounts = self._on_connection(lambda connection: acting_accounts(connection, principals))
+        return accounts or {}
 
     def _read(
         self,

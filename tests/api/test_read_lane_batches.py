@@ -1,10 +1,11 @@
-"""GETs by id with session cookies that reach the read lane together (issue 24): on PostgreSQL their sessions
-are looked up in one statement, and each request still gets exactly the answer it would get alone, its own
-user's, whoever else's cookie came in the same batch."""
+"""GETs by id that reach the read lane together (issue 24), with session cookies or with Basic credentials
+verified before: on PostgreSQL their sessions (accounts) are looked up in one statement, and each request
+still gets exactly the answer it would get alone, its own user's, whoever else came in the same batch."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import Iterator
 
 import httpx
@@ -35,15 +36,22 @@ def web(app: FastAPI) -> Iterator[TestClient]:
 
 def _requests_at_once(app: FastAPI, requests: list[tuple[str, str]]) -> list[httpx.Response]:
     """GET each (path, session cookie) in its own task, all started in the same turn of one event loop."""
+    return _gets_at_once(app, [(path, {"Cookie": f"JSESSIONID={cookie}"}) for path, cookie in requests])
 
-    async def scenario() -> list[httpx.Response]:
+
+def _gets_at_once(app: FastAPI, requests: list[tuple[str, dict[str, str]]]) -> list[httpx.Response]:
+    """GET each (path, headers) in its own task, all started in the same turn of one event loop, each by a
+    client of its own (none sends back a cookie another's answer set)."""
+
+    async def one(path: str, headers: dict[str, str]) -> httpx.Response:
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app, client=("198.51.100.7", 4711)),
             base_url="http://127.0.0.1",
         ) as client:
-            return await asyncio.gather(
-                *(client.get(path, headers={"Cookie": f"JSESSIONID={cookie}"}) for path, cookie in requests)
-            )
+            return await client.get(path, headers=headers)
+
+    async def scenario() -> list[httpx.Response]:
+        return await asyncio.gather(*(one(path, headers) for path, headers in requests))
 
     return asyncio.run(scenario())
 
@@ -121,3 +129,47 @@ def test_a_session_ended_meanwhile_is_not_served_from_a_batch(
     after = _requests_at_once(app, [(path, ended), (path, kept), (path, ended)])
     assert [response.status_code for response in after] == [401, 200, 401]
     assert after[1].content == before[1].content
+
+
+def _basic(login: str, password: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{login}:{password}".encode()).decode()}
+
+
+def test_basic_gets_arriving_together_are_resolved_together_each_with_its_own_session(
+    app: FastAPI, client: TestClient
+) -> None:
+    create_role(app, "process readers", types={"BusinessProcess": ["read"]})
+    create_user(app, READER, READER_PASSWORD, roles=["process readers"])
+    process = client.post("/api/element/BusinessProcess", json={"name": ["Billing"]}).json()["id"][0]
+    system = client.post("/api/element/InformationSystem", json={"name": ["Ledger"]}).json()["id"][0]
+    admin, reader = _basic("system", ADMIN_PASSWORD), _basic(READER, READER_PASSWORD)
+    process_path = f"/api/element/BusinessProcess/{process}"
+    system_path = f"/api/element/InformationSystem/{system}"
+    mixed = [
+        (process_path, admin),
+        (system_path, reader),  # the reader may not read systems
+        (process_path, reader),
+        (system_path, admin),
+        (process_path, admin),  # the same credentials twice in one batch
+        (process_path, _basic(READER, "a wrong password")),
+    ]
+    for _ in range(2):  # the first round verifies the credentials, the second is served by the lane
+        alone = [_answer(_gets_at_once(app, [request])[0]) for request in mixed]
+    assert [status for status, _, _ in alone] == [200, 403, 200, 200, 200, 401]
+    assert b"informationSystems" in alone[0][1] and b"informationSystems" not in alone[2][1]
+
+    together = _gets_at_once(app, mixed)
+    assert [_answer(response) for response in together] == alone
+    cookies = [response.cookies.get("JSESSIONID") for response in together if response.status_code == 200]
+    assert None not in cookies and len(set(cookies)) == len(cookies)  # a session of its own for each
+
+    lane_only = [request for request, (status, _, _) in zip(mixed, alone, strict=True) if status == 200]
+    with count_queries(engine_of(app)) as counter:
+        answers = _gets_at_once(app, lane_only)
+    assert [_answer(response) for response in answers] == [a for a in alone if a[0] == 200]
+    if engine_of(app).dialect.name == "sqlite":
+        assert len(counter.statements) == len(lane_only)
+    else:
+        # One statement for the four requests, each with its two users' accounts.
+        assert len(counter.statements) == 1, counter.statements
+        assert "ANY" in counter.statements[0]
