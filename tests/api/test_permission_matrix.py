@@ -340,6 +340,24 @@ def check_history(world: World, actor: str, body: Any) -> None:
     _check_no_secrets(actor, body)
 
 
+def check_diff(world: World, actor: str, body: Any) -> None:
+    """A landscape diff: elements only of readable types, and no hidden property or relation end (nor a
+    hidden relation attribute or value) among their fields."""
+    assert body["items"], "the check needs changed elements to look at"
+    for item in body["items"]:
+        type_name = item["element"]["type"]
+        assert _may_read_type(actor, type_name)
+        for entry in item["fields"]:
+            prop = entry["field"]
+            if prop in world.ends[type_name]:
+                assert _may_read_type(actor, world.ends[type_name][prop])
+            elif prop in world.properties[type_name]:
+                assert _may_read_group(actor, world.properties[type_name][prop])
+    for type_name in body.get("summary", {}):
+        assert _may_read_type(actor, type_name)
+    _check_no_secrets(actor, body)
+
+
 def check_elements(world: World, actor: str, body: Any) -> None:
     """A massdata page, query result or NDJSON stream: every element as `check_element` demands."""
     items = (
@@ -699,6 +717,22 @@ CASES = [
         fixed("/api/history?limit=1000"),
         expect(200, 200, 403, 403),
         check=check_history,
+    ),
+    Case(
+        "history",
+        "the landscape diff",
+        "GET",
+        fixed("/api/history/diff?from=0&limit=1000"),
+        expect(200, 200, 403, 403),
+        check=check_diff,
+    ),
+    Case(
+        "history",
+        "the landscape diff of an unreadable type",
+        "GET",
+        fixed("/api/history/diff?from=0&type=BusinessDomain"),
+        expect(200, 403, 403, 403),
+        check=check_diff,
     ),
     # --- massdata ---
     Case(

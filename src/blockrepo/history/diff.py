@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
-from blockrepo.errors import ErrorItem, ValidationFailed
+from blockrepo.errors import ErrorItem, Forbidden, ValidationFailed
 from blockrepo.history import repository
 from blockrepo.history.identities import AttributeIdentities
 from blockrepo.history.repository import ChangesetRow
@@ -174,11 +174,13 @@ def _revision_at(db: Session, raw: str, pointer: str, newest: int) -> int:
 def _readable_types(actor: Actor, metamodel: Metamodel, type_name: str | None) -> frozenset[str] | None:
     if type_name is not None:
         block_type = metamodel.type_named(type_name)
-        if block_type is None or not actor.can_type(block_type.id, "read"):
+        if block_type is None:
             raise ValidationFailed(
-                f"type must be a building block type you may read, not {type_name!r}",
-                errors=[ErrorItem("query:type", "unknown_type", f"no readable type {type_name!r}")],
+                f"type must be a building block type, not {type_name!r}",
+                errors=[ErrorItem("query:type", "unknown_type", f"no type {type_name!r}")],
             )
+        if not actor.can_type(block_type.id, "read"):
+            raise Forbidden(f"no read permission on {type_name}")  # as the type's history answers
         return frozenset({type_name})
     if actor.supervisor:
         return None
