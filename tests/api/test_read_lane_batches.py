@@ -56,6 +56,15 @@ def _gets_at_once(app: FastAPI, requests: list[tuple[str, dict[str, str]]]) -> l
     return asyncio.run(scenario())
 
 
+def _reader_and_elements(app: FastAPI, client: TestClient) -> tuple[str, str]:
+    """A reader of business processes only, and the paths of a process and an information system."""
+    create_role(app, "process readers", types={"BusinessProcess": ["read"]})
+    create_user(app, READER, READER_PASSWORD, roles=["process readers"])
+    process = client.post("/api/element/BusinessProcess", json={"name": ["Billing"]}).json()["id"][0]
+    system = client.post("/api/element/InformationSystem", json={"name": ["Ledger"]}).json()["id"][0]
+    return f"/api/element/BusinessProcess/{process}", f"/api/element/InformationSystem/{system}"
+
+
 def _answer(response: httpx.Response) -> tuple[int, bytes, str | None]:
     """Status, body and ETag; a problem's body without its request id (each request has its own)."""
     body = response.content
@@ -69,14 +78,9 @@ def _answer(response: httpx.Response) -> tuple[int, bytes, str | None]:
 def test_session_gets_arriving_together_are_resolved_together_each_as_its_own_user(
     app: FastAPI, client: TestClient, web: TestClient, settings: Settings
 ) -> None:
-    create_role(app, "process readers", types={"BusinessProcess": ["read"]})
-    create_user(app, READER, READER_PASSWORD, roles=["process readers"])
-    process = client.post("/api/element/BusinessProcess", json={"name": ["Billing"]}).json()["id"][0]
-    system = client.post("/api/element/InformationSystem", json={"name": ["Ledger"]}).json()["id"][0]
+    process_path, system_path = _reader_and_elements(app, client)
     admin_cookie, _ = logged_in(web)
     reader_cookie, _ = logged_in(web, READER, READER_PASSWORD)
-    process_path = f"/api/element/BusinessProcess/{process}"
-    system_path = f"/api/element/InformationSystem/{system}"
     mixed = [
         (process_path, admin_cookie),
         (system_path, reader_cookie),  # the reader may not read systems
@@ -138,13 +142,8 @@ def _basic(login: str, password: str) -> dict[str, str]:
 def test_basic_gets_arriving_together_are_resolved_together_each_with_its_own_session(
     app: FastAPI, client: TestClient
 ) -> None:
-    create_role(app, "process readers", types={"BusinessProcess": ["read"]})
-    create_user(app, READER, READER_PASSWORD, roles=["process readers"])
-    process = client.post("/api/element/BusinessProcess", json={"name": ["Billing"]}).json()["id"][0]
-    system = client.post("/api/element/InformationSystem", json={"name": ["Ledger"]}).json()["id"][0]
+    process_path, system_path = _reader_and_elements(app, client)
     admin, reader = _basic("system", ADMIN_PASSWORD), _basic(READER, READER_PASSWORD)
-    process_path = f"/api/element/BusinessProcess/{process}"
-    system_path = f"/api/element/InformationSystem/{system}"
     mixed = [
         (process_path, admin),
         (system_path, reader),  # the reader may not read systems

@@ -24,34 +24,20 @@ from blockrepo.storage.engine import DriverStatement
 CHUNK_SIZE = 500  # logins per IN list, far below the bind-parameter limits
 
 # Who acts and the revisions the caches are keyed by, in one statement: every request runs it.
-_ACTING = DriverStatement(
-    select(
-        User.login,
-        User.enabled,
-        User.credentials_version,
-        CommittedState(),
-        RepositoryState.metamodel_revision,
-        RepositoryState.access_revision,
-    )
-    .join(RepositoryState, RepositoryState.id == 1)
-    .where(User.id == bindparam("user_id")),
-    prepared=True,
-)
-
-
+_ACTING_SELECT = select(
+    User.login,
+    User.enabled,
+    User.credentials_version,
+    CommittedState(),
+    RepositoryState.metamodel_revision,
+    RepositoryState.access_revision,
+).join(RepositoryState, RepositoryState.id == 1)
+_ACTING = DriverStatement(_ACTING_SELECT.where(User.id == bindparam("user_id")), prepared=True)
 # The same for several users at once, each row with its user's id (PostgreSQL: an array).
 _ACTING_MANY = DriverStatement(
-    select(
-        User.login,
-        User.enabled,
-        User.credentials_version,
-        CommittedState(),
-        RepositoryState.metamodel_revision,
-        RepositoryState.access_revision,
-        User.id,
-    )
-    .join(RepositoryState, RepositoryState.id == 1)
-    .where(User.id == any_(bindparam("user_ids", type_=postgresql.ARRAY(Integer)))),
+    _ACTING_SELECT.add_columns(User.id).where(
+        User.id == any_(bindparam("user_ids", type_=postgresql.ARRAY(Integer)))
+    ),
     prepared=True,
 )
 
