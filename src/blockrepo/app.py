@@ -12,6 +12,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from blockrepo import API_VERSION, __version__, interpreter
+from blockrepo.api import health
 from blockrepo.api.body_arrival import WholeBodyFirst
 from blockrepo.api.context import AppServices
 from blockrepo.api.docs import assets_path, publish_description
@@ -84,6 +85,7 @@ def create_app(settings: Settings) -> FastAPI:
         router = version.build_router()
         app.include_router(router)
         publish_description(app, version, router.routes, settings)
+    app.include_router(health.router)
     mount_web_interface(app)
 
     # Added innermost first, so a request passes them in the reverse order: request context, the web

@@ -5,6 +5,7 @@ The HTTP layer reaches storage through this module only (`tests/unit/test_layeri
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 
@@ -22,6 +23,7 @@ from blockrepo.storage.engine import (
     read_snapshot,
     with_own_pool,
 )
+from blockrepo.storage.migrate import schema_at_head
 from blockrepo.storage.transactions import (
     ELEMENTS_ONLY,
     RETRY_AFTER_SECONDS,
@@ -29,6 +31,8 @@ from blockrepo.storage.transactions import (
     begin_write,
     is_retryable,
 )
+
+log = logging.getLogger("blockrepo.storage")
 
 
 class Databases:
@@ -75,6 +79,15 @@ class Databases:
             finally:
                 db.rollback()
                 db.close()
+
+    def readiness(self) -> dict[str, bool]:
+        """Whether the database answers and its schema is at the newest migration (`GET /ready`)."""
+        try:
+            with self.short_engine.connect() as connection:
+                return {"database": True, "migrations": schema_at_head(connection)}
+        except DBAPIError:
+            log.warning("the readiness check could not reach the database", exc_info=True)
+            return {"database": False, "migrations": False}
 
     @contextmanager
     def short_read(self) -> Iterator[Connection]:

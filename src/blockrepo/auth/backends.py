@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import redis
@@ -14,6 +15,8 @@ from blockrepo.auth.ratelimit import DatabaseRequestCounter, RateLimiter, RedisR
 from blockrepo.auth.sessions import DatabaseSessionStore, RedisSessionStore, SessionManager
 from blockrepo.auth.throttle import DatabaseFailureStore, LoginThrottle, RedisFailureStore
 from blockrepo.settings import Settings
+
+log = logging.getLogger("blockrepo.auth")
 
 # Failures of the shared store itself: the request gets 503 instead of a crash.
 STORE_ERRORS: tuple[type[Exception], ...] = (redis.RedisError, OperationalError)
@@ -60,6 +63,16 @@ class AuthBackends:
             redis_client=None,
             reads_on_loop=settings.loop_reads,
         )
+
+    def redis_answers(self) -> bool | None:
+        """Whether the configured Redis answers a ping (`GET /ready`); None without Redis."""
+        if self.redis_client is None:
+            return None
+        try:
+            return bool(self.redis_client.ping())
+        except redis.RedisError:
+            log.warning("the readiness check could not reach Redis", exc_info=True)
+            return False
 
     def close(self) -> None:
         self.sessions.close()

@@ -45,6 +45,8 @@ PUBLIC_PATHS = frozenset(
         "/api/7_4/",
         "/api/7_4",
         "/",  # the web interface's page (it holds no data; it reads everything through the API)
+        "/health",  # probes: they hold no data (api/health.py)
+        "/ready",
     }
 )
 PUBLIC_PREFIXES = ("/api/7_4/assets/", "/web/")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, text
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
@@ -42,6 +45,18 @@ def upgrade(engine: Engine) -> None:
             if connection.dialect.name == "postgresql":
                 connection.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATION_LOCK_KEY})
                 connection.commit()
+
+
+@cache
+def _newest_revisions() -> frozenset[str]:
+    # The migration scripts ship with the code: read once per process.
+    return frozenset(ScriptDirectory.from_config(alembic_config()).get_heads())
+
+
+def schema_at_head(connection: Connection) -> bool:
+    """Whether the database's schema is at the newest migration this code knows."""
+    current = MigrationContext.configure(connection).get_current_heads()
+    return frozenset(current) == _newest_revisions()
 
 
 def _sqlite_foreign_keys(connection: Connection, *, enabled: bool) -> None:
