@@ -42,7 +42,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import IntegrityError
 
 from blockrepo.access.models import User
-from blockrepo.access.repository import Revisions, acting_user
+from blockrepo.access.repository import Revisions, acting_users
 from blockrepo.auth.basic import Principal
 from blockrepo.auth.models import AuthSession, ServerSecret
 from blockrepo.revisions.models import CommittedState, RepositoryState
@@ -456,13 +456,13 @@ class RedisSessionStore:
     def with_revisions(
         self, connection: Connection, keys: Sequence[str]
     ) -> dict[str, tuple[StoredSession, Revisions]]:
+        sessions = {key: stored for key in keys if (stored := self.get(key)) is not None}
+        # Redis holds the sessions, the database their users and the revisions: one statement for all the
+        # users on PostgreSQL (`acting_users`).
+        rows = acting_users(connection, sorted({stored.user_id for stored in sessions.values()}))
         found = {}
-        for key in keys:
-            stored = self.get(key)
-            if stored is None:
-                continue
-            # Redis holds the session, the database its user and the revisions: one primary-key read.
-            row = acting_user(connection, stored.user_id)
+        for key, stored in sessions.items():
+            row = rows.get(stored.user_id)
             if row is None:
                 continue
             login, enabled, current_version, revision, metamodel_revision, access_revision = row
