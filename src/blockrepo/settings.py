@@ -112,6 +112,12 @@ class Settings(BaseSettings):
     import_xlsx_max_shared_strings: int = Field(
         1_000_000, ge=1, description="shared strings an imported xlsx may hold"
     )
+    token_peppers: SecretStr | None = Field(
+        None,
+        description="comma-separated secrets API tokens are hashed under, the first current, the others "
+        "still accepted (rotation); unset: derived from the database's server secret",
+    )
+    token_max_days: int = Field(366, ge=1, le=3660, description="the longest lifetime an API token may have")
     password_hash_concurrency: int = Field(
         0,
         ge=0,

@@ -25,6 +25,7 @@ case fails the module.
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import shutil
 import uuid
@@ -222,6 +223,14 @@ def _setup(sup: TestClient, world: World) -> None:
         world.ids[f"group:{actor}"] = _ok(
             sup.post("/api/administration/attributegroups", json={"name": f"Doomed {actor}"})
         )["id"]
+    expires = (dt.datetime.now(dt.UTC) + dt.timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for actor in ACTORS:
+        owner = "system" if actor == "supervisor" else actor
+        for kind in ("token", "tokendoomed", "tokenrotate"):
+            minted = {"name": f"{kind} {actor}", "expiresAt": expires, "owner": owner}
+            world.ids[f"{kind}:{actor}"] = _ok(sup.post("/api/tokens", json=minted))["id"]
+    victim = {"name": "victim", "expiresAt": expires}
+    world.ids["token:victim"] = _ok(sup.post("/api/tokens", json=victim))["id"]
     world.ids["attribute:Criticality"] = next(
         a["id"] for a in _ok(sup.get("/api/administration/attributes")) if a["name"] == "Criticality"
     )
@@ -356,6 +365,14 @@ def check_diff(world: World, actor: str, body: Any) -> None:
     for type_name in body.get("summary", {}):
         assert _may_read_type(actor, type_name)
     _check_no_secrets(actor, body)
+
+
+def check_own_tokens(world: World, actor: str, body: Any) -> None:
+    """A caller's token list: only tokens of their own, never a secret."""
+    assert body, "the check needs tokens to look at"
+    for token in body:
+        assert token["owner"] == ("system" if actor == "supervisor" else actor)
+        assert "token" not in token
 
 
 def check_elements(world: World, actor: str, body: Any) -> None:
@@ -520,7 +537,16 @@ def of(template: str) -> Callable[[World, str], str]:
 
     def build(world: World, actor: str) -> str:
         keys = {k.replace(":", "_").replace("-", "_"): v for k, v in world.ids.items()}
-        for kind in ("process", "project", "role", "attribute", "group"):
+        for kind in (
+            "process",
+            "project",
+            "role",
+            "attribute",
+            "group",
+            "token",
+            "tokendoomed",
+            "tokenrotate",
+        ):
             keys[f"{kind}_me"] = world.ids[f"{kind}:{actor}"]
         keys["user_doomed_me"] = world.ids[f"user:doomed-{actor}"]
         return template.format(actor=actor, **keys)
@@ -1161,6 +1187,62 @@ CASES = [
         of("/api/administration/attributegroups/{group_me}"),
         ADMIN_ONLY_DELETE,
     ),
+    # --- tokens: everybody manages their own, a supervisor everybody's ---
+    Case(
+        "tokens",
+        "mint one's own token",
+        "POST",
+        fixed("/api/tokens"),
+        expect(201, 201, 201, 201),
+        body=lambda _world, actor: {
+            "name": f"minted by {actor}",
+            "expiresAt": (dt.datetime.now(dt.UTC) + dt.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        },
+    ),
+    Case("tokens", "list one's tokens", "GET", fixed("/api/tokens"), READ_ALL, check=check_own_tokens),
+    Case("tokens", "list every account's tokens", "GET", fixed("/api/tokens?everyone=true"), ADMIN_ONLY_READ),
+    Case("tokens", "read one's token", "GET", of("/api/tokens/{token_me}"), READ_ALL),
+    Case(
+        "tokens", "read another's token", "GET", of("/api/tokens/{token_victim}"), expect(200, 404, 404, 404)
+    ),
+    Case(
+        "tokens",
+        "rename one's token",
+        "PATCH",
+        of("/api/tokens/{token_me}"),
+        READ_ALL,
+        body=body({"name": "renamed"}),
+    ),
+    Case(
+        "tokens",
+        "rotate one's token",
+        "POST",
+        of("/api/tokens/{tokenrotate_me}/rotate"),
+        expect(201, 201, 201, 201),
+        body=body({"overlapSeconds": 60}),
+    ),
+    Case(
+        "tokens",
+        "revoke one's token",
+        "DELETE",
+        of("/api/tokens/{tokendoomed_me}"),
+        expect(204, 204, 204, 204),
+    ),
+    Case(
+        "tokens",
+        "revoke another's token",
+        "DELETE",
+        of("/api/tokens/{token_victim}"),
+        expect(204, 404, 404, 404),
+    ),
+    Case(
+        "tokens",
+        "revoke a token by its string (public)",
+        "POST",
+        fixed("/api/tokens/revocations"),
+        {actor: 204 for actor in ACTORS},
+        body=body({"token": "brp_" + "0" * 50}),
+    ),
 ]
 
 
@@ -1189,7 +1271,14 @@ def test_permission_matrix(world: World, case: Case, actor: str) -> None:
             case.check(world, actor, response.json())
 
 
-FAMILIES = ("/api/element", "/api/metamodel", "/api/administration", "/api/history", "/api/massdata")
+FAMILIES = (
+    "/api/element",
+    "/api/metamodel",
+    "/api/administration",
+    "/api/history",
+    "/api/massdata",
+    "/api/tokens",
+)
 HTTP_METHODS = ("get", "put", "post", "delete", "patch")
 
 

@@ -172,6 +172,24 @@ DIFF_RANGE = KnownRefusal(
         ("unknown_type", "query:type"),
     ),
 )
+TOKEN_BODY = KnownRefusal(
+    "a token's expiry must be a time in the future, at most token_max_days ahead (and only earlier when "
+    "changed); the types, groups, functions and owner it names must exist; its networks must parse",
+    "validation_failed",
+    (
+        ("invalid_time", "/expiresAt"),
+        ("past_expiry", "/expiresAt"),
+        ("expiry_too_far", "/expiresAt"),
+        ("later_expiry", "/expiresAt"),
+        ("unknown_type", "/types/"),
+        ("unknown_group", "/attributeGroups/"),
+        ("unknown_permission", "/functions/"),
+        ("invalid_network", "/allowedNetworks/"),
+        ("empty", "/allowedNetworks"),
+        ("unknown_user", "/owner"),
+        NUL,
+    ),
+)
 SORT_KEY = KnownRefusal(
     "a sort key must be a property of the type", "invalid_sort", (("invalid_sort", "sort"),)
 )
@@ -203,6 +221,8 @@ KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
     ("PUT", "/api/element/{type}/{id}"): (ELEMENT_BODY,),
     ("PATCH", "/api/element/{type}/{id}"): (ELEMENT_BODY,),
     ("POST", "/api/massdata/{type}"): (BULK_ELEMENT_BODIES,),
+    ("POST", "/api/tokens"): (TOKEN_BODY,),
+    ("PATCH", "/api/tokens/{id}"): (TOKEN_BODY,),
 }
 
 

@@ -39,6 +39,7 @@ FEATURE_PACKAGES = (
     "massdata",
     "metamodel",
     "revisions",
+    "tokens",
 )
 ROUTE_MODULE = re.compile(r"^blockrepo\.api\.v\d+_\d+(\.|$)")
 JUNK_DRAWER_NAMES = frozenset({"utils", "util", "helpers", "helper", "misc", "common"})
@@ -52,6 +53,7 @@ ALLOWED = {
     ("blockrepo.storage.migrations.env", "blockrepo.elements.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.revisions.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.metamodel.models"),
+    ("blockrepo.storage.migrations.env", "blockrepo.tokens.models"),
 }
 
 

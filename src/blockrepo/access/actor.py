@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlalchemy.orm import Session
 
@@ -22,7 +22,10 @@ FUNCTIONAL_PERMISSIONS = (
     "IMPORT",
     "EXPORT",
     "VIEW_HISTORY",
+    "MINT_TOKENS",
 )
+# The functional permissions that only read: all a read-only credential keeps of its owner's.
+READING_FUNCTIONS = frozenset({"VIEW_HISTORY", "EXPORT", "MASSDATA"})
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,32 @@ class GroupRule:
 
     readers: frozenset[int] = frozenset()
     writers: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class Restriction:
+    """How a credential narrower than its owner (an API token) bounds the owner's rights: each part None
+    keeps the owner's whole right of that kind, else only what it names. It never adds a right."""
+
+    read_only: bool = False
+    type_ids: frozenset[int] | None = None
+    group_ids: frozenset[int] | None = None
+    functions: frozenset[str] | None = None
+
+    def allows_function(self, permission: str) -> bool:
+        if self.read_only and permission not in READING_FUNCTIONS:
+            return False
+        return self.functions is None or permission in self.functions
+
+    def allows_type(self, type_id: int, action: str) -> bool:
+        if self.read_only and action != "read":
+            return False
+        return self.type_ids is None or type_id in self.type_ids
+
+    def allows_group(self, group_id: int, *, writing: bool) -> bool:
+        if writing and self.read_only:
+            return False
+        return self.group_ids is None or group_id in self.group_ids
 
 
 @dataclass(frozen=True)
@@ -45,17 +74,28 @@ class Actor:
     type_permissions: Mapping[int, frozenset[str]] = field(default_factory=dict)
     functional_permissions: frozenset[str] = frozenset()
     group_rules: Mapping[int, GroupRule] = field(default_factory=dict)
+    # A credential narrower than the user (an API token): then `supervisor` is False, so that nothing takes
+    # the shortcuts of an actor who sees everything, and `unbounded` says the owner is one (only the
+    # restriction bounds this actor).
+    restriction: Restriction | None = None
+    unbounded: bool = False
 
     def can(self, permission: str) -> bool:
         """A functional permission such as EDIT_METAMODEL."""
-        return self.supervisor or permission in self.functional_permissions
+        if self.restriction is not None and not self.restriction.allows_function(permission):
+            return False
+        return self.supervisor or self.unbounded or permission in self.functional_permissions
 
     def can_type(self, type_id: int, action: str) -> bool:
         """read, create, update or delete on the elements of a building block type."""
-        return self.supervisor or action in self.type_permissions.get(type_id, frozenset())
+        if self.restriction is not None and not self.restriction.allows_type(type_id, action):
+            return False
+        return self.supervisor or self.unbounded or action in self.type_permissions.get(type_id, frozenset())
 
     def can_read_group(self, group_id: int) -> bool:
-        if self.supervisor:
+        if self.restriction is not None and not self.restriction.allows_group(group_id, writing=False):
+            return False
+        if self.supervisor or self.unbounded:
             return True
         rule = self.group_rules.get(group_id)
         if rule is None or not rule.readers:
@@ -63,7 +103,9 @@ class Actor:
         return bool(rule.readers & self.role_ids)
 
     def can_write_group(self, group_id: int) -> bool:
-        if self.supervisor:
+        if self.restriction is not None and not self.restriction.allows_group(group_id, writing=True):
+            return False
+        if self.supervisor or self.unbounded:
             return True
         if not self.can_read_group(group_id):
             return False
@@ -137,30 +179,59 @@ def load_actor_of(db: Session, user_id: int, login: str) -> Actor:
     )
 
 
+def restricted(actor: Actor, restriction: Restriction | None) -> Actor:
+    """`actor` as a credential with `restriction` acts: never more than `actor` may."""
+    if restriction is None:
+        return actor
+    return replace(actor, supervisor=False, unbounded=actor.supervisor, restriction=restriction)
+
+
 class ActorCache:
-    """Effective rights per user, valid while `repository_state.access_revision` and the metamodel revision
-    stay the same (any change to users, roles, groups or permissions bumps the access revision)."""
+    """Effective rights per user (and per restriction of a narrower credential), valid while
+    `repository_state.access_revision` and the metamodel revision stay the same (any change to users,
+    roles, groups or permissions bumps the access revision). One object per key: the compiled views and
+    readers are kept per actor object (`elements.compiled`)."""
 
     def __init__(self, max_entries: int = 4096) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[tuple[int, int, int], Actor] = {}
+        self._entries: dict[tuple[int, int, int, Restriction | None], Actor] = {}
         self._max_entries = max_entries
 
-    def cached(self, user_id: int, login: str, access_revision: int, metamodel_revision: int) -> Actor | None:
+    def cached(
+        self,
+        user_id: int,
+        login: str,
+        access_revision: int,
+        metamodel_revision: int,
+        restriction: Restriction | None = None,
+    ) -> Actor | None:
         """The actor if it is held for these revisions, without touching the database."""
-        actor = self._entries.get((user_id, access_revision, metamodel_revision))
+        actor = self._entries.get((user_id, access_revision, metamodel_revision, restriction))
+        if actor is None and restriction is not None:
+            owner = self._entries.get((user_id, access_revision, metamodel_revision, None))
+            if owner is not None and owner.login == login:
+                actor = self._keep((user_id, access_revision, metamodel_revision, restriction), owner)
         return actor if actor is not None and actor.login == login else None
 
     def get(
-        self, db: Session, user_id: int, login: str, access_revision: int, metamodel_revision: int
+        self,
+        db: Session,
+        user_id: int,
+        login: str,
+        access_revision: int,
+        metamodel_revision: int,
+        restriction: Restriction | None = None,
     ) -> Actor:
-        key = (user_id, access_revision, metamodel_revision)
-        actor = self.cached(user_id, login, access_revision, metamodel_revision)
+        actor = self.cached(user_id, login, access_revision, metamodel_revision, restriction)
         if actor is not None:
             return actor
-        actor = load_actor_of(db, user_id, login)
+        owner = load_actor_of(db, user_id, login)
+        self._keep((user_id, access_revision, metamodel_revision, None), owner)
+        return self._keep((user_id, access_revision, metamodel_revision, restriction), owner)
+
+    def _keep(self, key: tuple[int, int, int, Restriction | None], owner: Actor) -> Actor:
+        actor = restricted(owner, key[3])
         with self._lock:
             if len(self._entries) >= self._max_entries:
                 self._entries.clear()
-            self._entries[key] = actor
-        return actor
+            return self._entries.setdefault(key, actor)

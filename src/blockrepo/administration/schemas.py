@@ -23,6 +23,7 @@ FunctionalPermission = Literal[
     "IMPORT",
     "EXPORT",
     "VIEW_HISTORY",
+    "MINT_TOKENS",
 ]
 LOGIN_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@\-]{0,127}$"
 PASSWORD_MIN_LENGTH = 8

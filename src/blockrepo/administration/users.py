@@ -240,16 +240,13 @@ def current_user(db: Session, actor: Actor, metamodel: Metamodel) -> CurrentUser
     """The caller and what they may do; needs no permission. Groups the caller may not read are left out,
     as everywhere else."""
     record = _existing(db, actor.user_id)
-    if actor.supervisor:
-        type_permissions = {t.name: list(TYPE_ACTIONS) for t in metamodel.types}
-        functional = list(FUNCTIONAL_PERMISSIONS)
-    else:
-        type_permissions = {
-            metamodel.type_by_id(type_id).name: [a for a in TYPE_ACTIONS if a in actions]
-            for type_id, actions in actor.type_permissions.items()
-            if actions
-        }
-        functional = [p for p in FUNCTIONAL_PERMISSIONS if p in actor.functional_permissions]
+    # Through the actor's checks, so that a narrower credential (an API token) shows what it may do.
+    type_permissions = {
+        t.name: actions
+        for t in metamodel.types
+        if (actions := [a for a in TYPE_ACTIONS if actor.can_type(t.id, a)])
+    }
+    functional = [p for p in FUNCTIONAL_PERMISSIONS if actor.can(p)]
     return CurrentUserOut(
         **user_out(record).model_dump(),
         supervisor=actor.supervisor,

@@ -76,6 +76,7 @@ class RequestContext:
     services: AppServices
     request_id: str
     revision: int  # `Revisions.revision` when the request began
+    principal: Principal
 
     def commit(self) -> int | None:
         """Write the pending history as one revision and commit; returns that revision (None: no change)."""
@@ -118,16 +119,19 @@ def _context_in(services: AppServices, principal: Principal, db: Session, reques
         raise Unauthenticated("the account is disabled or its credentials changed")
     login, revisions = account.login, account.revisions
     metamodel = services.metamodels.get(db, revisions.metamodel)
-    actor = services.actors.get(db, principal.user_id, login, revisions.access, revisions.metamodel)
+    actor = services.actors.get(
+        db, principal.user_id, login, revisions.access, revisions.metamodel, principal.restriction
+    )
     return RequestContext(
         db=db,
         actor=actor,
         metamodel=metamodel,
-        changes=ChangeLog(user_login=login, request_id=request_id),
+        changes=ChangeLog(user_login=login, request_id=request_id, via=principal.credential),
         settings=services.settings,
         services=services,
         request_id=request_id,
         revision=revisions.revision,
+        principal=principal,
     )
 
 
@@ -209,10 +213,14 @@ def open_read_context(services: AppServices, principal: Principal) -> Iterator[R
             raise Unauthenticated("the account is disabled or its credentials changed")
         login, (_, metamodel_revision, access_revision) = account.login, account.revisions
         metamodel = services.metamodels.current(metamodel_revision)
-        actor = services.actors.cached(principal.user_id, login, access_revision, metamodel_revision)
+        actor = services.actors.cached(
+            principal.user_id, login, access_revision, metamodel_revision, principal.restriction
+        )
         if metamodel is None or actor is None:
             # From the pool of short reads too: on the event loop, never wait for the main pool.
             with Session(services.short_engine, autoflush=False) as db:
                 metamodel = services.metamodels.get(db, metamodel_revision)
-                actor = services.actors.get(db, principal.user_id, login, access_revision, metamodel_revision)
+                actor = services.actors.get(
+                    db, principal.user_id, login, access_revision, metamodel_revision, principal.restriction
+                )
         yield ReadContext(connection=connection, actor=actor, metamodel=metamodel, services=services)

@@ -15,6 +15,8 @@ from blockrepo.auth.ratelimit import DatabaseRequestCounter, RateLimiter, RedisR
 from blockrepo.auth.sessions import DatabaseSessionStore, RedisSessionStore, SessionManager
 from blockrepo.auth.throttle import DatabaseFailureStore, LoginThrottle, RedisFailureStore
 from blockrepo.settings import Settings
+from blockrepo.tokens.service import TokenVerifier
+from blockrepo.tokens.strings import Peppers
 
 log = logging.getLogger("blockrepo.auth")
 
@@ -28,6 +30,7 @@ class AuthBackends:
     throttle: LoginThrottle
     rate_limiter: RateLimiter | None
     redis_client: redis.Redis | None
+    tokens: TokenVerifier
     # Whether short store reads may run on the event loop (`loop_reads` in the settings, for every store:
     # the one policy the read lane follows too). A read of SQLite is local work; one of PostgreSQL or
     # Redis on the same host or a fast network answers in well under a millisecond, less than the hop to
@@ -41,8 +44,9 @@ class AuthBackends:
         if settings.redis_url:
             client = redis.Redis.from_url(settings.redis_url, socket_timeout=5, socket_connect_timeout=5)
             prefix = settings.redis_key_prefix
+            sessions = SessionManager(RedisSessionStore(client, prefix), read_engine, settings)
             return cls(
-                sessions=SessionManager(RedisSessionStore(client, prefix), read_engine, settings),
+                sessions=sessions,
                 throttle=LoginThrottle(authenticator, RedisFailureStore(client, prefix), settings),
                 rate_limiter=(
                     RateLimiter(RedisRequestCounter(client, prefix), settings.rate_limit)
@@ -50,10 +54,12 @@ class AuthBackends:
                     else None
                 ),
                 redis_client=client,
+                tokens=_token_verifier(settings, read_engine, write_engine, sessions),
                 reads_on_loop=settings.loop_reads,
             )
+        sessions = SessionManager(DatabaseSessionStore(read_engine, write_engine), read_engine, settings)
         return cls(
-            sessions=SessionManager(DatabaseSessionStore(read_engine, write_engine), read_engine, settings),
+            sessions=sessions,
             throttle=LoginThrottle(authenticator, DatabaseFailureStore(read_engine, write_engine), settings),
             rate_limiter=(
                 RateLimiter(DatabaseRequestCounter(write_engine), settings.rate_limit)
@@ -61,6 +67,7 @@ class AuthBackends:
                 else None
             ),
             redis_client=None,
+            tokens=_token_verifier(settings, read_engine, write_engine, sessions),
             reads_on_loop=settings.loop_reads,
         )
 
@@ -78,3 +85,17 @@ class AuthBackends:
         self.sessions.close()
         if self.redis_client is not None:
             self.redis_client.close()
+
+
+def _token_verifier(
+    settings: Settings, read_engine: Engine, write_engine: Engine, sessions: SessionManager
+) -> TokenVerifier:
+    """Tokens are hashed under the configured peppers, or one derived from the server secret (read at the
+    first Bearer request: building connects to nothing)."""
+    configured = settings.token_peppers.get_secret_value() if settings.token_peppers is not None else ""
+    keys = [key.strip().encode() for key in configured.split(",") if key.strip()]
+
+    def peppers() -> Peppers:
+        return Peppers(keys or [sessions.signer.derived_key(b"token-pepper")])
+
+    return TokenVerifier(read_engine, write_engine, peppers)

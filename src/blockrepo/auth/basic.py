@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from blockrepo.access.actor import Restriction
 from blockrepo.errors import PasswordHashingBusy
 
 # Requests that may wait for one verification of the same credentials (each holds a worker thread).
@@ -39,7 +40,15 @@ class Principal:
     user_id: int
     login: str
     credentials_version: int
-    via: str  # "basic" or "session"
+    via: str  # "basic", "session" or "token"
+    # With a token: its public id, and how it narrows the owner's rights (None: it does not).
+    token: str | None = None
+    restriction: Restriction | None = None
+
+    @property
+    def credential(self) -> str:
+        """What authenticated the request, as history records it: basic, session or token:<public id>."""
+        return self.via if self.token is None else f"token:{self.token}"
 
 
 def parse_basic(header: str) -> tuple[str, str] | None:

@@ -1,7 +1,8 @@
-"""The one authentication decision: who a request acts as, from its session cookie and Basic credentials,
-and what that takes (a session started or ended, a login counted), returned as a value: a `Resolution`, or
-`WRITE_NEEDED` where only a worker thread may go on (a store write or a password hash). Its read-only subset
-for the read lane, `quick`, also reads the repository's revisions in the same statement."""
+"""The one authentication decision: who a request acts as, from its API token, session cookie or Basic
+credentials, and what that takes (a session started or ended, a login counted, a token's use recorded),
+returned as a value: a `Resolution`, or `WRITE_NEEDED` where only a worker thread may go on (a store write
+or a password hash). Its read-only subset for the read lane, `quick`, also reads the repository's
+revisions in the same statement."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from blockrepo.auth.basic import Principal, parse_basic
 from blockrepo.auth.cookies import LoginCookieHeaders
 from blockrepo.auth.sessions import WRITE_NEEDED, IssuedSession, LiveSession, WriteNeeded
 from blockrepo.settings import Settings
+from blockrepo.tokens.service import TokenUse
 
 # GET/HEAD with Basic credentials here is a login: it always starts a new session.
 BASIC_LOGIN_PATHS = frozenset({"/api/auth-scheme", "/api/j_service_security_check"})
@@ -66,6 +68,24 @@ class QuickResolution:
 Decision = Resolution | WriteNeeded
 
 
+def bearer_token(authorization: str) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header; None for any other scheme."""
+    scheme, _, token = authorization.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else None
+
+
+def token_principal(use: TokenUse) -> Principal:
+    """Who a valid token acts as: its owner, narrowed by its restriction."""
+    return Principal(
+        user_id=use.user_id,
+        login=use.login,
+        credentials_version=use.credentials_version,
+        via="token",
+        token=use.public_id,
+        restriction=use.restriction,
+    )
+
+
 class Resolver:
     """Decides for `AuthMiddleware` (`resolve`: on the event loop without writing, then if need be in a worker
     thread) and for the read lane (`quick`: the cases that only read, or None for the middleware's way).
@@ -83,6 +103,7 @@ class Resolver:
         self.sessions = backends.sessions
         self.throttle = backends.throttle
         self.rate_limiter = backends.rate_limiter
+        self.tokens = backends.tokens
         self.cookies = LoginCookieHeaders(secure=settings.cookie_secure, csrf_enabled=settings.csrf_enabled)
         self._header_key = secrets.token_bytes(32)
         self._throttle_keys: dict[bytes, bytes] = {}
@@ -104,6 +125,10 @@ class Resolver:
         of another origin (`auth.csrf.sent_for_another_origin`, with `Referer`)."""
         if not may_write and self.rate_limiter is not None:
             return WRITE_NEEDED  # the request counter writes
+        token = None if authorization is None else bearer_token(authorization)
+        if token is not None:
+            # A token decides alone: a cookie sent with it is neither used nor ended, and none is started.
+            return self._bearer(token, address, may_write)
         session = self.sessions.resume(cookie, may_write=may_write) if cookie is not None else None
         if session is WRITE_NEEDED:
             return WRITE_NEEDED
@@ -167,6 +192,16 @@ class Resolver:
             return Resolution(failed=True)
         return Resolution(principal=principal, session=issued.session, issued=issued)
 
+    def _bearer(self, token: str, address: str, may_write: bool) -> Decision:
+        use = self.tokens.verify(token, address)
+        if use is None:
+            return Resolution(failed=True)
+        if use.touch_due:
+            if not may_write:
+                return WRITE_NEEDED
+            self.tokens.record_use(use, address)
+        return self._limited(Resolution(principal=token_principal(use)))
+
     def _limited(self, resolution: Resolution) -> Resolution:
         if self.rate_limiter is None or resolution.principal is None:
             return resolution
@@ -180,6 +215,8 @@ class Resolver:
             return None  # the per-user rate limit counts every request, a write: none is quick
         if authorization is None:
             return None if cookie is None else self.quick_sessions(connection, [cookie]).get(cookie)
+        if authorization[:7].lower() == b"bearer ":
+            return self.quick_tokens(connection, [(authorization, address)]).get((authorization, address))
         if cookie is not None:
             return None  # credentials and a cookie: which wins, and ending the other, is the middleware's
         principal = self.quick_principal(authorization, address)
@@ -213,6 +250,27 @@ class Resolver:
             cookie: QuickResolution(principal, principal.login, revisions)
             for cookie, (principal, revisions) in found.items()
         }
+
+    def quick_tokens(
+        self, connection: Connection, requests: Sequence[tuple[bytes, str]]
+    ) -> dict[tuple[bytes, str], QuickResolution]:
+        """`quick` for requests with a Bearer token, several at once (one statement on PostgreSQL), keyed
+        by (raw `Authorization` header, client address): those whose token is valid and asks for no write
+        (its last use recorded within the interval, its hash under the current pepper)."""
+        if self.rate_limiter is not None:
+            return {}  # the per-user rate limit counts every request, a write: none is quick
+        texts = {}
+        for authorization, address in requests:
+            token = bearer_token(authorization.decode("latin-1"))
+            if token is not None:
+                texts[authorization, address] = (token, address)
+        uses = self.tokens.uses(connection, list(set(texts.values())))
+        found = {}
+        for request, text in texts.items():
+            use = uses.get(text)
+            if use is not None and not use.touch_due:
+                found[request] = QuickResolution(token_principal(use), use.login, use.revisions)
+        return found
 
     def _verified_here(self, authorization: bytes, address: str) -> Principal | None:
         """`LoginThrottle.verified_here` for the credentials of this raw `Authorization` header."""

@@ -40,6 +40,7 @@ class ChangesetRow:
     created_at: dt.datetime
     user_login: str
     request_id: str
+    via: str | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,7 @@ def _changeset_select() -> Select[Any]:
         Revision.created_at,
         Revision.user_login,
         Revision.request_id,
+        Revision.via,
     ).join(Revision, Revision.id == Change.revision)
 
 

@@ -42,6 +42,11 @@ class Changeset(BaseModel):
     timestamp: str = Field(description="when the request that made the revision began (ISO-8601 UTC)")
     user: str = Field(description="login of the user who made the change")
     requestId: str = Field(description="X-Request-ID of the request that made the change")
+    via: str | None = Field(
+        None,
+        description="what authenticated the change: `basic`, `session` or `token:<public id>` (null: the "
+        "command line, the service itself, or a change older than this record)",
+    )
     entity: Literal["element", "metamodel", "administration"]
     operation: Literal["created", "updated", "deleted"]
     type: str | None = Field(description="building block type (element changes)")
@@ -61,6 +66,7 @@ _EXAMPLE_PAGE: dict[str, Any] = {
             "timestamp": "2026-11-22T09:30:00.123Z",
             "user": "anna",
             "requestId": "5f0c3a9e",
+            "via": "token:4fQ9xT2mLp0a",
             "entity": "element",
             "operation": "updated",
             "type": "BusinessProcess",
@@ -77,6 +83,7 @@ _EXAMPLE_PAGE: dict[str, Any] = {
             "timestamp": "2026-11-22T09:12:44.001Z",
             "user": "system",
             "requestId": "0b7d11c2",
+            "via": "session",
             "entity": "administration",
             "operation": "created",
             "type": None,

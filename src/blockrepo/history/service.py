@@ -37,6 +37,7 @@ ADMINISTRATION_KIND_PERMISSIONS = {
     "user": "ADMIN_USERS",
     "role": "ADMIN_ROLES",
     "attribute": "ADMIN_ATTRIBUTES",  # also "attribute group …"
+    "token": "ADMIN_USERS",
 }
 # Rows read per batch while a page skips changesets the reader may not see, and the most rows one page
 # looks at before it ends early with a cursor past them (bounds the work of one request).
@@ -235,6 +236,7 @@ def changeset_json(row: ChangesetRow, visibility: PropertyVisibility) -> dict[st
         "timestamp": format_timestamp(row.created_at),
         "user": row.user_login,
         "requestId": row.request_id,
+        "via": row.via,
         "entity": row.entity,
         "operation": row.operation,
         "type": row.type_name if element else None,

@@ -37,6 +37,9 @@ class Revision(Base):
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False, index=True)
     user_login: Mapped[str] = mapped_column(String(255), nullable=False)
     request_id: Mapped[str] = mapped_column(String(128), nullable=False)
+    # What authenticated the write: "basic", "session", "token:<public id>" (None: written before
+    # migration 0010, or by the command line and the service itself).
+    via: Mapped[str | None] = mapped_column(String(96), nullable=True)
 
 
 class Change(Base):

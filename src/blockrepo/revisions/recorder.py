@@ -279,6 +279,7 @@ class ChangeLog:
 
     user_login: str
     request_id: str
+    via: str | None = None  # what authenticated the request (`Revision.via`)
     now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     metamodel_changed: bool = False
     access_changed: bool = False
@@ -450,6 +451,7 @@ class ChangeLog:
             created_at=self.now,
             user_login=self.user_login,
             request_id=self.request_id,
+            via=self.via,
             changes=changes,
         )
 

@@ -27,6 +27,7 @@ def next_revision(
     created_at: dt.datetime,
     user_login: str,
     request_id: str,
+    via: str | None = None,
     changes: Mapping[str, Sequence[Any]] | None = None,
 ) -> int:
     """Allocate the next revision (and move the metamodel and access revisions when those changed) and
@@ -41,7 +42,12 @@ def next_revision(
     move only in writes that hold the write gate exclusively (storage.transactions)."""
     connection = db.connection()
     if connection.dialect.name == "postgresql":
-        arguments = {"created_at": created_at, "user_login": user_login, "request_id": request_id}
+        arguments = {
+            "created_at": created_at,
+            "user_login": user_login,
+            "request_id": request_id,
+            "via": via,
+        }
         if changes and changes["changes"]:
             # The claim and the change rows in one statement: a round trip less for every write.
             arguments.update({name: changes[name] for name in CHANGE_COLUMNS if name != "revision"})
@@ -55,7 +61,13 @@ def next_revision(
     revision = int(_bumps(metamodel_changed, access_changed, counter=True).rows(connection, {})[0][0])
     _INSERT_REVISION.rows(
         connection,
-        {"id": revision, "created_at": created_at, "user_login": user_login, "request_id": request_id},
+        {
+            "id": revision,
+            "created_at": created_at,
+            "user_login": user_login,
+            "request_id": request_id,
+            "via": via,
+        },
     )
     if changes:
         insert_change_columns(db, revision, changes)
@@ -82,8 +94,9 @@ def visible_revision(db: Session | Connection) -> int:
 
 
 _CLAIM_SQL = (
-    "INSERT INTO revision (id, created_at, user_login, request_id)"
-    " SELECT claim.id, %(created_at)s::timestamptz, %(user_login)s::varchar, %(request_id)s::varchar"
+    "INSERT INTO revision (id, created_at, user_login, request_id, via)"
+    " SELECT claim.id, %(created_at)s::timestamptz, %(user_login)s::varchar, %(request_id)s::varchar,"
+    " %(via)s::varchar"
     " FROM (SELECT nextval('revision_id_seq')::integer AS id) AS claim,"
     f" LATERAL (SELECT pg_advisory_xact_lock({REVISION_CLAIMS}, claim.id)) AS held"
     " RETURNING id"
@@ -141,6 +154,7 @@ _INSERT_REVISION = TypedStatement(
         created_at=bindparam("created_at"),
         user_login=bindparam("user_login"),
         request_id=bindparam("request_id"),
+        via=bindparam("via"),
     )
 )
 

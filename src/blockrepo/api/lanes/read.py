@@ -45,7 +45,7 @@ _Found = TypeVar("_Found")
 class TurnBatch(Generic[_Key, _Found]):
     """The keys asked for by the lane's requests that reach it in one turn of the event loop, looked up
     together as soon as that turn's ready work is done: one statement, one round trip for all of them
-    (session cookies; the accounts of Basic credentials verified before).
+    (session cookies; the accounts of Basic credentials verified before; API tokens).
 
     For PostgreSQL, where a round trip costs the worker (a send, a wait, a receive, the wake-ups) and the
     server more than the lookup itself; under load the requests of several connections arrive in one
@@ -113,6 +113,7 @@ class ElementReadLane:
         together = services.databases.round_trips
         self.cookie_batch = TurnBatch(self._sessions) if together else None
         self.account_batch = TurnBatch(self._accounts) if together else None
+        self.token_batch = TurnBatch(self._tokens) if together else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
@@ -154,6 +155,13 @@ class ElementReadLane:
                 )
         elif sent_for_another_origin(scope["headers"], scope["scheme"], referer=True):
             return None  # credentials sent for another origin's page: the middleware decides (no session)
+        elif self.token_batch is not None and authorization[:7].lower() == b"bearer ":
+            token = await self.token_batch.resolve((authorization, client_address(scope)))
+            if token is None:
+                return None
+            return self._on_connection(
+                lambda connection: self._read(connection, scope, headers, type_name, element_id, token)
+            )
         elif cookie is None and self.account_batch is not None:
             principal = self._on_connection(
                 lambda _: self.auth.quick_principal(authorization, client_address(scope))
@@ -198,6 +206,11 @@ class ElementReadLane:
         accounts = self._on_connection(lambda connection: acting_accounts(connection, principals))
         return accounts or {}
 
+    def _tokens(self, requests: list[tuple[bytes, str]]) -> dict[tuple[bytes, str], QuickResolution]:
+        """The token batch's lookup: the valid tokens among these (header, address) that ask for no write."""
+        resolved = self._on_connection(lambda connection: self.auth.quick_tokens(connection, requests))
+        return resolved or {}
+
     def _read(
         self,
         connection: Connection,
@@ -210,8 +223,9 @@ class ElementReadLane:
         services = self.services
         revisions = found.revisions
         metamodel = services.metamodels.current(revisions.metamodel)
+        principal = found.principal
         actor = services.actors.cached(
-            found.principal.user_id, found.login, revisions.access, revisions.metamodel
+            principal.user_id, found.login, revisions.access, revisions.metamodel, principal.restriction
         )
         if metamodel is None or actor is None:
             return None

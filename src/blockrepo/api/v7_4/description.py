@@ -94,4 +94,6 @@ TAG_DESCRIPTIONS: dict[str, str] = {
     "metamodel": "Building block types, their properties and relation types.",
     "history": "Changesets per element and per type, the gap-free change feed, and reading as of a revision.",
     "administration": "Attributes, attribute groups, users and roles.",
+    "tokens": "API tokens for `Authorization: Bearer brp_…`: minted, listed, rotated and revoked; each "
+    "acts as its owner narrowed by its restriction.",
 }

@@ -72,9 +72,10 @@ class RenderedElement:
 class RenderedElements:
     """Bodies per (type, element, rights), each valid for exactly the repository revisions it was read at.
 
-    Rights are the actor's roles and supervisor flag: under one access revision they fix what an actor may
-    read, so users with the same roles share entries. Bounded in entries and in bytes (emptied when
-    full: a write anywhere makes every entry stale anyway); thread-safe."""
+    Rights are the actor's roles, supervisor flag and restriction (an API token's): under one access
+    revision they fix what an actor may read, so users with the same roles share entries. Bounded in
+    entries and in bytes (emptied when full: a write anywhere makes every entry stale anyway);
+    thread-safe."""
 
     def __init__(self, max_entries: int = 4096, max_bytes: int = 64 * 2**20) -> None:
         self._lock = threading.Lock()
@@ -87,7 +88,9 @@ class RenderedElements:
         self, actor: Actor, type_def: BlockTypeDef, element_id: int, revisions: Revisions
     ) -> RenderedElement | None:
         """The body read at exactly `revisions` for the rights of `actor`, if it is held."""
-        entry = self._entries.get((type_def.id, element_id, actor.supervisor, actor.role_ids))
+        entry = self._entries.get(
+            (type_def.id, element_id, actor.supervisor, actor.role_ids, actor.restriction)
+        )
         return entry[1] if entry is not None and entry[0] == revisions else None
 
     def read(
@@ -119,7 +122,7 @@ class RenderedElements:
             if len(self._entries) >= self._max_entries or self._bytes + len(rendered.body) > self._max_bytes:
                 self._entries.clear()
                 self._bytes = 0
-            key = (type_def.id, element_id, actor.supervisor, actor.role_ids)
+            key = (type_def.id, element_id, actor.supervisor, actor.role_ids, actor.restriction)
             replaced = self._entries.get(key)
             self._bytes += len(rendered.body) - (0 if replaced is None else len(replaced[1].body))
             self._entries[key] = (revisions, rendered)
