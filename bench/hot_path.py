@@ -2,7 +2,8 @@
 answers a constant element-sized JSON body, and `blockrepo serve --workers 2 --demo`, both loaded by wrk.
 
 Scenarios, each at 1 and at 32 connections (`wrk -t2 -d10s` by default): GET by id with a session cookie,
-GET by id with the same Basic credentials on every request and no cookie sent back, and PUT of one
+GET by id with the same Basic credentials on every request and no cookie sent back, GET by id with an API
+token (`Authorization: Bearer brp_…`, issue 26: it must cost no more than the session GET), and PUT of one
 attribute (`Criticality`, cycling through its three literals, so nearly every request writes a revision
 with history) with the session cookie and `X-XSRF-TOKEN`, on the one demo element and (`put-distinct`)
 round the elements of its type. Prints req/s, p99 and the ratio to the bare
@@ -12,7 +13,8 @@ PostgreSQL server's processes spent (SQLite's work is in the server's own); asse
 
     .venv/bin/python bench/hot_path.py [--database postgresql://postgres@127.0.0.1:5432/postgres]
                                        [--redis-url redis://127.0.0.1:6379/0] [--duration 10]
-                                       [--scenarios get-session get-basic put put-distinct]
+                                       [--scenarios get-session get-basic get-bearer put put-distinct]
+                                       [--rounds 1]
 
 The PUT scenario also counts the answers by status and wrk's socket errors by kind, so that an error
 column that is not zero says what it was (a 409 `concurrent_write`, a timeout ...).
@@ -27,12 +29,13 @@ import argparse
 import base64
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -42,7 +45,7 @@ from harness import WrkResult, free_port, parse_wrk, scratch_database, stop_proc
 PASSWORD = "bench-password"
 BENCH_DIR = Path(__file__).resolve().parent
 CONNECTIONS = (1, 32)
-SCENARIOS = ("get-session", "get-basic", "put", "put-distinct")
+SCENARIOS = ("get-session", "get-basic", "get-bearer", "put", "put-distinct")
 
 # wrk's request() hook: headers from the command line, and for PUT a body that moves the attribute to
 # another literal on every request (a body that changes nothing would write nothing).
@@ -226,6 +229,13 @@ def main() -> int:
     parser.add_argument("--duration", type=int, default=10, help="seconds per measurement")
     parser.add_argument("--workers", type=int, default=2, help="worker processes of both servers")
     parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="measure the GET scenarios this many times, alternating their order, and print the medians "
+        "(GETs of nearly equal cost are told apart only so on a machine whose speed drifts)",
+    )
+    parser.add_argument(
         "--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS), help="what to measure"
     )
     args = parser.parse_args()
@@ -270,29 +280,34 @@ def main() -> int:
                     )
             finally:
                 bare.stop()
+            bearer = f"Authorization: Bearer {_minted_token(base, authorization)}"
             wrk(url, [cookie], 2, 2)  # warm-up: caches, connections
             wrk(url, [f"Authorization: {authorization}"], 2, 2)
+            wrk(url, [bearer], 2, 2)
             puts = 0
             basic = f"Authorization: {authorization}"
             for connections in CONNECTIONS:
-                if "get-session" in args.scenarios:
-                    rows.append(
-                        measured(
-                            "GET, session cookie",
-                            server,
-                            connections,
-                            partial(wrk, url, [cookie], connections, args.duration),
-                        )
+                gets = [
+                    (name, headers)
+                    for scenario, name, headers in (
+                        ("get-session", "GET, session cookie", [cookie]),
+                        ("get-basic", "GET, repeated Basic (no cookie)", [basic]),
+                        ("get-bearer", "GET, API token (Bearer)", [bearer]),
                     )
-                if "get-basic" in args.scenarios:
-                    rows.append(
-                        measured(
-                            "GET, repeated Basic (no cookie)",
-                            server,
-                            connections,
-                            partial(wrk, url, [basic], connections, args.duration),
+                    if scenario in args.scenarios
+                ]
+                measured_gets: dict[str, list[Row]] = {name: [] for name, _ in gets}
+                for round_number in range(args.rounds):
+                    for name, headers in gets if round_number % 2 == 0 else reversed(gets):
+                        measured_gets[name].append(
+                            measured(
+                                name,
+                                server,
+                                connections,
+                                partial(wrk, url, headers, connections, args.duration),
+                            )
                         )
-                    )
+                rows.extend(_median(rounds) for rounds in measured_gets.values())
                 if "put-distinct" in args.scenarios:
                     distinct = measured(
                         f"PUT distinct elements ({len(distinct_paths)})",
@@ -350,6 +365,18 @@ def main() -> int:
             f"{cpu_ratio:.1%} by CPU per GET"
             f"; session GET 32 / 1 connection(s): {session_32 / by_key[('GET, session cookie', 1)]:.2f}"
         )
+    if {"get-session", "get-bearer"} <= set(args.scenarios):
+        for connections in CONNECTIONS:
+            session_cpu = cpu_by_key[("GET, session cookie", connections)]
+            bearer_cpu = cpu_by_key[("GET, API token (Bearer)", connections)]
+            rate = (
+                by_key[("GET, API token (Bearer)", connections)]
+                / by_key[("GET, session cookie", connections)]
+            )
+            print(
+                f"Bearer / session GET at {connections} connection(s): {rate:.1%} by rate, "
+                f"{bearer_cpu / session_cpu:.1%} by CPU per GET"
+            )
     if {"put", "put-distinct"} & set(args.scenarios):
         print(
             f"\nPUTs of the one element: {puts:,}, its revisions written: {written:,} (the rest set the "
@@ -359,6 +386,30 @@ def main() -> int:
             if row.statuses:
                 print(f"PUT answers at {row.connections} connection(s): {row.statuses}")
     return 0
+
+
+def _median(rounds: list[Row]) -> Row:
+    """One row for the rounds of a scenario: the round of the median rate, with the median CPU figures."""
+    by_rate = sorted(rounds, key=lambda row: row.result.requests_per_second)
+    middle = by_rate[len(by_rate) // 2]
+    return replace(
+        middle,
+        cpu_ms=statistics.median(row.cpu_ms for row in rounds),
+        database_cpu_ms=statistics.median(row.database_cpu_ms for row in rounds),
+    )
+
+
+def _minted_token(base: str, authorization: str) -> str:
+    """An API token of the demo's supervisor, valid for a day."""
+    expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 86400))
+    response = httpx.post(
+        f"{base}/api/tokens",
+        json={"name": "hot path", "expiresAt": expires},
+        headers={"Authorization": authorization},
+        timeout=30,
+    )
+    response.raise_for_status()
+    return str(response.json()["token"])
 
 
 def _sibling_paths(base: str, path: str, authorization: str) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime as dt
 from collections.abc import Iterator
 
 import httpx
@@ -168,5 +169,52 @@ def test_basic_gets_arriving_together_are_resolved_together_each_with_its_own_se
         assert len(counter.statements) == len(lane_only)
     else:
         # One statement for the four requests, each with its two users' accounts.
+        assert len(counter.statements) == 1, counter.statements
+        assert "ANY" in counter.statements[0]
+
+
+def _mint(client: TestClient, **fields: object) -> str:
+    expires = (dt.datetime.now(dt.UTC) + dt.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    response = client.post("/api/tokens", json={"name": "lane", "expiresAt": expires, **fields})
+    assert response.status_code == 201, response.text
+    return str(response.json()["token"])
+
+
+def test_token_gets_arriving_together_are_resolved_together_each_with_its_own_rights(
+    app: FastAPI, client: TestClient
+) -> None:
+    process_path, system_path = _reader_and_elements(app, client)
+    reader_client = TestClient(app, base_url="http://127.0.0.1")
+    reader_client.auth = (READER, READER_PASSWORD)
+    admin = {"Authorization": f"Bearer {_mint(client)}"}
+    processes_only = {"Authorization": f"Bearer {_mint(client, types=['BusinessProcess'])}"}
+    reader = {"Authorization": f"Bearer {_mint(reader_client)}"}
+    mixed = [
+        (process_path, admin),
+        (system_path, processes_only),  # the token may not read systems, though its owner may
+        (process_path, processes_only),
+        (system_path, reader),  # the reader may not read systems
+        (process_path, reader),
+        (process_path, admin),  # the same token twice in one batch
+        (process_path, {"Authorization": "Bearer brp_" + "0" * 50}),
+    ]
+    for _ in range(2):  # the first round records each token's first use; the second is served by the lane
+        alone = [_answer(_gets_at_once(app, [request])[0]) for request in mixed]
+    assert [status for status, _, _ in alone] == [200, 403, 200, 403, 200, 200, 401]
+    assert b"informationSystems" in alone[0][1] and b"informationSystems" not in alone[2][1]
+    assert alone[0] == alone[5]
+
+    together = _gets_at_once(app, mixed)
+    assert [_answer(response) for response in together] == alone
+    assert not any(response.cookies for response in together)  # a token never gets a session
+
+    lane_only = [request for request, (status, _, _) in zip(mixed, alone, strict=True) if status == 200]
+    with count_queries(engine_of(app)) as counter:
+        answers = _gets_at_once(app, lane_only)
+    assert [_answer(response) for response in answers] == [a for a in alone if a[0] == 200]
+    if engine_of(app).dialect.name == "sqlite":
+        assert len(counter.statements) == len(lane_only)
+    else:
+        # One statement for the four requests and their three tokens.
         assert len(counter.statements) == 1, counter.statements
         assert "ANY" in counter.statements[0]

@@ -53,11 +53,16 @@ def tokens_by_public_id(connection: Connection, public_ids: Sequence[str]) -> di
     if len(public_ids) == 1 or connection.dialect.name != "postgresql":
         found = {}
         for public_id in public_ids:
-            row = _LOOKUP.first(connection, {"public_id": public_id})
+            row = token_by_public_id_row(connection, public_id)
             if row is not None:
                 found[public_id] = row
         return found
     return {row[0]: row for row in _LOOKUP_MANY.rows(connection, {"public_ids": list(public_ids)})}
+
+
+def token_by_public_id_row(connection: Connection, public_id: str) -> Any | None:
+    """`tokens_by_public_id` of one public id: its row, or None."""
+    return _LOOKUP.first(connection, {"public_id": public_id})
 
 
 def touch(engine: Engine, token_id: int, now: int, address: str, due_before: int) -> None:
