@@ -53,7 +53,8 @@ def test_description_declares_basic_and_session_security(document: dict[str, Any
     assert schemes["basicAuth"] == {**schemes["basicAuth"], "type": "http", "scheme": "basic"}
     assert schemes["sessionCookie"]["in"] == "cookie"
     assert schemes["sessionCookie"]["name"] == "JSESSIONID"
-    assert document["security"] == [{"basicAuth": []}, {"sessionCookie": []}]
+    assert schemes["bearerAuth"] == {**schemes["bearerAuth"], "type": "http", "scheme": "bearer"}
+    assert document["security"] == [{"basicAuth": []}, {"bearerAuth": []}, {"sessionCookie": []}]
 
 
 def test_every_operation_documents_the_common_headers_and_errors(document: dict[str, Any]) -> None:

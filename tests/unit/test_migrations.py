@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import text
 
 from blockrepo.access import models as _access_models  # noqa: F401
 from blockrepo.auth import models as _auth_models  # noqa: F401
@@ -14,6 +16,7 @@ from blockrepo.revisions import models as _revision_models  # noqa: F401
 from blockrepo.storage.base import Base
 from blockrepo.storage.engine import build_engine
 from blockrepo.storage.migrate import alembic_config
+from blockrepo.tokens import models as _token_models  # noqa: F401
 
 
 def test_migrations_have_exactly_one_head() -> None:
@@ -30,3 +33,29 @@ def test_migrated_schema_matches_the_models(database_url: str) -> None:
     finally:
         engine.dispose()
     assert diff == [], f"models and migrations differ; add a migration: {diff}"
+
+
+def test_an_upgraded_supervisor_role_may_mint_tokens(empty_database_url: str) -> None:
+    """Migration 0010 grants MINT_TOKENS to the Supervisor role of a repository made before it."""
+    engine = build_engine(empty_database_url)
+    try:
+        with engine.connect() as connection:
+            command.upgrade(alembic_config(connection), "0009")
+            connection.execute(
+                text("INSERT INTO role (name, description, builtin) VALUES ('Supervisor', '', true)")
+            )
+            connection.execute(
+                text("INSERT INTO role (name, description, builtin) VALUES ('Readers', '', false)")
+            )
+            connection.commit()
+            command.upgrade(alembic_config(connection), "head")
+            connection.commit()
+            granted = connection.execute(
+                text(
+                    "SELECT r.name FROM role_functional_permission AS p JOIN role AS r ON r.id = p.role_id"
+                    " WHERE p.permission = 'MINT_TOKENS'"
+                )
+            ).all()
+    finally:
+        engine.dispose()
+    assert [row[0] for row in granted] == ["Supervisor"]

@@ -38,6 +38,13 @@ SECURITY_SCHEMES: dict[str, Any] = {
         "description": "RFC 7617 Basic credentials (UTF-8), accepted on every endpoint. Verified credentials "
         "are cached briefly, so repeating them costs no password hash.",
     },
+    "bearerAuth": {
+        "type": "http",
+        "scheme": "bearer",
+        "bearerFormat": "brp_ + 50 characters of [0-9A-Za-z]",
+        "description": "An API token (`POST /api/tokens`), accepted on every endpoint: no cookie is set and no "
+        "`X-XSRF-TOKEN` is needed. It acts as its owner, narrowed by its restriction.",
+    },
     "sessionCookie": {
         "type": "apiKey",
         "in": "cookie",
@@ -204,7 +211,7 @@ def build_openapi(version: ApiVersion, routes: Sequence[BaseRoute], settings: Se
     for name in _FASTAPI_VALIDATION_SCHEMAS:  # the first refers to the second: drop in this order
         if f'"#/components/schemas/{name}"'.encode() not in orjson.dumps(document):
             schemas.pop(name, None)
-    document["security"] = [{"basicAuth": []}, {"sessionCookie": []}]
+    document["security"] = [{"basicAuth": []}, {"bearerAuth": []}, {"sessionCookie": []}]
     document["tags"] = _tags(document, version)
     published: dict[str, Any] = publish_limits(document, settings)
     return published

@@ -2,7 +2,8 @@
 
 `api_token` holds each token's public id and an HMAC of its secret under a server-side pepper (never the
 secret), its owner, expiry, restriction and allowed networks. `revision.via` records what authenticated a
-write (`basic`, `session` or `token:<public id>`); revisions made before stay null.
+write (`basic`, `session` or `token:<public id>`); revisions made before stay null. The Supervisor role is
+granted the new functional permission MINT_TOKENS (minting tokens for service accounts).
 
 Revision ID: 0010
 Revises: 0009
@@ -48,9 +49,16 @@ def upgrade() -> None:
     op.create_index(op.f("ix_api_token_user_id"), "api_token", ["user_id"], unique=False)
     with op.batch_alter_table("revision") as batch:
         batch.add_column(sa.Column("via", sa.String(length=96), nullable=True))
+    op.execute(
+        "INSERT INTO role_functional_permission (role_id, permission)"
+        " SELECT id, 'MINT_TOKENS' FROM role WHERE name = 'Supervisor' AND NOT EXISTS ("
+        " SELECT 1 FROM role_functional_permission AS p"
+        " WHERE p.role_id = role.id AND p.permission = 'MINT_TOKENS')"
+    )
 
 
 def downgrade() -> None:
+    op.execute("DELETE FROM role_functional_permission WHERE permission = 'MINT_TOKENS'")
     with op.batch_alter_table("revision") as batch:
         batch.drop_column("via")
     op.drop_index(op.f("ix_api_token_user_id"), table_name="api_token")
