@@ -85,6 +85,19 @@ class Settings(BaseSettings):
     header_read_timeout: int = Field(
         10, ge=1, description="seconds a client has to send a request's line and headers before it is closed"
     )
+    stream_heartbeat: float = Field(
+        15,
+        gt=0,
+        le=300,
+        description="seconds without a change after which GET /api/history/stream sends a comment line, "
+        "so that proxies keep the stream open",
+    )
+    shutdown_timeout: int = Field(
+        10,
+        ge=1,
+        description="seconds a stopping server gives requests in flight to finish; open change streams "
+        "(GET /api/history/stream) end then, and their clients reconnect to another instance",
+    )
     trusted_proxies: str = Field(
         "",
         description="comma-separated addresses/CIDRs of proxies whose X-Forwarded-For/-Proto are believed "

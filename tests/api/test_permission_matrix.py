@@ -1338,7 +1338,9 @@ def test_matrix_covers_every_route_family(world: World) -> None:
         template = _route_of(case.method, case.path(world, "supervisor"), published)
         assert template is not None, f"{case.family}: {case.name} is routed to no published operation"
         exercised.add((case.method, template))
-    missing = published - exercised
+    # The live change stream never ends, so an in-process client cannot read its answer: its permissions
+    # are tested on a live server (tests/e2e/test_change_stream_live.py).
+    missing = published - exercised - {("GET", "/api/history/stream")}
     assert not missing, f"operations without a case in the matrix: {sorted(missing)}"
 
 

@@ -195,6 +195,9 @@ SORT_KEY = KnownRefusal(
 )
 FILTER_SYNTAX = KnownRefusal("a filter must parse as iteraQL", "query_syntax", (("query_syntax", "filter"),))
 QUERY_SYNTAX = KnownRefusal("a query must parse as iteraQL", "query_syntax", (("query_syntax", "/query"),))
+QUERY_NAMES = KnownRefusal(
+    "the types and properties a query names must exist", "query_invalid", (("query_invalid", "/query"),)
+)
 
 # The only operations whose schema-valid requests may be answered 400, and only with these problems.
 KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
@@ -216,7 +219,14 @@ KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
     ("GET", "/api/history/{type}/{id}"): (HISTORY_CURSOR, NUL_IN_QUERY),
     ("GET", "/api/element/{type}/{id}"): (FUTURE_REVISION,),
     ("GET", "/api/massdata/{type}"): (FUTURE_REVISION, LISTING_CURSOR, SORT_KEY, FILTER_SYNTAX, NUL_IN_QUERY),
-    ("POST", "/api/massdata/query"): (FUTURE_REVISION, LISTING_CURSOR, SORT_KEY, QUERY_SYNTAX, NUL_IN_TEXT),
+    ("POST", "/api/massdata/query"): (
+        FUTURE_REVISION,
+        LISTING_CURSOR,
+        SORT_KEY,
+        QUERY_SYNTAX,
+        QUERY_NAMES,
+        NUL_IN_TEXT,
+    ),
     ("POST", "/api/element/{type}"): (ELEMENT_BODY,),
     ("PUT", "/api/element/{type}/{id}"): (ELEMENT_BODY,),
     ("PATCH", "/api/element/{type}/{id}"): (ELEMENT_BODY,),
@@ -255,6 +265,11 @@ def positive_data_acceptance_beyond_known_refusals(
         raise
 
 
+# The live change stream never ends by itself, and an in-process client waits for the whole body:
+# `tests/e2e/test_change_stream_live.py` checks its answers (stream, 400, 401, 403, 404) on a live server.
+ENDLESS = ("get", "/api/history/stream")
+
+
 def _operations() -> list[tuple[str, str]]:
     # Building the description connects to nothing, so collection needs no database.
     document = create_app(Settings(database_url="sqlite:///:memory:")).openapi()
@@ -262,7 +277,7 @@ def _operations() -> list[tuple[str, str]]:
         (method, path)
         for path, item in sorted(document["paths"].items())
         for method in HTTP_METHODS
-        if method in item
+        if method in item and (method, path) != ENDLESS
     ]
 
 
@@ -270,7 +285,9 @@ def contract_schema(
     app: FastAPI, *, phases: tuple[str, ...], openapi_path: str = OPENAPI_PATH, login: str = "system"
 ) -> BaseSchema:
     """The published description, loaded from `app`, set up to run `phases` with every check."""
-    schema = schemathesis.openapi.from_asgi(openapi_path, app)
+    schema = schemathesis.openapi.from_asgi(openapi_path, app).exclude(
+        method=ENDLESS[0].upper(), path=ENDLESS[1]
+    )
     config: ProjectConfig = schema.config
     # In-process requests on a busy CI machine may take long; a slow answer is no contract failure.
     config.update(basic_auth=(login, ADMIN_PASSWORD), workers=1, request_timeout=REQUEST_TIMEOUT)

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from blockrepo.access.actor import Actor, ActorCache
 from blockrepo.access.service import acting_account
 from blockrepo.api.cursors import CursorSeal
+from blockrepo.api.revision_watch import RevisionWatch
 from blockrepo.auth.authenticator import Authenticator
 from blockrepo.auth.backends import AuthBackends
 from blockrepo.auth.basic import CredentialCache, Principal
@@ -26,6 +27,7 @@ from blockrepo.auth.passwords import Passwords
 from blockrepo.databases import Databases
 from blockrepo.elements.read.by_id import RenderedElements
 from blockrepo.errors import Conflict, Unauthenticated
+from blockrepo.history.stream import newest_revision
 from blockrepo.metamodel.service import MetamodelCache
 from blockrepo.metamodel.snapshot import Metamodel
 from blockrepo.revisions.recorder import ChangeLog
@@ -60,6 +62,12 @@ class AppServices:
         self.rendered_elements = RenderedElements()
         # The listings' cursors, sealed under a key derived from the server secret (read at the first use).
         self.cursors = CursorSeal(lambda: self.auth.sessions.signer.derived_key(b"cursors"))
+        # Wakes the live change streams (GET /api/history/stream) when a revision commits anywhere.
+        self.revision_watch = RevisionWatch(self._newest_revision)
+
+    def _newest_revision(self) -> int:
+        with self.read_sessions() as db:
+            return newest_revision(db)
 
     def dispose(self) -> None:
         self.auth.close()

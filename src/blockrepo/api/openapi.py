@@ -42,8 +42,8 @@ SECURITY_SCHEMES: dict[str, Any] = {
         "type": "http",
         "scheme": "bearer",
         "bearerFormat": "brp_ + 50 characters of [0-9A-Za-z]",
-        "description": "An API token (`POST /api/tokens`), accepted on every endpoint: no cookie is set and no "
-        "`X-XSRF-TOKEN` is needed. It acts as its owner, narrowed by its restriction.",
+        "description": "An API token (`POST /api/tokens`), accepted on every endpoint: no cookie is set and "
+        "no `X-XSRF-TOKEN` is needed. It acts as its owner, narrowed by its restriction.",
     },
     "sessionCookie": {
         "type": "apiKey",

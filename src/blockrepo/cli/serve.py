@@ -104,6 +104,8 @@ def register(app: typer.Typer) -> None:
             # uvicorn's master kills a worker whose health-check thread has not answered in this many
             # seconds, with its requests in flight; its default of 5 s fires on a loaded machine.
             timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
+            # A change stream never ends by itself: a stopping server waits this long, then closes it.
+            timeout_graceful_shutdown=settings.shutdown_timeout,
         )
 
 

@@ -72,7 +72,7 @@ def _digits(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
-def _revision_number(raw: str, pointer: str) -> int:
+def revision_number(raw: str, pointer: str) -> int:
     """Digits naming a revision; beyond the column's range is a 400, not a database error."""
     number = int(raw)
     if number > MAX_REVISION:
@@ -87,7 +87,7 @@ def parse_moment(raw: str, pointer: str) -> int | dt.datetime:
     """A revision number (digits) or an ISO-8601 time (naive means UTC), else a 400 naming the problem."""
     text = raw.strip()
     if _digits(text):
-        return _revision_number(text, pointer)
+        return revision_number(text, pointer)
     try:
         return iso_moment(text)
     except ValueError as exc:
@@ -341,7 +341,7 @@ def type_history(
     )
 
 
-def _feed_scope(actor: Actor, metamodel: Metamodel) -> FeedScope:
+def feed_scope(actor: Actor, metamodel: Metamodel) -> FeedScope:
     if actor.supervisor:
         return FeedScope(type_names=None, include_metamodel=True, administration_kinds=None)
     return FeedScope(
@@ -364,7 +364,7 @@ def _parse_since(raw: str | None) -> int:
             "sinceRevision must be a revision number (0 or more)",
             errors=[ErrorItem("query:sinceRevision", "invalid_revision", f"not a revision number: {raw!r}")],
         )
-    return _revision_number(text, "query:sinceRevision")
+    return revision_number(text, "query:sinceRevision")
 
 
 def feed(
@@ -379,7 +379,7 @@ def feed(
     require_history(actor)
     since = _parse_since(since_revision)
     window = _window(parameters, limits, "f", descending=False)
-    scope = _feed_scope(actor, metamodel)
+    scope = feed_scope(actor, metamodel)
     return _page(
         lambda part: repository.feed_changesets(db, since, scope, part),
         window,

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query
+import orjson
+from anyio import to_thread
+from fastapi import APIRouter, Depends, Header, Path, Query, Request
+from fastapi.responses import StreamingResponse
 
-from blockrepo.api.context import RequestContext, request_context
+from blockrepo.api.context import AppServices, RequestContext, principal_of, request_context, session_context
 from blockrepo.api.cursors import HISTORY
 from blockrepo.api.limits import PAGE_SIZE_BOUNDS
 from blockrepo.api.parameters import REVISION, REVISION_OR_TIME, given
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
-from blockrepo.history import diff, service
+from blockrepo.auth.basic import Principal
+from blockrepo.errors import Forbidden, Unauthenticated
+from blockrepo.history import diff, service, stream
 from blockrepo.history.schemas import (
     CURSOR_DESCRIPTION,
     ELEMENT_HISTORY_DESCRIPTION,
@@ -151,6 +157,114 @@ def landscape_diff(
         cursor=ctx.services.cursors.open(HISTORY, cursor, "query:cursor"),
     )
     return _sealed(ctx, diff.landscape_diff(ctx.db, ctx.actor, ctx.metamodel, _limits(ctx), parameters))
+
+
+_STREAM_DESCRIPTION = """The change feed live, as Server-Sent Events (`text/event-stream`): each changeset the
+caller may see, in commit order, as an event `change` whose data is the changeset as the feed gives it; after
+the changesets of a revision, a line `id: <revision>` (without data: it moves the client's `lastEventId`,
+nothing is dispatched). A client that reconnects sends `Last-Event-ID` and gets every changeset after that
+revision, none twice (a revision larger than 500 changesets may be sent again in part). Without
+`Last-Event-ID`, `sinceRevision` is where it starts; without either, only what changes from now on. `type`
+and `operation` (`created`, `updated`, `deleted`, comma-separated) narrow it. A comment line every 15 s
+(`stream_heartbeat`) keeps proxies from closing an idle stream. Rights are read again before each batch: a right the caller
+loses applies at once, and a disabled account's stream ends. Needs `VIEW_HISTORY`. Not part of LUY 7.4
+(API.md section 11)."""
+@router.get(
+    "/api/history/stream",
+    operation_id="streamHistory",
+    summary="The change feed, live (Server-Sent Events)",
+    description=_STREAM_DESCRIPTION,
+    response_class=StreamingResponse,
+    responses={
+        200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}, "description": "the stream"},
+        **problem_responses(400, 401, 403, 404),
+    },
+)
+async def history_stream(
+    request: Request,
+    last_event_id: Annotated[
+        str | None,
+        Header(alias="Last-Event-ID", description="the last revision a reconnecting client received"),
+    ] = None,
+    since_revision: Annotated[
+        str | None,
+        Query(
+            alias="sinceRevision",
+            description="start after this revision (without Last-Event-ID)",
+            json_schema_extra=REVISION,
+        ),
+    ] = None,
+    type_name: Annotated[str | None, Query(alias="type", description="only this building block type")] = None,
+    operation: Annotated[
+        str | None, Query(description="only these operations: created, updated, deleted (comma-separated)")
+    ] = None,
+) -> StreamingResponse:
+    services: AppServices = request.app.state.services
+    principal = principal_of(request)
+    request_id = request.scope["state"]["request_id"]
+    start, chosen = await to_thread.run_sync(
+        _opened, services, principal, request_id, given(last_event_id), given(since_revision),
+        given(type_name), given(operation),
+    )  # fmt: skip
+    return StreamingResponse(
+        _events(services, principal, request_id, start, chosen),
+        media_type="text/event-stream",
+        headers={"X-Accel-Buffering": "no"},  # nginx: pass each event on at once
+    )
+
+
+def _opened(
+    services: AppServices,
+    principal: Principal,
+    request_id: str,
+    last_event_id: str | None,
+    since_revision: str | None,
+    type_name: str | None,
+    operation: str | None,
+) -> tuple[int, stream.StreamFilter]:
+    """Where the stream starts and what it lets through; 400/403 before the stream begins."""
+    with session_context(services, principal, request_id, writing=False) as ctx:
+        chosen = stream.stream_filter(ctx.actor, ctx.metamodel, type_name, operation)
+        return stream.stream_start(ctx.db, last_event_id, since_revision), chosen
+
+
+def _batch(
+    services: AppServices,
+    principal: Principal,
+    request_id: str,
+    chosen: stream.StreamFilter,
+    position: tuple[int, int],
+) -> stream.StreamBatch:
+    """The next batch, under the caller's rights as they are now."""
+    with session_context(services, principal, request_id, writing=False) as ctx:
+        return stream.stream_batch(ctx.db, ctx.actor, ctx.metamodel, chosen, position)
+
+
+async def _events(
+    services: AppServices, principal: Principal, request_id: str, start: int, chosen: stream.StreamFilter
+) -> AsyncIterator[bytes]:
+    yield f"retry: 2000\n: changes after revision {start}\n\n".encode()
+    position, sent = (start, stream.AFTER_REVISION), start
+    while True:
+        try:
+            batch = await to_thread.run_sync(_batch, services, principal, request_id, chosen, position)
+        except (Unauthenticated, Forbidden) as refused:
+            yield (
+                b"event: end\ndata: "
+                + orjson.dumps({"code": refused.code, "detail": refused.detail})
+                + b"\n\n"
+            )
+            return
+        for item in batch.items:
+            yield b"event: change\ndata: " + orjson.dumps(item) + b"\n\n"
+        if batch.complete_revision is not None and batch.complete_revision > sent:
+            sent = batch.complete_revision
+            yield f"id: {sent}\n\n".encode()
+        position = batch.position
+        if batch.more:
+            continue
+        if not await services.revision_watch.beyond(position[0], services.settings.stream_heartbeat):
+            yield b": heartbeat\n\n"
 
 
 @router.get(
