@@ -166,9 +166,11 @@ nothing is dispatched). A client that reconnects sends `Last-Event-ID` and gets 
 revision, none twice (a revision larger than 500 changesets may be sent again in part). Without
 `Last-Event-ID`, `sinceRevision` is where it starts; without either, only what changes from now on. `type`
 and `operation` (`created`, `updated`, `deleted`, comma-separated) narrow it. A comment line every 15 s
-(`stream_heartbeat`) keeps proxies from closing an idle stream. Rights are read again before each batch: a right the caller
-loses applies at once, and a disabled account's stream ends. Needs `VIEW_HISTORY`. Not part of LUY 7.4
-(API.md section 11)."""
+(`stream_heartbeat`) keeps proxies from closing an idle stream. Rights are read again before each batch:
+a right the caller loses applies at once, and a disabled account's stream ends. Needs `VIEW_HISTORY`. Not
+part of LUY 7.4 (API.md section 11)."""
+
+
 @router.get(
     "/api/history/stream",
     operation_id="streamHistory",
