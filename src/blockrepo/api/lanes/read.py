@@ -153,15 +153,18 @@ class ElementReadLane:
                 return self._on_connection(
                     lambda connection: self._read(connection, scope, headers, type_name, element_id, found)
                 )
+        elif authorization[:7].lower() == b"bearer ":
+            # A token starts no session and a browser never sends one by itself: where the request comes
+            # from changes nothing (the middleware decides a token alone too).
+            if self.token_batch is not None:
+                token = await self.token_batch.resolve((authorization, client_address(scope)))
+                if token is None:
+                    return None
+                return self._on_connection(
+                    lambda connection: self._read(connection, scope, headers, type_name, element_id, token)
+                )
         elif sent_for_another_origin(scope["headers"], scope["scheme"], referer=True):
             return None  # credentials sent for another origin's page: the middleware decides (no session)
-        elif self.token_batch is not None and authorization[:7].lower() == b"bearer ":
-            token = await self.token_batch.resolve((authorization, client_address(scope)))
-            if token is None:
-                return None
-            return self._on_connection(
-                lambda connection: self._read(connection, scope, headers, type_name, element_id, token)
-            )
         elif cookie is None and self.account_batch is not None:
             principal = self._on_connection(
                 lambda _: self.auth.quick_principal(authorization, client_address(scope))
