@@ -27,7 +27,7 @@ from blockrepo.auth.passwords import Passwords
 from blockrepo.databases import Databases
 from blockrepo.elements.read.by_id import RenderedElements
 from blockrepo.errors import Conflict, Unauthenticated
-from blockrepo.history.stream import newest_revision
+from blockrepo.history.stream import RecentRows, recent_rows
 from blockrepo.metamodel.service import MetamodelCache
 from blockrepo.metamodel.snapshot import Metamodel
 from blockrepo.revisions.recorder import ChangeLog
@@ -62,12 +62,12 @@ class AppServices:
         self.rendered_elements = RenderedElements()
         # The listings' cursors, sealed under a key derived from the server secret (read at the first use).
         self.cursors = CursorSeal(lambda: self.auth.sessions.signer.derived_key(b"cursors"))
-        # Wakes the live change streams (GET /api/history/stream) when a revision commits anywhere.
-        self.revision_watch = RevisionWatch(self._newest_revision)
+        # Reads new changes once for every live change stream (GET /api/history/stream) and wakes them.
+        self.revision_watch = RevisionWatch(self._recent_rows)
 
-    def _newest_revision(self) -> int:
+    def _recent_rows(self, after: tuple[int, int] | None, limit: int) -> RecentRows:
         with self.read_sessions() as db:
-            return newest_revision(db)
+            return recent_rows(db, after, limit)
 
     def dispose(self) -> None:
         self.auth.close()

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, and_, case, func, or_, select, true
 from sqlalchemy.orm import Session, aliased
 
-from blockrepo.revisions.models import AttributeFormerName, Change, Revision
+from blockrepo.revisions.models import AttributeFormerName, Change, RepositoryState, Revision
 from blockrepo.revisions.repository import visible_revision
 
 # Ids per IN (...) list: well under SQLite's bound-parameter limit; a page of 1,000 ids is one query.
@@ -188,6 +188,17 @@ def hold_horizon(db: Session) -> None:
     if db.get_bind().dialect.name != "sqlite":
         db.info[_HELD_HORIZON] = visible_revision(db)
         db.rollback()
+
+
+def cache_revisions(db: Session) -> tuple[int, int]:
+    """The metamodel and access revisions (`repository_state`): rights and names are read again when
+    they move."""
+    row = db.execute(
+        select(RepositoryState.metamodel_revision, RepositoryState.access_revision).where(
+            RepositoryState.id == 1
+        )
+    ).one()
+    return int(row[0]), int(row[1])
 
 
 def current_revision(db: Session) -> int:

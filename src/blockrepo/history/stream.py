@@ -132,6 +132,95 @@ def stream_batch(
     return StreamBatch(items, after, complete, more)
 
 
+# --- the rows a process reads once for all its streams (api/revision_watch.py) ------------------------------
+
+EVERYTHING = FeedScope(type_names=None, include_metamodel=True, administration_kinds=None)
+
+
+@dataclass(frozen=True)
+class RecentRows:
+    """The changesets after a position, every one whatever the reader: `rows` hold every row of every
+    revision up to `through` after the position asked for (and maybe the first rows of the next one),
+    `position` is where the next read goes on, and the metamodel and access revisions were read with
+    them (a stream's rights are built again when those move)."""
+
+    rows: list[ChangesetRow]
+    through: int
+    position: tuple[int, int]
+    metamodel_revision: int
+    access_revision: int
+
+
+def recent_rows(db: Session, after: tuple[int, int] | None, limit: int) -> RecentRows:
+    """Up to `limit` changesets after `after`, read once for every stream of the process; with None, none
+    (where the newest revision stands: reading starts there)."""
+    metamodel_revision, access_revision = repository.cache_revisions(db)
+    horizon = repository.current_revision(db)
+    if after is None:
+        return RecentRows([], horizon, (horizon, AFTER_REVISION), metamodel_revision, access_revision)
+    rows = repository.feed_changesets(db, 0, EVERYTHING, Window(descending=False, limit=limit, after=after))
+    more = len(rows) > limit
+    rows = rows[:limit]
+    if not rows:
+        through = max(horizon, after[0])
+        return RecentRows([], through, (through, AFTER_REVISION), metamodel_revision, access_revision)
+    if not more:
+        through = max(horizon, rows[-1].revision)
+        position = (through, AFTER_REVISION)
+    else:  # the newest revision read may go on beyond the limit: it counts once it is read whole
+        through = rows[-1].revision - 1
+        position = (rows[-1].revision, rows[-1].change_id)
+    return RecentRows(rows, through, position, metamodel_revision, access_revision)
+
+
+@dataclass(frozen=True)
+class StreamView:
+    """What one stream lets through, under its reader's rights as of the revisions it was built at."""
+
+    visibility: PropertyVisibility
+    scope: FeedScope
+    chosen: StreamFilter
+    metamodel_revision: int
+    access_revision: int
+
+
+def stream_view(
+    db: Session, actor: Actor, metamodel: Metamodel, chosen: StreamFilter, revisions: tuple[int, int]
+) -> StreamView:
+    """The reader's view for changesets the process read for all streams (`select_changes`)."""
+    require_history(actor)
+    scope = feed_scope(actor, metamodel)
+    if chosen.type_name is not None:
+        scope = FeedScope(
+            frozenset({chosen.type_name}), include_metamodel=False, administration_kinds=frozenset()
+        )
+    return StreamView(property_visibility(db, actor, metamodel), scope, chosen, *revisions)
+
+
+def select_changes(view: StreamView, rows: list[ChangesetRow], through: int) -> StreamBatch:
+    """The changesets among `rows` (every row after the stream's position up to `through`) that the
+    view lets through: the feed's scope and masking, in memory."""
+    items = []
+    for row in rows:
+        if _in_scope(row, view.scope):
+            item = _item(row, view.visibility, view.chosen)
+            if item is not None:
+                items.append(item)
+    return StreamBatch(items, (through, AFTER_REVISION), through)
+
+
+def _in_scope(row: ChangesetRow, scope: FeedScope) -> bool:
+    """`repository.feed_changesets`' scope for one row already read (the same rule, in Python)."""
+    if row.entity == "element":
+        return scope.type_names is None or row.type_name in scope.type_names
+    if row.entity == "metamodel":
+        return scope.include_metamodel
+    if scope.administration_kinds is None:
+        return True
+    subject = row.subject or ""
+    return any(subject.startswith(f"{kind} ") for kind in scope.administration_kinds)
+
+
 def _item(row: ChangesetRow, visibility: PropertyVisibility, chosen: StreamFilter) -> dict[str, Any] | None:
     if chosen.operations is not None and row.operation not in chosen.operations:
         return None
