@@ -156,11 +156,28 @@ def test_revocation_is_seen_by_the_next_request_on_another_worker(
 def test_a_leaked_token_is_revoked_by_posting_its_string(
     anon: TestClient, client: TestClient, web: TestClient, process_id: int
 ) -> None:
-    token = mint(client)["token"]
+    leaked = mint(client)
+    token = leaked["token"]
     assert anon.post("/api/tokens/revocations", json={"token": "brp_not-a-token"}).status_code == 204
     assert web.get(f"{ELEMENTS}/{process_id}", headers=bearer(token)).status_code == 200
+    # Whoever holds it may have rotated it: what the rotation made goes with it.
+    rotated = web.post(
+        f"/api/tokens/{leaked['id']}/rotate", json={"overlapSeconds": 600}, headers=bearer(token)
+    )
+    assert rotated.status_code == 201
     assert anon.post("/api/tokens/revocations", json={"token": token}).status_code == 204
     assert web.get(f"{ELEMENTS}/{process_id}", headers=bearer(token)).status_code == 401
+    assert web.get(f"{ELEMENTS}/{process_id}", headers=bearer(rotated.json()["token"])).status_code == 401
+
+
+def test_revoking_a_rotated_token_ends_the_overlap_and_keeps_its_successor(
+    client: TestClient, web: TestClient, process_id: int
+) -> None:
+    old = mint(client)
+    new = client.post(f"/api/tokens/{old['id']}/rotate", json={"overlapSeconds": 600}).json()
+    assert client.delete(f"/api/tokens/{old['id']}").status_code == 204
+    assert web.get(f"{ELEMENTS}/{process_id}", headers=bearer(old["token"])).status_code == 401
+    assert web.get(f"{ELEMENTS}/{process_id}", headers=bearer(new["token"])).status_code == 200
 
 
 def test_a_read_only_token_reads_and_never_writes(
@@ -180,6 +197,17 @@ def test_a_read_only_token_reads_and_never_writes(
     assert all(actions == ["read"] for actions in me["typePermissions"].values())
     assert "ADMIN_USERS" not in me["functionalPermissions"] and "VIEW_HISTORY" in me["functionalPermissions"]
     assert client.get(path).json()["name"] == ["Order handling"]
+
+
+def test_a_token_bound_to_types_keeps_no_administrative_power_unless_named(
+    client: TestClient, web: TestClient
+) -> None:
+    bound = mint(client, types=["BusinessProcess"])
+    assert bound["functions"] == ["EXPORT", "MASSDATA", "VIEW_HISTORY"]
+    user = {"login": "eve", "password": "a-long-password-1", "roles": ["Supervisor"]}
+    assert web.post("/api/administration/users", json=user, headers=bearer(bound["token"])).status_code == 403
+    named = mint(client, types=["BusinessProcess"], functions=["ADMIN_USERS"])
+    assert named["functions"] == ["ADMIN_USERS"]
 
 
 def test_type_and_group_restrictions_narrow_what_the_owner_sees(
@@ -259,6 +287,8 @@ def test_a_token_cannot_mint_but_may_rotate_and_revoke_itself(
     path = f"{ELEMENTS}/{process_id}"
     assert web.get(path, headers=headers).status_code == 200  # the overlap
     assert web.get(path, headers=bearer(new["token"])).status_code == 200
+    twice = web.post(f"/api/tokens/{first['id']}/rotate", json={"overlapSeconds": 600}, headers=headers)
+    assert twice.status_code == 409 and twice.json()["code"] == "token_rotated"  # no chain of live copies
     again = web.post(
         f"/api/tokens/{new['id']}/rotate", json={"overlapSeconds": 0}, headers=bearer(new["token"])
     )
@@ -333,6 +363,13 @@ def test_minting_for_a_service_account_needs_the_permission(
     )
     for_system = mia.post("/api/tokens", json=body | {"owner": "system"})
     assert for_system.status_code == 403 and for_system.json()["code"] == "supervisor_only"
+    # The minter manages the token while she may mint for the account, and no longer once she may not.
+    token_id = issued.json()["id"]
+    assert mia.get(f"/api/tokens/{token_id}").status_code == 200
+    mia_id = next(u["id"] for u in client.get("/api/administration/users").json() if u["login"] == "mia")
+    demoted = {"login": "mia", "roles": [], "firstName": "", "lastName": "", "email": "", "enabled": True}
+    assert client.put(f"/api/administration/users/{mia_id}", json=demoted).status_code == 200
+    assert mia.get(f"/api/tokens/{token_id}").status_code == 404
 
 
 def test_a_token_and_a_session_cookie_together_act_as_the_token(

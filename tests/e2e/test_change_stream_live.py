@@ -4,6 +4,7 @@ Events, each changeset as the feed gives it, `id:` the revision once it was sent
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import queue
 import threading
@@ -42,7 +43,9 @@ class Stream:
 
 
 @contextmanager
-def opened(server: LiveServer, auth: tuple[str, str], query: str = "", **headers: str) -> Iterator[Stream]:
+def opened(
+    server: LiveServer, auth: tuple[str, str] | None, query: str = "", **headers: str
+) -> Iterator[Stream]:
     stream = Stream()
     stop = threading.Event()
     started = threading.Event()
@@ -56,6 +59,10 @@ def opened(server: LiveServer, auth: tuple[str, str], query: str = "", **headers
             ) as response:
                 assert response.status_code == 200, response.read()
                 assert response.headers["content-type"].startswith("text/event-stream")
+                # The headers every data answer has (tests/api/test_response_headers.py cannot read this one).
+                assert response.headers["x-content-type-options"] == "nosniff"
+                assert response.headers["cache-control"] == "private, no-cache"
+                assert response.headers["vary"] == "Cookie, Authorization"
                 started.set()
                 kind, data = "message", ""
                 for line in response.iter_lines():
@@ -195,3 +202,21 @@ def test_an_idle_stream_sends_heartbeats_and_a_disabled_reader_s_stream_ends(
             if kind == "end":
                 assert value["code"] == "unauthenticated"
                 break
+
+
+def test_a_stream_opened_with_a_token_ends_when_the_token_is_revoked(streaming_server: LiveServer) -> None:
+    base = streaming_server.base_url
+    expires = (dt.datetime.now(dt.UTC) + dt.timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    minted = httpx.post(f"{base}/api/tokens", json={"name": "stream", "expiresAt": expires}, auth=ADMIN)
+    assert minted.status_code == 201, minted.text
+    token = minted.json()
+    with opened(streaming_server, None, Authorization=f"Bearer {token['token']}") as stream:
+        created = write(streaming_server, "POST", "/api/element/BusinessProcess", name=["Before revocation"])
+        assert [c["name"] for c in stream.changes_until(created)] == ["Before revocation"]
+        assert httpx.delete(f"{base}/api/tokens/{token['id']}", auth=ADMIN).status_code == 204
+        while True:
+            kind, value = stream.events.get(timeout=WAIT)
+            if kind == "end":
+                assert value["code"] == "unauthenticated"
+                break
+            assert kind != "change", value  # nothing after the revocation

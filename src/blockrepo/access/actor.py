@@ -234,4 +234,8 @@ class ActorCache:
         with self._lock:
             if len(self._entries) >= self._max_entries:
                 self._entries.clear()
-            return self._entries.setdefault(key, actor)
+            held = self._entries.get(key)
+            if held is not None and held.login == actor.login:
+                return held  # one object per key: the compiled views are kept per actor object
+            self._entries[key] = actor
+            return actor

@@ -154,11 +154,17 @@ class RecentRows:
 def recent_rows(db: Session, after: tuple[int, int] | None, limit: int) -> RecentRows:
     """Up to `limit` changesets after `after`, read once for every stream of the process; with None, none
     (where the newest revision stands: reading starts there)."""
-    metamodel_revision, access_revision = repository.cache_revisions(db)
     horizon = repository.current_revision(db)
+    rows = (
+        []
+        if after is None
+        else repository.feed_changesets(db, 0, EVERYTHING, Window(descending=False, limit=limit, after=after))
+    )
+    # Read after the rows: a right lost by a change among them is then applied to them too (the view
+    # is built again for these revisions before they are sent).
+    metamodel_revision, access_revision = repository.cache_revisions(db)
     if after is None:
         return RecentRows([], horizon, (horizon, AFTER_REVISION), metamodel_revision, access_revision)
-    rows = repository.feed_changesets(db, 0, EVERYTHING, Window(descending=False, limit=limit, after=after))
     more = len(rows) > limit
     rows = rows[:limit]
     if not rows:

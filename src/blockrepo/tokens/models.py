@@ -25,8 +25,10 @@ class ApiToken(Base):
     user_id: Mapped[int] = mapped_column(
         ForeignKey("app_user.id", ondelete="CASCADE"), nullable=False, index=True
     )
-    # Who minted it: the owner, or an administrator minting for a service account.
+    # Who minted it: the owner, or an administrator minting for a service account (by id: a login can pass
+    # to another account; no foreign key, the row outlives the minter).
     created_by: Mapped[str] = mapped_column(String(255), nullable=False)
+    created_by_id: Mapped[int] = mapped_column(Integer, nullable=False)
     created_at: Mapped[int] = mapped_column(BigInteger, nullable=False)
     expires_at: Mapped[int] = mapped_column(BigInteger, nullable=False)
     revoked_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)

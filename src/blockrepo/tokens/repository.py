@@ -113,6 +113,11 @@ def listed_tokens(db: Session, owner_id: int | None, *, revoked: bool) -> list[t
     return [(row[0], row[1]) for row in db.execute(statement.order_by(ApiToken.id.desc()))]
 
 
+def successor_of(db: Session, token_id: int) -> ApiToken | None:
+    """The token a rotation of this one made, if any (a token is rotated once)."""
+    return db.scalar(select(ApiToken).where(ApiToken.rotated_from == token_id).order_by(ApiToken.id).limit(1))
+
+
 def login_of(db: Session, user_id: int) -> str | None:
     return db.scalar(select(User.login).where(User.id == user_id))
 

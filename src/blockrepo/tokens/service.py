@@ -20,7 +20,13 @@ import orjson
 from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session
 
-from blockrepo.access.actor import FUNCTIONAL_PERMISSIONS, Actor, Restriction, load_actor_of
+from blockrepo.access.actor import (
+    FUNCTIONAL_PERMISSIONS,
+    READING_FUNCTIONS,
+    Actor,
+    Restriction,
+    load_actor_of,
+)
 from blockrepo.access.repository import Revisions
 from blockrepo.errors import Conflict, ErrorItem, Forbidden, NotFound, ValidationFailed
 from blockrepo.metamodel.snapshot import Metamodel
@@ -154,6 +160,13 @@ class TokenVerifier:
             parts,
         )
 
+    def still_valid(self, public_id: str) -> bool:
+        """Whether the token with this public id still authenticates (not revoked, disabled or expired, its
+        owner enabled): for a response that outlives the request that verified it (the change stream)."""
+        with self._read_engine.connect() as connection:
+            row = repository.token_by_public_id_row(connection, public_id)
+        return row is not None and bool(row[6]) and bool(row[11]) and row[5] > int(time.time())
+
     def record_use(self, use: TokenUse, address: str) -> None:
         """Write what `touch_due` asks for: the last use (at most once per interval, whichever request of
         any worker comes first) and the hash under the current pepper."""
@@ -247,18 +260,14 @@ def create_token(
     restriction = _restriction_of(metamodel, body)
     networks = _networks_of(body.allowed_networks)
     expires_at = _expiry(body.expires_at, now, settings.max_days, "/expiresAt")
-    held = len(repository.listed_tokens(db, owner_id, revoked=False))
-    if held >= MOST_TOKENS_PER_OWNER:
-        raise Conflict(
-            f"'{owner_login}' holds {held} tokens, the most one account may; revoke some first",
-            code="too_many_tokens",
-        )
+    _bounded(db, owner_id, owner_login)
     text, token = _mint(
         db,
         settings.peppers,
         name=body.name,
         user_id=owner_id,
         created_by=actor.login,
+        created_by_id=actor.user_id,
         created_at=now,
         expires_at=expires_at,
         restriction=_restriction_text(restriction),
@@ -335,7 +344,7 @@ def revoke_token(
     """Revoke a token at once (every worker and host refuses it from the next request on). A token may
     revoke itself, no other."""
     token, _ = _managed(db, actor, token_id, live=True, acting_token=acting_token)
-    _revoke(token, changes, "revoked")
+    _revoke(db, token, changes, "revoked", successors=False)
 
 
 def rotate_token(
@@ -354,12 +363,17 @@ def rotate_token(
     now = int(time.time())
     if old.expires_at <= now:
         raise Conflict("the token has expired; mint a new one", code="token_expired")
+    if repository.successor_of(db, old.id) is not None:
+        # Once: else a leaked token could keep making live copies of itself within its overlap.
+        raise Conflict("the token was rotated already; rotate its successor", code="token_rotated")
+    _bounded(db, old.user_id, login)
     text, token = _mint(
         db,
         settings.peppers,
         name=old.name,
         user_id=old.user_id,
         created_by=actor.login,
+        created_by_id=actor.user_id,
         created_at=now,
         expires_at=old.expires_at,
         restriction=old.restriction,
@@ -389,7 +403,8 @@ def rotate_token(
 
 def revoke_leaked(db: Session, changes: ChangeLog, text: str, peppers: Peppers) -> bool:
     """Revoke the token whose string this is, if it is a valid, unrevoked one (whoever sends it: holding
-    the string is all it takes to use it, so it is all it takes to end it). Whether one was revoked."""
+    the string is all it takes to use it, so it is all it takes to end it), and the token its rotation
+    made, if any. Whether one was revoked."""
     parts = parse_token(text.strip())
     if parts is None:
         return False
@@ -398,15 +413,31 @@ def revoke_leaked(db: Session, changes: ChangeLog, text: str, peppers: Peppers) 
         return False
     if not peppers.matches(parts, token.pepper_id, token.secret_hash):
         return False
-    _revoke(token, changes, "revoked (the token string was reported)")
+    _revoke(db, token, changes, "revoked (the token string was reported)", successors=True)
     return True
 
 
-def _revoke(token: ApiToken, changes: ChangeLog, how: str) -> None:
-    token.revoked_at = int(time.time())
-    changes.administration(
-        "deleted", f"token {token.public_id}", [{"property": "state", "old": None, "new": how}]
-    )
+def _bounded(db: Session, owner_id: int, owner_login: str) -> None:
+    held = len(repository.listed_tokens(db, owner_id, revoked=False))
+    if held >= MOST_TOKENS_PER_OWNER:
+        raise Conflict(
+            f"'{owner_login}' holds {held} tokens, the most one account may; revoke some first",
+            code="too_many_tokens",
+        )
+
+
+def _revoke(db: Session, token: ApiToken, changes: ChangeLog, how: str, *, successors: bool) -> None:
+    """Revoke the token, and with `successors` what rotation made of it (a leaked token's successors are
+    as leaked: whoever held it could rotate it)."""
+    now = int(time.time())
+    current: ApiToken | None = token
+    while current is not None:
+        if current.revoked_at is None:
+            current.revoked_at = now
+            changes.administration(
+                "deleted", f"token {current.public_id}", [{"property": "state", "old": None, "new": how}]
+            )
+        current = repository.successor_of(db, current.id) if successors else None
 
 
 def _mint(db: Session, peppers: Peppers, **columns: Any) -> tuple[str, ApiToken]:
@@ -432,7 +463,7 @@ def _managed(
     none). `live`: 409 for a revoked one."""
     token = repository.token_by_id(db, token_id)
     if token is None or not (
-        actor.supervisor or token.user_id == actor.user_id or token.created_by == actor.login
+        actor.supervisor or token.user_id == actor.user_id or _may_mint_for(db, actor, token)
     ):
         raise NotFound(f"no token {token_id}")
     if acting_token is not None and token.public_id != acting_token:
@@ -444,6 +475,15 @@ def _managed(
     login = repository.login_of(db, token.user_id)
     assert login is not None, "a token's owner exists (its row goes with the account)"
     return token, login
+
+
+def _may_mint_for(db: Session, actor: Actor, token: ApiToken) -> bool:
+    """Whether the minter of a service account's token still may mint for that account: the same rules
+    as minting, checked now (the minter may have lost the rights, the account may be a supervisor now)."""
+    if token.created_by_id != actor.user_id or not (actor.can(MINT_TOKENS) and actor.can("ADMIN_USERS")):
+        return False
+    login = repository.login_of(db, token.user_id)
+    return login is not None and not load_actor_of(db, token.user_id, login).supervisor
 
 
 def _mintable_owner(db: Session, actor: Actor, login: str) -> tuple[int, str]:
@@ -486,6 +526,10 @@ def _restriction_of(metamodel: Metamodel, body: TokenCreate) -> Restriction:
                 found.add(by_name[name])
         group_ids = frozenset(found)
     functions: frozenset[str] | None = None
+    if body.functions is None and (type_ids is not None or group_ids is not None):
+        # A token bound to some types or groups keeps no power over rights or the metamodel unless
+        # named: with ADMIN_ROLES or ADMIN_USERS it could otherwise make itself an unbound account.
+        functions = READING_FUNCTIONS
     if body.functions is not None:
         for i, name in enumerate(body.functions):
             if name not in FUNCTIONAL_PERMISSIONS:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -238,6 +239,7 @@ def _batch(
     position: tuple[int, int],
 ) -> stream.StreamBatch:
     """The next batch, under the caller's rights as they are now."""
+    _still_valid(services, principal)
     with session_context(services, principal, request_id, writing=False) as ctx:
         return stream.stream_batch(ctx.db, ctx.actor, ctx.metamodel, chosen, position)
 
@@ -250,6 +252,7 @@ def _view(
     revisions: tuple[int, int],
 ) -> stream.StreamView:
     """The caller's view under their rights as they are now (built again when rights or names move)."""
+    _still_valid(services, principal)
     with session_context(services, principal, request_id, writing=False) as ctx:
         return stream.stream_view(ctx.db, ctx.actor, ctx.metamodel, chosen, revisions)
 
@@ -263,20 +266,33 @@ async def _events(
 ) -> AsyncIterator[bytes]:
     yield f"retry: 2000\n: changes after revision {start}\n\n".encode()
     position, sent = (start, stream.AFTER_REVISION), start
-    watch = services.revision_watch
+    watch, heartbeat = services.revision_watch, services.settings.stream_heartbeat
     view: stream.StreamView | None = None
+    checked = asyncio.get_running_loop().time()
     while True:
         recent = watch.recent
         try:
+            if asyncio.get_running_loop().time() - checked > heartbeat:
+                # A busy stream never idles into a heartbeat: its token is looked at as often anyway.
+                await to_thread.run_sync(_still_valid, services, principal)
+                checked = asyncio.get_running_loop().time()
+            if recent is None or (
+                recent.covers(position) and position >= (recent.through, stream.AFTER_REVISION)
+            ):
+                # Nothing new held: wait for the watch (which starts reading if it was not).
+                if not await watch.beyond(position[0], heartbeat):
+                    await to_thread.run_sync(_still_valid, services, principal)
+                    checked = asyncio.get_running_loop().time()
+                    yield b": heartbeat\n\n"
+                if recent is not None:
+                    continue
+                recent = watch.recent
             if recent is not None and recent.covers(position):
                 # What the process read for every stream, picked in memory: nothing is read per stream.
-                if position[0] >= recent.through:
-                    if not await watch.beyond(position[0], services.settings.stream_heartbeat):
-                        yield b": heartbeat\n\n"
-                    continue
                 revisions = (recent.metamodel_revision, recent.access_revision)
                 if view is None or (view.metamodel_revision, view.access_revision) != revisions:
                     view = await to_thread.run_sync(_view, services, principal, request_id, chosen, revisions)
+                    continue  # what the watch holds may have moved meanwhile: look again
                 rows = watch.rows_after(position, recent.through)
                 if len(rows) > ON_LOOP_ROWS:
                     batch = await to_thread.run_sync(stream.select_changes, view, rows, recent.through)
@@ -294,10 +310,13 @@ async def _events(
             sent = batch.complete_revision
             yield f"id: {sent}\n\n".encode()
         position = batch.position
-        if batch.more or (recent is not None and not recent.covers(position)):
-            continue
-        if not await watch.beyond(position[0], services.settings.stream_heartbeat):
-            yield b": heartbeat\n\n"
+
+
+def _still_valid(services: AppServices, principal: Principal) -> None:
+    """Raise `Unauthenticated` when the token that opened the stream no longer authenticates (revoked,
+    disabled or expired since): checked at every heartbeat and before every batch."""
+    if principal.token is not None and not services.auth.tokens.still_valid(principal.token):
+        raise Unauthenticated("the token that opened the stream no longer authenticates")
 
 
 @router.get(

@@ -30,6 +30,7 @@ def upgrade() -> None:
         sa.Column("name", sa.String(length=255), nullable=False),
         sa.Column("user_id", sa.Integer(), nullable=False),
         sa.Column("created_by", sa.String(length=255), nullable=False),
+        sa.Column("created_by_id", sa.Integer(), nullable=False),
         sa.Column("created_at", sa.BigInteger(), nullable=False),
         sa.Column("expires_at", sa.BigInteger(), nullable=False),
         sa.Column("revoked_at", sa.BigInteger(), nullable=True),
