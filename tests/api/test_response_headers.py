@@ -68,7 +68,8 @@ def test_every_api_answer_is_nosniff_and_private(anon: TestClient, client: TestC
             if method.upper() not in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"):
                 continue
             if (method, template) == ("get", "/api/history/stream"):
-                continue  # never ends, so an in-process client never gets it: tests/e2e/test_change_stream_live.py
+                # It never ends, so an in-process client never gets it: tests/e2e/test_change_stream_live.py.
+                continue
             for caller in (anon, client):
                 response = caller.request(method.upper(), path, follow_redirects=False)
                 assert response.headers.get("x-content-type-options") == "nosniff", (method, path)
