@@ -10,8 +10,7 @@ from dataclasses import dataclass
 
 from anyio import to_thread
 
-from blockrepo.history.repository import ChangesetRow
-from blockrepo.history.stream import AFTER_REVISION, RecentRows
+from blockrepo.history.stream import AFTER_REVISION, FeedRow, RecentRows
 
 log = logging.getLogger("blockrepo.api")
 
@@ -48,7 +47,7 @@ class RevisionWatch:
     ) -> None:
         self._read_after = read_after
         self._interval = interval
-        self._rows: list[ChangesetRow] = []
+        self._rows: list[FeedRow] = []
         self._keys: list[tuple[int, int]] = []
         self._recent: Recent | None = None
         self._read_position: tuple[int, int] | None = None
@@ -62,7 +61,7 @@ class RevisionWatch:
         """What is held now (None before the first read)."""
         return self._recent
 
-    def rows_after(self, position: tuple[int, int], through: int) -> list[ChangesetRow]:
+    def rows_after(self, position: tuple[int, int], through: int) -> list[FeedRow]:
         """The held changesets after `position` up to revision `through` (`recent.covers(position)`)."""
         start = bisect.bisect_right(self._keys, position)
         end = bisect.bisect_right(self._keys, (through, AFTER_REVISION))

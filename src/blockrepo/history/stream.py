@@ -135,6 +135,8 @@ def stream_batch(
 # --- the rows a process reads once for all its streams (api/revision_watch.py) ------------------------------
 
 EVERYTHING = FeedScope(type_names=None, include_metamodel=True, administration_kinds=None)
+# A changeset as read for every stream, by the name the HTTP layer holds it under.
+FeedRow = ChangesetRow
 
 
 @dataclass(frozen=True)
