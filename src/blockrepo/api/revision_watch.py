@@ -17,7 +17,7 @@ log = logging.getLogger("blockrepo.api")
 # Changesets read per poll, and kept for streams that fall behind a little (a stream further behind reads
 # the database itself until it catches up).
 READ_PER_POLL = 5_000
-KEPT_ROWS = 50_000
+KEPT_ROWS = 10_000
 
 
 @dataclass(frozen=True)
