@@ -78,9 +78,12 @@ async def run(base: str, token: str, paths: list[str], args: argparse.Namespace)
     root = args.server_pid
     rss_start = worker_rss_kib(root)
     writes = 0
+    samples: list[tuple[float, int]] = []
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=30) as writer:
         started = time.monotonic()
         while time.monotonic() - started < args.duration:
+            if not samples or time.monotonic() - started - samples[-1][0] >= 30:
+                samples.append((time.monotonic() - started, worker_rss_kib(root)))
             due = started + writes / args.rate
             await asyncio.sleep(max(due - time.monotonic(), 0))
             body = {"description": [f"w{writes}"]}
@@ -116,6 +119,10 @@ async def run(base: str, token: str, paths: list[str], args: argparse.Namespace)
     print(
         f"workers' resident memory: {rss_start / 1024:.1f} MiB at the start, "
         f"{rss_end / 1024:.1f} MiB at the end"
+    )
+    print(
+        "workers' resident memory every 30 s (MiB): "
+        + ", ".join(f"{at:.0f} s {kib / 1024:.1f}" for at, kib in samples)
     )
     missing = sum(1 for count in counts if count == 0)
     print(f"clients that received nothing: {missing}")
