@@ -43,6 +43,10 @@ def make_settings(database_url: str, **overrides: object) -> Settings:
         "admin_password": ADMIN_PASSWORD,
         **CHEAP_HASHING,
         **QUIET_SESSIONS,
+        # The webhook delivery worker polls the database; tests of webhooks turn it on. Test traffic goes to
+        # 127.0.0.1 only: a webhook may target nothing else (tests allow loopback where they deliver).
+        "webhook_delivery": False,
+        "webhook_public_targets": False,
     }
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from functools import partial
 from typing import Any
 
@@ -65,8 +66,19 @@ def create_app(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        yield
-        services.dispose()
+        delivery = (
+            asyncio.get_running_loop().create_task(services.webhook_worker.run())
+            if settings.webhook_delivery
+            else None
+        )
+        try:
+            yield
+        finally:
+            if delivery is not None:
+                delivery.cancel()
+                with suppress(asyncio.CancelledError):
+                    await delivery
+            services.dispose()
 
     app = Application(
         services,

@@ -131,6 +131,37 @@ class Settings(BaseSettings):
         "still accepted (rotation); unset: derived from the database's server secret",
     )
     token_max_days: int = Field(366, ge=1, le=3660, description="the longest lifetime an API token may have")
+    webhook_delivery: bool = Field(
+        True,
+        description="run the webhook delivery worker in this process (several may run: a lease per webhook)",
+    )
+    webhook_poll: float = Field(
+        0.5,
+        gt=0,
+        le=60,
+        description="seconds between a delivery worker's looks for webhooks with changes to send",
+    )
+    webhook_allowed_networks: str = Field(
+        "",
+        description="comma-separated CIDRs webhooks may deliver to beyond public addresses (empty: loopback, "
+        "private, link-local and other internal addresses are refused)",
+    )
+    webhook_public_targets: bool = Field(
+        True,
+        description="whether webhooks may deliver to public addresses (false: only to "
+        "webhook_allowed_networks, for a server whose receivers are all inside)",
+    )
+    webhook_timeout: float = Field(10, gt=0, le=300, description="seconds a webhook receiver has to answer")
+    webhook_lease: float = Field(
+        30,
+        gt=0,
+        le=3600,
+        description="seconds a delivery worker holds a webhook; another instance takes it over after this "
+        "when the worker dies",
+    )
+    webhook_disable_after: int = Field(
+        3 * 86400, ge=60, description="seconds of failing deliveries after which a webhook is disabled"
+    )
     password_hash_concurrency: int = Field(
         0,
         ge=0,

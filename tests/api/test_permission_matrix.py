@@ -46,6 +46,7 @@ from tests.api.access_helpers import PASSWORD
 from tests.conftest import ADMIN_PASSWORD, PG_URL, _pg_execute, _with_database, make_settings
 
 ACTORS = ("supervisor", "reader", "editor", "nobody", "disabled")
+WEBHOOK_TARGET = "http://127.0.0.1:9/hook"
 SECRET_VALUE = "TOP-SECRET-VALUE"
 SECRET_NAMES = ("Secret notes", "Share", "Secret")
 HIDDEN_DOMAIN = "Hidden Domain"
@@ -231,6 +232,10 @@ def _setup(sup: TestClient, world: World) -> None:
             world.ids[f"{kind}:{actor}"] = _ok(sup.post("/api/tokens", json=minted))["id"]
     victim = {"name": "victim", "expiresAt": expires}
     world.ids["token:victim"] = _ok(sup.post("/api/tokens", json=victim))["id"]
+    # Webhooks to a closed loopback port (the world allows loopback targets; no worker runs).
+    hook = {"name": "matrix", "url": WEBHOOK_TARGET, "events": ["element.created"]}
+    world.ids["webhook:victim"] = _ok(sup.post("/api/webhooks", json=hook))["id"]
+    world.ids["webhook:reader"] = _ok(sup.post("/api/webhooks", json=hook, auth=("reader", PASSWORD)))["id"]
     world.ids["attribute:Criticality"] = next(
         a["id"] for a in _ok(sup.get("/api/administration/attributes")) if a["name"] == "Criticality"
     )
@@ -251,7 +256,12 @@ def world(template_database: str, tmp_path_factory: pytest.TempPathFactory) -> I
     url, drop = _clone(template_database, tmp_path_factory.mktemp("matrix"))
     # The disabled caller fails to log in once per case; login throttling must not turn that into 429s.
     app = create_app(
-        make_settings(url, login_max_failures=1_000_000, login_max_failures_per_address=1_000_000)
+        make_settings(
+            url,
+            login_max_failures=1_000_000,
+            login_max_failures_per_address=1_000_000,
+            webhook_allowed_networks="127.0.0.0/8",
+        )
     )
     clients: dict[str, TestClient] = {}
     try:
@@ -1243,6 +1253,96 @@ CASES = [
         {actor: 204 for actor in ACTORS},
         body=body({"token": "brp_" + "0" * 50}),
     ),
+    # --- webhooks: whoever reads history subscribes; each manages their own, a supervisor everybody's ---
+    Case(
+        "webhooks",
+        "subscribe a webhook",
+        "POST",
+        fixed("/api/webhooks"),
+        expect(201, 201, 403, 403),
+        body=body({"name": "new", "url": WEBHOOK_TARGET, "events": ["element.updated"]}),
+    ),
+    Case("webhooks", "list one's webhooks", "GET", fixed("/api/webhooks"), READ_ALL),
+    Case(
+        "webhooks",
+        "list every account's webhooks",
+        "GET",
+        fixed("/api/webhooks?everyone=true"),
+        ADMIN_ONLY_READ,
+    ),
+    Case(
+        "webhooks",
+        "read a reader's webhook",
+        "GET",
+        of("/api/webhooks/{webhook_reader}"),
+        expect(200, 200, 404, 404),
+    ),
+    Case(
+        "webhooks",
+        "read another's webhook",
+        "GET",
+        of("/api/webhooks/{webhook_victim}"),
+        expect(200, 404, 404, 404),
+    ),
+    Case(
+        "webhooks",
+        "change another's webhook",
+        "PATCH",
+        of("/api/webhooks/{webhook_victim}"),
+        expect(200, 404, 404, 404),
+        body=body({"name": "renamed"}),
+    ),
+    Case(
+        "webhooks",
+        "pause another's webhook",
+        "POST",
+        of("/api/webhooks/{webhook_victim}/pause"),
+        expect(200, 404, 404, 404),
+    ),
+    Case(
+        "webhooks",
+        "resume a reader's webhook",
+        "POST",
+        of("/api/webhooks/{webhook_reader}/resume"),
+        expect(200, 200, 404, 404),
+    ),
+    Case(
+        "webhooks",
+        "replay another's webhook",
+        "POST",
+        of("/api/webhooks/{webhook_victim}/replay"),
+        expect(200, 404, 404, 404),
+        body=body({"fromRevision": 0}),
+    ),
+    Case(
+        "webhooks",
+        "rotate another's webhook secret",
+        "POST",
+        of("/api/webhooks/{webhook_victim}/secret"),
+        expect(201, 404, 404, 404),
+        body=body({"overlapSeconds": 0}),
+    ),
+    Case(
+        "webhooks",
+        "read another's delivery log",
+        "GET",
+        of("/api/webhooks/{webhook_victim}/deliveries"),
+        expect(200, 404, 404, 404),
+    ),
+    Case(
+        "webhooks",
+        "test-send a reader's webhook",
+        "POST",
+        of("/api/webhooks/{webhook_reader}/test"),
+        expect(200, 200, 404, 404),
+    ),
+    Case(
+        "webhooks",
+        "delete another's webhook",
+        "DELETE",
+        of("/api/webhooks/{webhook_victim}"),
+        expect(204, 404, 404, 404),
+    ),
 ]
 
 
@@ -1278,6 +1378,7 @@ FAMILIES = (
     "/api/history",
     "/api/massdata",
     "/api/tokens",
+    "/api/webhooks",
 )
 HTTP_METHODS = ("get", "put", "post", "delete", "patch")
 

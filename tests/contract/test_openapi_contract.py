@@ -190,6 +190,21 @@ TOKEN_BODY = KnownRefusal(
         NUL,
     ),
 )
+WEBHOOK_BODY = KnownRefusal(
+    "a webhook's URL must resolve to an address it may deliver to (the tests allow none), and the types it "
+    "names must exist and be readable",
+    "validation_failed",
+    (
+        ("invalid_url", "/url"),
+        ("unresolvable_target", "/url"),
+        ("target_not_allowed", "/url"),
+        ("unknown_type", "/types/"),
+        NUL,
+    ),
+)
+DELIVERY_STATUS = KnownRefusal(
+    "a delivery status is delivered or failed", "validation_failed", (("invalid_status", "query:status"),)
+)
 SORT_KEY = KnownRefusal(
     "a sort key must be a property of the type", "invalid_sort", (("invalid_sort", "sort"),)
 )
@@ -233,6 +248,9 @@ KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
     ("POST", "/api/massdata/{type}"): (BULK_ELEMENT_BODIES,),
     ("POST", "/api/tokens"): (TOKEN_BODY,),
     ("PATCH", "/api/tokens/{id}"): (TOKEN_BODY,),
+    ("POST", "/api/webhooks"): (WEBHOOK_BODY,),
+    ("PATCH", "/api/webhooks/{id}"): (WEBHOOK_BODY,),
+    ("GET", "/api/webhooks/{id}/deliveries"): (DELIVERY_STATUS,),
 }
 
 

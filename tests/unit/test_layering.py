@@ -40,6 +40,7 @@ FEATURE_PACKAGES = (
     "metamodel",
     "revisions",
     "tokens",
+    "webhooks",
 )
 ROUTE_MODULE = re.compile(r"^blockrepo\.api\.v\d+_\d+(\.|$)")
 JUNK_DRAWER_NAMES = frozenset({"utils", "util", "helpers", "helper", "misc", "common"})
@@ -54,6 +55,7 @@ ALLOWED = {
     ("blockrepo.storage.migrations.env", "blockrepo.revisions.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.metamodel.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.tokens.models"),
+    ("blockrepo.storage.migrations.env", "blockrepo.webhooks.models"),
 }
 
 

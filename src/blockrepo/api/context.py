@@ -20,6 +20,7 @@ from blockrepo.access.actor import Actor, ActorCache
 from blockrepo.access.service import acting_account
 from blockrepo.api.cursors import CursorSeal
 from blockrepo.api.revision_watch import RevisionWatch
+from blockrepo.api.webhook_worker import WebhookWorker
 from blockrepo.auth.authenticator import Authenticator
 from blockrepo.auth.backends import AuthBackends
 from blockrepo.auth.basic import CredentialCache, Principal
@@ -64,6 +65,8 @@ class AppServices:
         self.cursors = CursorSeal(lambda: self.auth.sessions.signer.derived_key(b"cursors"))
         # Reads new changes once for every live change stream (GET /api/history/stream) and wakes them.
         self.revision_watch = RevisionWatch(self._recent_rows)
+        # Delivers the webhooks' messages (started by the application's lifespan when enabled).
+        self.webhook_worker = WebhookWorker(self.databases, self.metamodels, self.actors, settings)
 
     def _recent_rows(self, after: tuple[int, int] | None, limit: int) -> RecentRows:
         with self.read_sessions() as db:

@@ -38,6 +38,7 @@ ADMINISTRATION_KIND_PERMISSIONS = {
     "role": "ADMIN_ROLES",
     "attribute": "ADMIN_ATTRIBUTES",  # also "attribute group …"
     "token": "ADMIN_USERS",
+    "webhook": "ADMIN_USERS",
 }
 # Rows read per batch while a page skips changesets the reader may not see, and the most rows one page
 # looks at before it ends early with a cursor past them (bounds the work of one request).

@@ -95,6 +95,11 @@ def newest_revision(db: Session) -> int:
     return repository.current_revision(db)
 
 
+def cache_revisions(db: Session) -> tuple[int, int]:
+    """The metamodel and access revisions now (what a view built now is keyed by)."""
+    return repository.cache_revisions(db)
+
+
 def stream_batch(
     db: Session, actor: Actor, metamodel: Metamodel, chosen: StreamFilter, position: tuple[int, int]
 ) -> StreamBatch:

@@ -216,7 +216,8 @@ def restriction_from_text(text: str) -> Restriction | None:
     return None if restriction == Restriction() else restriction
 
 
-def _restriction_text(restriction: Restriction) -> str | None:
+def restriction_text(restriction: Restriction) -> str | None:
+    """The JSON text a token's (or a webhook's) row stores for a restriction (None: none)."""
     if restriction == Restriction():
         return None
     return orjson.dumps(
@@ -270,7 +271,7 @@ def create_token(
         created_by_id=actor.user_id,
         created_at=now,
         expires_at=expires_at,
-        restriction=_restriction_text(restriction),
+        restriction=restriction_text(restriction),
         allowed_networks=networks,
         rotated_from=None,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from blockrepo.api.v7_4 import administration, auth, elements, history, massdata, metamodel, tokens
+from blockrepo.api.v7_4 import administration, auth, elements, history, massdata, metamodel, tokens, webhooks
 
 VERSION = "7.4"
 PATH_SEGMENT = "7_4"
@@ -12,6 +12,6 @@ PATH_SEGMENT = "7_4"
 
 def build_router() -> APIRouter:
     router = APIRouter()
-    for module in (auth, elements, massdata, metamodel, history, administration, tokens):
+    for module in (auth, elements, massdata, metamodel, history, administration, tokens, webhooks):
         router.include_router(module.router)
     return router

@@ -12,6 +12,7 @@ from blockrepo.metamodel import models as _metamodel_models  # noqa: F401
 from blockrepo.revisions import models as _revision_models  # noqa: F401
 from blockrepo.storage.base import Base
 from blockrepo.tokens import models as _token_models  # noqa: F401
+from blockrepo.webhooks import models as _webhook_models  # noqa: F401
 
 connection = context.config.attributes["connection"]
 context.configure(
