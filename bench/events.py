@@ -11,17 +11,29 @@ the run (flat memory: it must not grow with the changes streamed). Asserts nothi
                                      [--database postgresql://postgres@127.0.0.1:5432/postgres]
 
 The clients run in this process (asyncio, one connection each), so they share the machine with the server.
+
+With `--webhook`, webhook delivery instead: one webhook to a receiver in this process (a threaded HTTP
+server on 127.0.0.1), while a writer changes `--batch` elements per bulk request (one revision each) at
+`--rate` changes per second. Prints the changes committed and delivered per second, the messages and
+events per message, and the delay from the write's answer to the receiver's receipt; every change must
+arrive once.
+
+    .venv/bin/python bench/events.py --webhook [--rate 1500] [--batch 100] [--duration 60]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import re
 import sys
 import tempfile
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import httpx
 from harness import scratch_database
@@ -128,6 +140,94 @@ async def run(base: str, token: str, paths: list[str], args: argparse.Namespace)
     print(f"clients that received nothing: {missing}")
 
 
+class WebhookReceiver:
+    """Notes when each `w<k>` change arrives, and how many messages and events came."""
+
+    def __init__(self) -> None:
+        self.arrived: dict[int, float] = {}
+        self.messages = 0
+        self.events = 0
+        self.repeats = 0
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["content-length"]))
+                now = time.monotonic()
+                events = json.loads(body)["data"]["events"]
+                receiver.messages += 1
+                receiver.events += len(events)
+                for match in CHANGE.finditer(body):
+                    k = int(match.group(1))
+                    if k in receiver.arrived:
+                        receiver.repeats += 1
+                    receiver.arrived.setdefault(k, now)
+                self.send_response(204)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+async def run_webhook(base: str, token: str, ids: list[int], args: argparse.Namespace) -> None:
+    receiver = WebhookReceiver()
+    headers = {"Authorization": f"Bearer {token}"}
+    answered: dict[int, float] = {}
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as writer:
+        hook = await writer.post(
+            "/api/webhooks",
+            json={"name": "bench", "url": receiver.url, "events": ["element.updated"]},
+        )
+        hook.raise_for_status()
+        changes, requests = 0, 0
+        started = time.monotonic()
+        while time.monotonic() - started < args.duration:
+            due = started + changes / args.rate
+            await asyncio.sleep(max(due - time.monotonic(), 0))
+            batch = range(changes, changes + args.batch)
+            elements = [{"id": ids[k % len(ids)], "description": [f"w{k}"]} for k in batch]
+            response = await writer.post("/api/massdata/BusinessProcess", json={"elements": elements})
+            assert response.status_code == 200, response.text[:2000]
+            now = time.monotonic()
+            for k in batch:
+                answered[k] = now
+            changes += args.batch
+            requests += 1
+        elapsed = time.monotonic() - started
+        deadline = time.monotonic() + 120
+        while len(receiver.arrived) < changes and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        drained = time.monotonic() - started
+    receiver.server.shutdown()
+    delays = sorted(max(receiver.arrived[k] - answered[k], 0.0) for k in receiver.arrived if k in answered)
+
+    def percentile(p: float) -> float:
+        return delays[min(int(p * len(delays)), len(delays) - 1)] * 1000 if delays else float("nan")
+
+    last = max(receiver.arrived.values(), default=started) - started
+    print(
+        f"\nwebhook delivery, 2 workers, {args.database or 'SQLite'}: {changes:,} changes committed in "
+        f"{requests:,} bulk writes of {args.batch} over {elapsed:.1f} s ({changes / elapsed:,.0f} changes/s)"
+    )
+    print(
+        f"delivered {len(receiver.arrived):,} of {changes:,} ({receiver.repeats} repeated) by {last:.1f} s: "
+        f"{len(receiver.arrived) / max(last, 1e-9):,.0f} changes/s; {receiver.messages:,} messages, "
+        f"{receiver.events / max(receiver.messages, 1):,.0f} events per message"
+    )
+    print(
+        f"delay from the write's answer to the receipt: p50 {percentile(0.5):.0f} ms, p99 "
+        f"{percentile(0.99):.0f} ms, max {percentile(1.0):.0f} ms (all delivered after {drained:.1f} s)"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -136,12 +236,17 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--rate", type=float, default=100, help="writes per second")
     parser.add_argument("--duration", type=float, default=60, help="seconds of writing")
+    parser.add_argument("--webhook", action="store_true", help="measure webhook delivery instead")
+    parser.add_argument("--batch", type=int, default=100, help="changes per bulk write (--webhook)")
     args = parser.parse_args()
+    if args.webhook and args.rate == 100:
+        args.rate = 1500
     with (
         tempfile.TemporaryDirectory(prefix="blockrepo-events-") as tmp,
         scratch_database(args.database, "events") as database,
     ):
-        server, base = start_blockrepo(Path(tmp), database, None, 2)
+        loopback = {"BLOCKREPO_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.0/8"}
+        server, base = start_blockrepo(Path(tmp), database, None, 2, loopback)
         try:
             args.server_pid = server.process.pid
             auth = ("system", PASSWORD)
@@ -157,8 +262,24 @@ def main() -> int:
                 timeout=30,
             )
             listing.raise_for_status()
-            paths = [f"/api/element/BusinessProcess/{item['id'][0]}" for item in listing.json()["items"]]
-            asyncio.run(run(base, minted.json()["token"], paths, args))
+            ids = [item["id"][0] for item in listing.json()["items"]]
+            if args.webhook and len(ids) < args.batch:  # distinct elements for each bulk write
+                more = [{"name": [f"bench process {n}"]} for n in range(args.batch)]
+                httpx.post(
+                    f"{base}/api/massdata/BusinessProcess", json={"elements": more}, auth=auth, timeout=60
+                ).raise_for_status()
+                listing = httpx.get(
+                    f"{base}/api/massdata/BusinessProcess",
+                    params={"limit": 500, "fields": "id"},
+                    auth=auth,
+                    timeout=30,
+                )
+                ids = [item["id"][0] for item in listing.json()["items"]]
+            if args.webhook:
+                asyncio.run(run_webhook(base, minted.json()["token"], ids, args))
+            else:
+                paths = [f"/api/element/BusinessProcess/{n}" for n in ids]
+                asyncio.run(run(base, minted.json()["token"], paths, args))
         finally:
             server.stop()
     return 0

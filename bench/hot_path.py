@@ -170,11 +170,16 @@ def clean_environment() -> dict[str, str]:
 
 
 def start_blockrepo(
-    directory: Path, database: str, redis_url: str | None, workers: int
+    directory: Path,
+    database: str,
+    redis_url: str | None,
+    workers: int,
+    settings: dict[str, str] | None = None,
 ) -> tuple[Process, str]:
     port = free_port()
     environment = clean_environment()
     environment.update({"BLOCKREPO_ADMIN_PASSWORD": PASSWORD, "BLOCKREPO_LOG_LEVEL": "warning"})
+    environment.update(settings or {})
     if redis_url:
         environment["BLOCKREPO_REDIS_URL"] = redis_url
         environment["BLOCKREPO_REDIS_KEY_PREFIX"] = f"blockrepo-bench:{os.getpid()}:"

@@ -64,6 +64,13 @@ def test_an_import_that_changes_one_element_reports_and_records_only_that(client
     response = client.post("/api/massdata/import", json=exported)
     assert response.status_code == 200, response.text
     assert response.json()["updated"] == 1
-    (changeset,) = client.get("/api/history", params={"sinceRevision": revision}).json()["items"]
+    items = client.get("/api/history", params={"sinceRevision": revision}).json()["items"]
+    changeset, completed = items
+    assert (completed["entity"], completed["subject"], completed["operation"]) == (
+        "administration",
+        "import",
+        "completed",
+    )
+    assert {c["property"]: c["new"] for c in completed["changes"]}["updated"] == 1
     assert changeset["name"] == "ERP"
     assert [c["property"] for c in changeset["changes"]] == ["version"], "no reordered relation lists"

@@ -88,7 +88,7 @@ def test_changes_arrive_signed_in_order_and_are_logged(client: TestClient, recei
     ]
     revisions = [e["revision"] for m in messages for e in m.json["data"]["events"]]
     assert revisions == sorted(revisions)
-    updated = [e for m in messages for e in m.json["data"]["events"] if e["type"] == "element.updated"][0]
+    updated = next(e for m in messages for e in m.json["data"]["events"] if e["type"] == "element.updated")
     assert [c["property"] for c in updated["changes"]] == ["status"]
     log = logged(client, hook["id"], len(messages), "?status=delivered")
     assert {item["messageId"] for item in log} == {m.message_id for m in messages}
@@ -287,3 +287,17 @@ def test_others_webhooks_are_not_theirs_to_see(app: FastAPI, client: TestClient,
         assert anna.get("/api/webhooks").json() == []
         assert anna.get("/api/webhooks?everyone=true").status_code == 403
     assert [h["id"] for h in client.get("/api/webhooks?everyone=true").json()] == [hook["id"]]
+
+
+def test_an_import_is_one_import_completed_event(client: TestClient, receiver: Receiver) -> None:
+    created(client, SYSTEMS, "ERP")
+    subscribe(client, receiver.url, events=["import.completed"])
+    exported = client.get("/api/massdata/export").json()
+    assert client.post("/api/massdata/import", json=exported).status_code == 200  # unchanged: no event
+    erp = next(r for r in exported["elements"]["InformationSystem"] if r["name"] == "ERP")
+    erp["version"] = ["S/4HANA 2025"]
+    assert client.post("/api/massdata/import", json=exported).status_code == 200
+    (message,) = receiver.events_until(lambda events: len(events) >= 1)
+    (event,) = message.json["data"]["events"]
+    assert event["type"] == "import.completed"
+    assert {c["property"]: c["new"] for c in event["changes"]}["updated"] == 1

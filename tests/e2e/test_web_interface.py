@@ -487,3 +487,19 @@ def test_history_pages_through_older_changes(page: Page, api: httpx.Client) -> N
         int(r or 0) for r in changesets.evaluate_all("(rows) => rows.map((r) => r.dataset.revision)")
     ]
     assert revisions == sorted(revisions, reverse=True) and len(set(revisions)) == 4
+
+
+def test_an_element_page_shows_a_change_someone_else_just_made(page: Page, api: httpx.Client) -> None:
+    process = find(api, "BusinessProcess", "Order handling")
+    path = f"/api/element/BusinessProcess/{process['id'][0]}"
+    page.goto(f"/#/element/BusinessProcess/{process['id'][0]}")
+    log_in(page)
+    page.locator("h1", has_text="Order handling").wait_for()
+    revision = page.locator("#element-revision").inner_text()
+    # The page listens to the change stream; another account's write shows without a reload.
+    page.locator('html[data-live="open"]').wait_for(state="attached")
+    changed = api.patch(path, json={"description": ["Changed in another session"]})
+    assert changed.status_code == 200, changed.text
+    page.locator('[data-property="description"]', has_text="Changed in another session").wait_for()
+    assert page.locator("#element-revision").inner_text() != revision
+    page.locator("#toast", has_text="system changed this element").wait_for()

@@ -39,6 +39,7 @@ ADMINISTRATION_KIND_PERMISSIONS = {
     "attribute": "ADMIN_ATTRIBUTES",  # also "attribute group …"
     "token": "ADMIN_USERS",
     "webhook": "ADMIN_USERS",
+    "import": "IMPORT",
 }
 # Rows read per batch while a page skips changesets the reader may not see, and the most rows one page
 # looks at before it ends early with a cursor past them (bounds the work of one request).

@@ -391,6 +391,23 @@ class ChangeLog:
         self._settled.difference_update(settled)
         self._recalled.update(settled)
 
+    @property
+    def records_changes(self) -> bool:
+        """Whether flushing would write a revision that changes something (an update with no change in
+        it does not count)."""
+        return (
+            self._revision is not None
+            or self.metamodel_changed
+            or self.access_changed
+            or any(e.operation != "updated" or not e.empty for e in self._entries)
+        )
+
+    def import_completed(self, changes: list[dict[str, Any]]) -> None:
+        """Record that an import wrote what it wrote (administration subject "import"; no cache moves)."""
+        self._entries.append(
+            _Entry("administration", "completed", None, None, None, "import", _json_text(changes))
+        )
+
     def metamodel(self, operation: str, subject: str, changes: list[dict[str, Any]]) -> None:
         self.metamodel_changed = True
         self._entries.append(_Entry("metamodel", operation, None, None, None, subject, _json_text(changes)))

@@ -102,6 +102,15 @@ def add_delivery(db: Session, delivery: WebhookDelivery) -> None:
     db.flush()
 
 
+def prune_deliveries(db: Session, webhook_id: int, before: int) -> None:
+    """Forget the webhook's attempts made before the time `before`."""
+    db.execute(
+        delete(WebhookDelivery).where(
+            WebhookDelivery.webhook_id == webhook_id, WebhookDelivery.attempted_at < before
+        )
+    )
+
+
 def deliveries(
     db: Session, webhook_id: int, status: str | None, before: int | None, limit: int
 ) -> Sequence[WebhookDelivery]:

@@ -50,6 +50,9 @@ MESSAGE_ROWS = 1000
 MOST_WEBHOOKS_PER_OWNER = 50
 # Characters of a receiver's answer the delivery log keeps.
 SNIPPET_CHARACTERS = 512
+# The delivery log keeps a webhook's attempts this long; it is pruned every PRUNE_EVERY attempts.
+KEEP_DELIVERIES_SECONDS = 30 * 86400
+PRUNE_EVERY = 100
 # Retries wait 2^attempt seconds (with jitter), at most this long; a Retry-After longer than it is cut.
 LONGEST_WAIT = 3600.0
 # What "the position after a whole revision" is in a cursor (history.stream's position).
@@ -639,6 +642,8 @@ def _log_attempt(db: Session, message: Outgoing, outcome: Outcome, now: int) -> 
         attempted_at=now,
     )
     repository.add_delivery(db, delivery)
+    if delivery.id % PRUNE_EVERY == 0:
+        repository.prune_deliveries(db, message.webhook_id, now - KEEP_DELIVERIES_SECONDS)
     return delivery
 
 
@@ -705,6 +710,8 @@ def _events(item: dict[str, Any]) -> list[dict[str, Any]]:
     kind = subject.split(" ", 1)[0]
     if kind == "token":
         return [{"type": f"token.{item['operation']}", **base, "subject": subject, "changes": changes}]
+    if kind == "import":
+        return [{"type": "import.completed", **base, "subject": subject, "changes": changes}]
     if kind == "webhook":
         if any(change.get("property") == "disabled" and change.get("new") for change in changes):
             return [{"type": "webhook.disabled", **base, "subject": subject, "changes": changes}]

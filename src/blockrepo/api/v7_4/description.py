@@ -96,6 +96,7 @@ TAG_DESCRIPTIONS: dict[str, str] = {
     "administration": "Attributes, attribute groups, users and roles.",
     "tokens": "API tokens for `Authorization: Bearer brp_…`: minted, listed, rotated and revoked; each "
     "acts as its owner narrowed by its restriction.",
-    "webhooks": "Subscriptions that deliver the committed changes to a receiver: in order, batched, signed "
-    "per Standard Webhooks, masked by the owner's rights, retried until a 2xx, with a delivery log and replay.",
+    "webhooks": "Subscriptions that deliver the committed changes to a receiver: in order, batched, "
+    "signed per Standard Webhooks, masked by the owner's rights, retried until a 2xx, with a delivery log "
+    "and replay.",
 }

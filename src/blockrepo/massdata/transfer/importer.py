@@ -299,11 +299,21 @@ def import_document(
             errors=problems.errors,
             extra={"report": report.as_json()},
         )
-    return ImportReport(
+    report = ImportReport(
         created=run.created,
         updated=len(run.updated & run.touched),
         deleted=sum(len(t.doomed) for t in imports),
     )
+    if changes.records_changes:  # an import that changed nothing makes no revision
+        changes.import_completed(
+            [
+                {"property": "created", "old": None, "new": report.created},
+                {"property": "updated", "old": None, "new": report.updated},
+                {"property": "deleted", "old": None, "new": report.deleted},
+                {"property": "mode", "old": None, "new": mode},
+            ]
+        )
+    return report
 
 
 class _ImportRun:

@@ -3,6 +3,7 @@
 import { ApiError, login, logout, onUnauthenticated, get } from "./api.js";
 import { pageHead } from "./components.js";
 import { h, clear, toast } from "./dom.js";
+import { stopWatching, watchElement } from "./live.js";
 import { loginFailure } from "./format.js";
 import { searchFilter } from "./iteraql.js";
 import {
@@ -58,6 +59,7 @@ let renderCount = 0;
 async function route() {
   const { path, query } = currentRoute();
   const ticket = ++renderCount;
+  stopWatching();
   if (path === "/login") {
     showTopbar(false);
     renderLogin(query);
@@ -95,9 +97,23 @@ async function route() {
     // Read by bench/web_pages.py: when a view's data arrived and was drawn, on the page's own clock.
     performance.mark("blockrepo:view-rendered", { detail: path });
     document.title = `${main.querySelector("h1")?.textContent || "blockrepo"} · blockrepo`;
+    watchShownElement(ticket);
   } catch (error) {
     if (ticket === renderCount && !(error instanceof ApiError && error.status === 401)) showFailure(error);
   }
+}
+
+// An element page (not as of a past revision) draws itself again when someone changes the element.
+function watchShownElement(ticket) {
+  const page = main.querySelector(".element-page");
+  if (!page || page.dataset.asOf || !hasFunction("VIEW_HISTORY")) return;
+  const revision = Number(page.dataset.revision);
+  watchElement(page.dataset.type, page.dataset.id, revision, (change) => {
+    if (ticket !== renderCount) return;
+    stopWatching();
+    toast(`${change.user} changed this element (revision ${change.revision})`);
+    route();
+  });
 }
 
 function showFailure(error) {

@@ -198,7 +198,13 @@ export async function renderElement({ params, query, navigate }) {
   const description = element.description?.[0];
   return h(
     "article",
-    { class: "element-page", "data-type": type, "data-id": id },
+    {
+      class: "element-page",
+      "data-type": type,
+      "data-id": id,
+      "data-revision": element.revision?.[0] ?? 0,
+      "data-as-of": asOf,
+    },
     pageHead(elementTitle(type, element, name), elementActions(type, id, element, !asOf, navigate)),
     asOf ? asOfBanner(asOf, elementRoute(type, id), { id: "asof-banner" }) : null,
     description ? h("p", { class: "lead", "data-property": "description" }, description) : null,
