@@ -5,6 +5,7 @@ owner's rights, retried with the same message id, and refused for internal targe
 from __future__ import annotations
 
 import queue
+import sqlite3
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +17,7 @@ from starlette.testclient import TestClient
 
 from blockrepo.app import create_app
 from blockrepo.settings import Settings
+from blockrepo.webhooks import service as webhook_service
 from blockrepo.webhooks.models import Webhook
 from tests.conftest import ADMIN_PASSWORD, make_settings
 from tests.helpers import client_as, create_role, create_user, session_of
@@ -301,3 +303,32 @@ def test_an_import_is_one_import_completed_event(client: TestClient, receiver: R
     (event,) = message.json["data"]["events"]
     assert event["type"] == "import.completed"
     assert {c["property"]: c["new"] for c in event["changes"]}["updated"] == 1
+
+
+def test_the_target_is_resolved_before_the_write_lock_is_taken(
+    app: FastAPI, client: TestClient, receiver: Receiver, monkeypatch: pytest.MonkeyPatch, database_url: str
+) -> None:
+    # A name server an attacker runs can answer slowly: the lookup must hold up no writer.
+    if not database_url.startswith("sqlite"):
+        pytest.skip("looks at SQLite's write lock")
+    path = database_url.split("///", 1)[1]
+    lock_free: list[bool] = []
+    check = webhook_service.check_target
+
+    def observed(url: str, *args: Any, **kwargs: Any) -> None:
+        probe = sqlite3.connect(path, timeout=0)
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.rollback()
+            lock_free.append(True)
+        except sqlite3.OperationalError:
+            lock_free.append(False)
+        finally:
+            probe.close()
+        check(url, *args, **kwargs)
+
+    monkeypatch.setattr(webhook_service, "check_target", observed)
+    hook = subscribe(client, receiver.url)
+    changed = client.patch(f"/api/webhooks/{hook['id']}", json={"url": receiver.url + "/v2"})
+    assert changed.status_code == 200, changed.text
+    assert lock_free == [True, True]

@@ -141,7 +141,10 @@ class WebhookWorker:
                     return
                 message = service.resign(prepared.step.message, prepared.hook.signing_secrets)
                 outcome = await self.send(message)
-                if not await to_thread.run_sync(self._record, message, outcome):
+                disabling = service.would_disable(
+                    prepared.hook, outcome, self._settings.webhook_disable_after
+                )
+                if not await to_thread.run_sync(self._record, message, outcome, disabling):
                     return
         finally:
             await to_thread.run_sync(self._release, webhook_id)
@@ -191,14 +194,20 @@ class WebhookWorker:
             db.commit()
         return Prepared(hook, step) if kept else None
 
-    def _record(self, message: Outgoing, outcome: Outcome) -> bool:
-        # A failure may disable the webhook, which history records: that write takes the gate alone.
-        with self._databases.session(writing=True, elements_only=outcome.delivered) as db:
+    def _record(self, message: Outgoing, outcome: Outcome, disabling: bool = False) -> bool:
+        # Disabling the webhook is recorded in history, a write that takes the gate alone; the rest of the
+        # bookkeeping runs beside element writes.
+        with self._databases.session(writing=True, elements_only=not disabling) as db:
             changes = ChangeLog(
                 user_login=service.WORKER_LOGIN, request_id=f"webhook-{message.webhook_id}", via="webhook"
             )
             more = service.record_outcome(
-                db, changes, self.name, message, outcome, self._settings.webhook_disable_after
+                db,
+                changes if disabling else None,
+                self.name,
+                message,
+                outcome,
+                self._settings.webhook_disable_after,
             )
             changes.flush(db)
             db.commit()

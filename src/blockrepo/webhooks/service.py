@@ -42,7 +42,7 @@ from blockrepo.webhooks.schemas import (
     WebhookUpdate,
 )
 from blockrepo.webhooks.signing import new_secret, signed_headers
-from blockrepo.webhooks.targets import TargetRules, resolve
+from blockrepo.webhooks.targets import TargetRules, parsed_url, resolve
 
 # Changesets one message holds at most: a bulk write or an import of 10,000 elements is ten messages.
 MESSAGE_ROWS = 1000
@@ -61,11 +61,11 @@ AFTER_REVISION = stream.AFTER_REVISION
 WORKER_LOGIN = "blockrepo"
 
 
-@dataclass(frozen=True)
-class WebhookSettings:
-    """What management needs of the settings: where a target may be."""
-
-    targets: TargetRules
+def check_target(url: str, rules: TargetRules, pointer: str = "/url") -> None:
+    """400 unless the URL is http(s) and every address its host resolves to now may be delivered to. It
+    resolves the name, which may take long: call it before the write lock is taken. Each delivery checks
+    the address it connects to again (a name may resolve elsewhere later)."""
+    resolve(url, rules, pointer)
 
 
 # --- management -----------------------------------------------------------------------------------------
@@ -77,12 +77,12 @@ def create_webhook(
     metamodel: Metamodel,
     changes: ChangeLog,
     body: WebhookCreate,
-    settings: WebhookSettings,
 ) -> IssuedWebhookOut:
     """A subscription owned by the caller, delivering what the caller may read (narrowed, when a token
-    creates it, by the token's restriction: a webhook never shows more than the credential that made it)."""
+    creates it, by the token's restriction: a webhook never shows more than the credential that made it).
+    The route checks the target (`check_target`) before the write lock is taken."""
     require_history(actor)
-    resolve(body.url, settings.targets)
+    parsed_url(body.url)
     types = _types(actor, metamodel, body.types)
     if repository.count_owned(db, actor.user_id) >= MOST_WEBHOOKS_PER_OWNER:
         raise Conflict(
@@ -150,13 +150,13 @@ def update_webhook(
     changes: ChangeLog,
     webhook_id: int,
     body: WebhookUpdate,
-    settings: WebhookSettings,
 ) -> WebhookOut:
-    """Change what it delivers and where; the cursor stays (what was delivered stays delivered)."""
+    """Change what it delivers and where (a new URL checked by the route, `check_target`); the cursor
+    stays (what was delivered stays delivered)."""
     webhook, login = _managed(db, actor, webhook_id)
     record: list[dict[str, Any]] = []
     if body.url is not None and body.url != webhook.url:
-        resolve(body.url, settings.targets)
+        parsed_url(body.url)
         record.append({"property": "url", "old": webhook.url, "new": body.url})
         webhook.url = body.url
     if body.name is not None and body.name != webhook.name:
@@ -567,9 +567,17 @@ def mark_pending(db: Session, worker: str, hook: Subscription, step: NextStep, l
     return True
 
 
+def would_disable(hook: Subscription, outcome: Outcome, disable_after: int) -> bool:
+    """Whether recording this outcome may disable the webhook (a 410, or failing for long enough)."""
+    if outcome.delivered:
+        return False
+    failing_since = hook.failing_since or int(time.time())
+    return outcome.status == 410 or time.time() - failing_since >= disable_after - 60
+
+
 def record_outcome(
     db: Session,
-    changes: ChangeLog,
+    changes: ChangeLog | None,
     worker: str,
     message: Outgoing,
     outcome: Outcome,
@@ -577,8 +585,9 @@ def record_outcome(
 ) -> bool:
     """Log the attempt; on a 2xx move the cursor past the message, else schedule the next attempt with
     exponential backoff and jitter (a Retry-After within LONGEST_WAIT wins), and disable the subscription
-    on a 410 or when it has failed for `disable_after` seconds (recording a `webhook.disabled` change).
-    Whether the next message may follow at once."""
+    on a 410 or when it has failed for `disable_after` seconds (recording a `webhook.disabled` change;
+    with `changes` None, in a transaction that may not record history, it is disabled at a later
+    failure). Whether the next message may follow at once."""
     now = int(time.time())
     _log_attempt(db, message, outcome, now)
     if message.kind != "changes":
@@ -608,7 +617,7 @@ def record_outcome(
         reason = "the receiver answered 410 Gone"
     elif now - webhook.failing_since >= disable_after:
         reason = f"every delivery failed for {now - webhook.failing_since} seconds"
-    if reason is not None:
+    if reason is not None and changes is not None:
         webhook.disabled_at = now
         webhook.disabled_reason = reason
         changes.administration(

@@ -43,8 +43,15 @@ def _errors(*statuses: int) -> dict[int | str, Any]:
     return problem_responses(*sorted({401, 403, *statuses}))
 
 
-def _settings(ctx: RequestContext) -> service.WebhookSettings:
-    return service.WebhookSettings(ctx.services.webhook_worker.targets)
+def _created_target(body: WebhookCreate, request: Request) -> None:
+    """The target's check, before `request_context` takes the write lock: it resolves a name, which a
+    slow name server could make last."""
+    service.check_target(body.url, request.app.state.services.webhook_worker.targets)
+
+
+def _updated_target(body: WebhookUpdate, request: Request) -> None:
+    if body.url is not None:
+        service.check_target(body.url, request.app.state.services.webhook_worker.targets)
 
 
 @router.post(
@@ -53,7 +60,7 @@ def _settings(ctx: RequestContext) -> service.WebhookSettings:
     status_code=201,
     response_model=IssuedWebhookOut,
     responses=_errors(400, 409, 415),
-    dependencies=JSON_BODY,
+    dependencies=[*JSON_BODY, Depends(_created_target)],
     summary="Subscribe a receiver to changes",
 )
 def create_webhook(body: WebhookCreate, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
@@ -61,7 +68,7 @@ def create_webhook(body: WebhookCreate, ctx: RequestContext = Depends(request_co
     its owner, the caller, may read, in order, batched, signed per Standard Webhooks with the `secret` of
     the answer (shown this once). Needs VIEW_HISTORY. Targets on loopback, private, link-local or other
     internal addresses are refused unless the server's `webhook_allowed_networks` allows them."""
-    created = service.create_webhook(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, body, _settings(ctx))
+    created = service.create_webhook(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, body)
     ctx.commit()
     return model_response(created, status_code=201, headers={"Location": f"/api/webhooks/{created.id}"})
 
@@ -98,14 +105,14 @@ def get_webhook(id: int = Id, ctx: RequestContext = Depends(request_context)) ->
     operation_id="updateWebhook",
     response_model=WebhookOut,
     responses=_errors(400, 404, 409, 415),
-    dependencies=JSON_BODY,
+    dependencies=[*JSON_BODY, Depends(_updated_target)],
     summary="Change what a webhook delivers and where",
 )
 def update_webhook(
     body: WebhookUpdate, id: int = Id, ctx: RequestContext = Depends(request_context)
 ) -> StarletteResponse:
     """What was delivered stays delivered: the change applies to the messages built from now on."""
-    updated = service.update_webhook(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, id, body, _settings(ctx))
+    updated = service.update_webhook(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, id, body)
     ctx.commit()
     return model_response(updated)
 
