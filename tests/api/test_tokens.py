@@ -106,7 +106,9 @@ def test_a_wrong_expired_or_disabled_token_is_401(
     path = f"{ELEMENTS}/{process_id}"
     wrong_secret = token[:20] + ("x" if token[20] != "x" else "y") + token[21:-6]
     wrong_secret += checksum(wrong_secret)
-    for sent in ("brp_nonsense", wrong_secret, token[:-1] + "0"):
+    # A wrong checksum: the last character changed (to "1" when it already is "0").
+    wrong_checksum = token[:-1] + ("0" if token[-1] != "0" else "1")
+    for sent in ("brp_nonsense", wrong_secret, wrong_checksum):
         response = web.get(path, headers=bearer(sent))
         assert response.status_code == 401, sent
         assert response.json()["code"] == "unauthenticated"
