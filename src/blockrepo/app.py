@@ -66,9 +66,10 @@ def create_app(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        first = services.enter()
         delivery = (
             asyncio.get_running_loop().create_task(services.webhook_worker.run())
-            if settings.webhook_delivery
+            if first and settings.webhook_delivery
             else None
         )
         try:
@@ -78,7 +79,8 @@ def create_app(settings: Settings) -> FastAPI:
                 delivery.cancel()
                 with suppress(asyncio.CancelledError):
                     await delivery
-            services.dispose()
+            if services.leave():
+                services.dispose()
 
     app = Application(
         services,

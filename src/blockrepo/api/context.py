@@ -7,6 +7,7 @@ begins with the repository's write lock (storage.transactions), before it reads 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -67,10 +68,26 @@ class AppServices:
         self.revision_watch = RevisionWatch(self._recent_rows)
         # Delivers the webhooks' messages (started by the application's lifespan when enabled).
         self.webhook_worker = WebhookWorker(self.databases, self.metamodels, self.actors, settings)
+        # A server runs one lifespan; tests may nest several clients of one application, each running one,
+        # and the engines must outlive them all.
+        self._lifespans = 0
+        self._lifespans_lock = threading.Lock()
 
     def _recent_rows(self, after: tuple[int, int] | None, limit: int) -> RecentRows:
         with self.read_sessions() as db:
             return recent_rows(db, after, limit)
+
+    def enter(self) -> bool:
+        """Count one more running lifespan of the application; whether it is the first."""
+        with self._lifespans_lock:
+            self._lifespans += 1
+            return self._lifespans == 1
+
+    def leave(self) -> bool:
+        """Count one lifespan fewer; whether it was the last (then the process's resources may go)."""
+        with self._lifespans_lock:
+            self._lifespans -= 1
+            return self._lifespans == 0
 
     def dispose(self) -> None:
         self.auth.close()

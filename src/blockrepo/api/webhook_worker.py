@@ -61,24 +61,22 @@ class WebhookWorker:
         self._settings = settings
         self.targets = target_rules(settings.webhook_allowed_networks, settings.webhook_public_targets)
         self.name = f"{socket.gethostname()[:32]}:{os.getpid()}:{secrets.token_hex(4)}"
-        self._client: httpx.AsyncClient | None = None
 
-    def client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient(
-                timeout=self._settings.webhook_timeout, follow_redirects=False, trust_env=False
-            )
-        return self._client
+    def _client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            timeout=self._settings.webhook_timeout, follow_redirects=False, trust_env=False
+        )
 
     async def run(self) -> None:
-        """Deliver until cancelled."""
+        """Deliver until cancelled (one run at a time: the application's lifespan starts it once)."""
         gate = asyncio.Semaphore(CONCURRENT_WEBHOOKS)
+        # The client belongs to this run and its event loop, and is closed with it.
+        async with self._client() as client:
 
-        async def turn(webhook_id: int) -> None:
-            async with gate:
-                await self._deliver(webhook_id)
+            async def turn(webhook_id: int) -> None:
+                async with gate:
+                    await self._deliver(webhook_id, client)
 
-        try:
             while True:
                 busy = False
                 try:
@@ -89,13 +87,13 @@ class WebhookWorker:
                 except Exception:
                     log.warning("the webhook worker failed a round; it goes on", exc_info=True)
                 await asyncio.sleep(0.05 if busy else self._settings.webhook_poll)
-        finally:
-            if self._client is not None:
-                await self._client.aclose()
-                self._client = None
 
-    async def send(self, message: Outgoing) -> Outcome:
-        """Send one message (to the address its host resolves to now, checked against the SSRF rules)."""
+    async def send(self, message: Outgoing, client: httpx.AsyncClient | None = None) -> Outcome:
+        """Send one message (to the address its host resolves to now, checked against the SSRF rules),
+        through `client` or, for a single message, a client of its own."""
+        if client is None:
+            async with self._client() as own:
+                return await self.send(message, own)
         start = time.perf_counter()
         try:
             target = await to_thread.run_sync(resolve, message.url, self.targets)
@@ -110,7 +108,7 @@ class WebhookWorker:
         }
         extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
         try:
-            async with self.client().stream(
+            async with client.stream(
                 "POST", url, content=message.body, headers=headers, extensions=extensions
             ) as response:
                 snippet = b""
@@ -129,7 +127,7 @@ class WebhookWorker:
         except httpx.HTTPError as exc:
             return Outcome(None, None, f"{type(exc).__name__}: {exc}"[:500], _elapsed(start))
 
-    async def _deliver(self, webhook_id: int) -> None:
+    async def _deliver(self, webhook_id: int, client: httpx.AsyncClient) -> None:
         if not await to_thread.run_sync(self._claim, webhook_id):
             return
         try:
@@ -140,7 +138,7 @@ class WebhookWorker:
                         continue  # passed over changes with nothing to send: look further
                     return
                 message = service.resign(prepared.step.message, prepared.hook.signing_secrets)
-                outcome = await self.send(message)
+                outcome = await self.send(message, client)
                 disabling = service.would_disable(
                     prepared.hook, outcome, self._settings.webhook_disable_after
                 )
