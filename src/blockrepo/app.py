@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from functools import partial
@@ -12,7 +13,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-from blockrepo import API_VERSION, __version__, interpreter
+from blockrepo import API_VERSION, __version__, interpreter, metrics
 from blockrepo.api import health
 from blockrepo.api.body_arrival import WholeBodyFirst
 from blockrepo.api.context import AppServices
@@ -23,6 +24,7 @@ from blockrepo.api.lanes.read import ElementReadLane
 from blockrepo.api.lanes.write import ElementWriteLane
 from blockrepo.api.methods import MethodsMiddleware
 from blockrepo.api.middleware import IMPORT_PATH, RequestContextMiddleware
+from blockrepo.api.observed import ObservedRequests
 from blockrepo.api.versions import API_VERSIONS
 from blockrepo.auth.csrf import CsrfMiddleware
 from blockrepo.auth.middleware import AuthMiddleware
@@ -42,7 +44,8 @@ class Application(FastAPI):
     In front of the lane, with `trusted_proxies` configured, uvicorn's proxy-headers middleware takes the
     client's address (and scheme) from `X-Forwarded-For` (`-Proto`) of requests from those addresses only:
     login throttling counts per address, and a header any client can send must not choose that address.
-    `blockrepo serve` turns uvicorn's own copy of it off (it trusts 127.0.0.1 and `FORWARDED_ALLOW_IPS`)."""
+    `blockrepo serve` turns uvicorn's own copy of it off (it trusts 127.0.0.1 and `FORWARDED_ALLOW_IPS`).
+    Between the two, `ObservedRequests` gives each request its id and logs and counts it once answered."""
 
     def __init__(self, services: AppServices, **options: Any) -> None:
         super().__init__(**options)
@@ -51,7 +54,9 @@ class Application(FastAPI):
         self.lane = ElementReadLane(headed, services=services) if services.settings.lanes else None
         proxies = [address.strip() for address in services.settings.trusted_proxies.split(",")]
         trusted = [address for address in proxies if address]
-        self.entry: ASGIApp = headed if self.lane is None else self.lane
+        self.entry: ASGIApp = ObservedRequests(
+            headed if self.lane is None else self.lane, log_access=services.settings.access_log
+        )
         if trusted:
             # uvicorn types ASGI apps with its own protocols; the entry is one, typed with Starlette's.
             self.entry = ProxyHeadersMiddleware(self.entry, trusted_hosts=trusted)  # type: ignore[arg-type,assignment]
@@ -81,6 +86,7 @@ def create_app(settings: Settings) -> FastAPI:
                     await delivery
             if services.leave():
                 services.dispose()
+                metrics.worker_stopped(os.getpid())
 
     app = Application(
         services,

@@ -6,6 +6,7 @@ The HTTP layer reaches storage through this module only (`tests/unit/test_layeri
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 
@@ -13,12 +14,14 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
+from blockrepo import metrics
 from blockrepo.errors import ConcurrentWrite
 from blockrepo.settings import Settings
 from blockrepo.storage.engine import (
     HeldConnections,
     build_engine,
     build_session_factory,
+    follow_pool,
     held_snapshot,
     read_snapshot,
     with_own_pool,
@@ -53,6 +56,9 @@ class Databases:
         # hold every connection while waiting for the event loop, and the loop would wait for one of them
         # (PUTs stalled at 32 connections for the pool's 30 s timeout).
         self.short_engine: Engine = with_own_pool(self.engine, pool_size=settings.db_pool_size)
+        for engine, pool in ((self.engine, "requests"), (self.short_engine, "short")):
+            in_use = metrics.CONNECTIONS_IN_USE.labels(pool)
+            follow_pool(engine, in_use.inc, in_use.dec)
         # The read lane's connections on the event loop (api/lanes/read.py).
         self.loop_connections = HeldConnections(self.short_engine)
         # Reads of one statement (a session, a user's credentials status), in autocommit on PostgreSQL:
@@ -69,16 +75,23 @@ class Databases:
         """A request's session; a writing one waits its turn and takes the write gate first, shared when
         it writes elements only (`begin_write`). Rolled back and closed at the end: the caller commits
         what it means to keep."""
-        with self.write_queue.turn() if writing else nullcontext():
-            db = (self.write_sessions if writing else self.read_sessions)()
-            try:
-                if writing:
-                    db.info[ELEMENTS_ONLY] = elements_only
-                    begin_write(db)
-                yield db
-            finally:
-                db.rollback()
-                db.close()
+        waiting = _WaitingWrite() if writing else None
+        try:
+            with self.write_queue.turn() if writing else nullcontext():
+                db = (self.write_sessions if writing else self.read_sessions)()
+                try:
+                    if writing:
+                        db.info[ELEMENTS_ONLY] = elements_only
+                        begin_write(db)
+                    if waiting is not None:
+                        waiting.done()
+                    yield db
+                finally:
+                    db.rollback()
+                    db.close()
+        finally:
+            if waiting is not None:
+                waiting.done()
 
     def readiness(self) -> dict[str, bool]:
         """Whether the database answers and its schema is at the newest migration (`GET /ready`)."""
@@ -104,6 +117,21 @@ class Databases:
         self.loop_connections.close_all()
         self.engine.dispose()
         self.short_engine.dispose()
+
+
+class _WaitingWrite:
+    """A write counted as waiting (`blockrepo_writes_waiting`) from its arrival until it holds the write
+    gate or gives up; the wait is observed once (`blockrepo_write_wait_seconds`)."""
+
+    def __init__(self) -> None:
+        self._since: float | None = time.perf_counter()
+        metrics.WRITES_WAITING.inc()
+
+    def done(self) -> None:
+        if self._since is not None:
+            metrics.WRITES_WAITING.dec()
+            metrics.WRITE_WAIT_SECONDS.observe(time.perf_counter() - self._since)
+            self._since = None
 
 
 def concurrent_write_refusal(exc: DBAPIError) -> ConcurrentWrite | None:

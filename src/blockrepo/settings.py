@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -77,6 +79,22 @@ class Settings(BaseSettings):
         "collector pauses of bulk writes, a shorter GIL switch interval while a write pipeline runs)",
     )
     log_level: str = Field("info", description="log level")
+    log_format: Literal["text", "json"] = Field(
+        "text", description="log lines as text or one JSON object each (time, level, logger, request id)"
+    )
+    access_log: bool = Field(
+        True,
+        description="one log line per request: method, path, status, duration, user, route template and "
+        "request id (logger blockrepo.access)",
+    )
+    metrics: Literal["off", "local", "public"] = Field(
+        "local",
+        description="who may read the Prometheus metrics at /metrics: nobody (off), clients on a loopback "
+        "address or holding metrics_token (local), or anyone (public)",
+    )
+    metrics_token: SecretStr | None = Field(
+        None, description="a secret that lets a scraper read /metrics from anywhere (Authorization: Bearer)"
+    )
     body_read_timeout: int = Field(
         30,
         ge=1,

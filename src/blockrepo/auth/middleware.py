@@ -47,6 +47,7 @@ PUBLIC_PATHS = frozenset(
         "/",  # the web interface's page (it holds no data; it reads everything through the API)
         "/health",  # probes: they hold no data (api/health.py)
         "/ready",
+        "/metrics",  # its own access rule (the `metrics` setting; api/health.py)
         "/api/tokens/revocations",  # revoking a leaked token by its string (api/v7_4/tokens.py)
     }
 )

@@ -41,6 +41,7 @@ from sqlalchemy import Connection, Engine, String, any_, bindparam, delete, inse
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import IntegrityError
 
+from blockrepo import metrics
 from blockrepo.access.models import User
 from blockrepo.access.repository import Revisions, acting_users
 from blockrepo.auth.basic import Principal
@@ -543,6 +544,7 @@ class SessionManager:
                 csrf_token=self.signer.csrf_token(cookie_value),
                 revivable_until=self._revivable_until(created),
             )
+            metrics.SESSIONS_STARTED.inc()
             return IssuedSession(cookie_value=cookie_value, session=live)
         user = self._user_status(principal.user_id)
         if user is None or not user.enabled or user.credentials_version != principal.credentials_version:
@@ -567,6 +569,7 @@ class SessionManager:
             credentials_version=stored.credentials_version,
             csrf_token=stored.csrf_token,
         )
+        metrics.SESSIONS_STARTED.inc()
         return IssuedSession(cookie_value=cookie_value, session=live)
 
     def signed_cookie(self, principal: Principal) -> str:

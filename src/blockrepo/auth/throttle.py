@@ -25,6 +25,7 @@ from typing import Protocol
 import redis
 from sqlalchemy import Engine, bindparam, delete, insert, select
 
+from blockrepo import metrics
 from blockrepo.auth.authenticator import Authenticator
 from blockrepo.auth.basic import CredentialCache, Principal
 from blockrepo.auth.models import LoginFailure
@@ -172,13 +173,16 @@ class LoginThrottle:
                 channel,
                 retry_after,
             )
+            metrics.LOGINS.labels("throttled").inc()
             return LoginOutcome(principal=None, retry_after=retry_after)
         principal = self.authenticator.verify_password(login, password)
         if principal is None:
             self.store.record(list(limits), self.clock(), self._window)
             log.warning("login failed for %r from %s (%s)", login, address, channel)
+            metrics.LOGINS.labels("failed").inc()
         else:
             self._verified.put(verified_here, principal)
+            metrics.LOGINS.labels("succeeded").inc()
         return LoginOutcome(principal=principal)
 
     def cached(self, login: str, password: str, address: str) -> Principal | None:

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -14,6 +19,8 @@ from blockrepo.cli.http_protocol import HeadDeadlineProtocol
 from blockrepo.cli.options import build_settings, console
 from blockrepo.cli.repository import initialize_repository
 from blockrepo.demo import DemoLoadFailed, load_demo
+from blockrepo.logs import logging_config
+from blockrepo.metrics import MULTIPROCESS_DIRECTORY
 from blockrepo.settings import Settings
 from blockrepo.storage.engine import build_engine
 
@@ -87,26 +94,57 @@ def register(app: typer.Typer) -> None:
             f"blockrepo serving {settings.database_url} on http://{host}:{port} ({workers} worker(s))",
             soft_wrap=True,
         )
-        uvicorn.run(
-            "blockrepo.app:app_from_environment",
-            factory=True,
-            host=host,
-            port=port,
-            workers=workers,
-            log_level=settings.log_level,
-            access_log=False,
-            server_header=False,
-            # Request heads have a deadline (`header_read_timeout`), which uvicorn alone does not give.
-            http=HeadDeadlineProtocol,
-            # uvicorn's own proxy-headers middleware believes X-Forwarded-For from 127.0.0.1 (and from
-            # FORWARDED_ALLOW_IPS): off, the application believes only `trusted_proxies` (app.Application).
-            proxy_headers=False,
-            # uvicorn's master kills a worker whose health-check thread has not answered in this many
-            # seconds, with its requests in flight; its default of 5 s fires on a loaded machine.
-            timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
-            # A change stream never ends by itself: a stopping server waits this long, then closes it.
-            timeout_graceful_shutdown=settings.shutdown_timeout,
-        )
+        with metrics_across(workers):
+            run_uvicorn(settings, host, port, workers)
+
+
+@contextmanager
+def metrics_across(workers: int) -> Iterator[None]:
+    """With several workers, a directory in which they keep their metrics for `/metrics` to sum
+    (prometheus_client's multiprocess mode): the operator's `PROMETHEUS_MULTIPROC_DIR`, emptied of an
+    earlier run's files, or a new one removed at the end. The workers read it when they start."""
+    if workers <= 1:
+        yield
+        return
+    given = os.environ.get(MULTIPROCESS_DIRECTORY)
+    if given:
+        for stale in Path(given).glob("*.db"):
+            stale.unlink()
+        yield
+        return
+    directory = tempfile.mkdtemp(prefix="blockrepo-metrics-")
+    os.environ[MULTIPROCESS_DIRECTORY] = directory
+    try:
+        yield
+    finally:
+        del os.environ[MULTIPROCESS_DIRECTORY]
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def run_uvicorn(settings: Settings, host: str, port: int, workers: int) -> None:
+    uvicorn.run(
+        "blockrepo.app:app_from_environment",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=settings.log_level,
+        # Every line with time, level, logger and request id; the access log is the application's
+        # (blockrepo.access: user, route template, request id), uvicorn's own is off.
+        log_config=logging_config(settings.log_level, settings.log_format),
+        access_log=False,
+        server_header=False,
+        # Request heads have a deadline (`header_read_timeout`), which uvicorn alone does not give.
+        http=HeadDeadlineProtocol,
+        # uvicorn's own proxy-headers middleware believes X-Forwarded-For from 127.0.0.1 (and from
+        # FORWARDED_ALLOW_IPS): off, the application believes only `trusted_proxies` (app.Application).
+        proxy_headers=False,
+        # uvicorn's master kills a worker whose health-check thread has not answered in this many
+        # seconds, with its requests in flight; its default of 5 s fires on a loaded machine.
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
+        # A change stream never ends by itself: a stopping server waits this long, then closes it.
+        timeout_graceful_shutdown=settings.shutdown_timeout,
+    )
 
 
 def load_demo_landscape(settings: Settings, base_url: str) -> None:

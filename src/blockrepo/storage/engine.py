@@ -182,6 +182,13 @@ class HeldConnections:
             connection.close()
 
 
+def follow_pool(engine: Engine, taken: Callable[[], None], given_back: Callable[[], None]) -> None:
+    """Call `taken` for each connection taken from the engine's pool and `given_back` for each returned
+    (the pool's events: every checkout has its checkin, an invalidated connection's too)."""
+    event.listen(engine, "checkout", lambda *_: taken())
+    event.listen(engine, "checkin", lambda *_: given_back())
+
+
 def build_session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(bind=engine, expire_on_commit=False, autoflush=False)
 

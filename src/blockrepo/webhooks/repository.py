@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from blockrepo.access.models import User
@@ -135,3 +135,17 @@ def postpone(db: Session, webhook_id: int, worker: str, until: float) -> None:
         .values(next_attempt_at=until)
         .execution_options(synchronize_session=False)
     )
+
+
+def backlog_figures(db: Session, newest: int) -> tuple[int, int, int, int | None]:
+    """Of the active webhooks: how many, how many are behind the revision `newest`, how many are failing,
+    and the oldest cursor's revision (None: no active webhook)."""
+    row = db.execute(
+        select(
+            func.count(),
+            func.count().filter(Webhook.cursor_revision < newest),
+            func.count(Webhook.failing_since),
+            func.min(Webhook.cursor_revision),
+        ).where(Webhook.active.is_(True), Webhook.disabled_at.is_(None))
+    ).one()
+    return int(row[0]), int(row[1]), int(row[2]), None if row[3] is None else int(row[3])

@@ -394,6 +394,22 @@ class NextStep:
     end: tuple[int, int] | None = None
 
 
+@dataclass(frozen=True)
+class Backlog:
+    """What the delivery workers have yet to send, for the operator's metrics."""
+
+    active: int  # webhooks active and not disabled
+    behind: int  # of them, those with committed revisions still to deliver
+    failing: int  # of them, those whose last attempt failed
+    revisions_behind: int  # revisions between the newest and the furthest-behind cursor
+
+
+def backlog(db: Session) -> Backlog:
+    newest = stream.newest_revision(db)
+    active, behind, failing, oldest = repository.backlog_figures(db, newest)
+    return Backlog(active, behind, failing, 0 if oldest is None else max(newest - oldest, 0))
+
+
 def due_webhooks(db: Session, worker: str, limit: int) -> list[int]:
     """Subscriptions with changes to deliver, due now and held by no other worker."""
     newest = stream.newest_revision(db)

@@ -12,6 +12,7 @@ from typing import Generic, TypeVar
 from sqlalchemy import Connection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from blockrepo import metrics
 from blockrepo.access.service import ActingAccount, acting_accounts, revisions_now, settled
 from blockrepo.api.body_arrival import has_body
 from blockrepo.api.context import AppServices
@@ -19,6 +20,7 @@ from blockrepo.api.etag import element_etag, none_match
 from blockrepo.api.headers import DATA_HEADERS
 from blockrepo.api.lanes.path import element_in_path
 from blockrepo.api.middleware import identity_headers, request_id_for, version_supported
+from blockrepo.api.observed import ELEMENT_ROUTE, LOGIN_KEY, ROUTE_KEY
 from blockrepo.auth.cookies import session_cookie_in
 from blockrepo.auth.csrf import sent_for_another_origin
 from blockrepo.auth.middleware import client_address
@@ -249,6 +251,10 @@ class ElementReadLane:
                 )
         if rendered is None:
             return None
+        state = scope.setdefault("state", {})
+        state[ROUTE_KEY] = ELEMENT_ROUTE
+        state[LOGIN_KEY] = found.login
+        metrics.LANE_ANSWERS.labels("read").inc()
         etag = element_etag(rendered.revision, rendered.view_tag)
         sent_id = headers.get(b"x-request-id")
         request_id = request_id_for(None if sent_id is None else sent_id.decode("latin-1"))

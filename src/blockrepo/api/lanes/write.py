@@ -11,10 +11,12 @@ from sqlalchemy.exc import DBAPIError
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from blockrepo import metrics
 from blockrepo.api.body import is_json_media_type, read_json_object
 from blockrepo.api.context import AppServices, races_refused, session_context
 from blockrepo.api.element_answers import element_response, update_element
 from blockrepo.api.lanes.path import element_in_path
+from blockrepo.api.observed import ELEMENT_ROUTE, ROUTE_KEY
 from blockrepo.auth.basic import Principal
 from blockrepo.databases import concurrent_write_refusal
 from blockrepo.errors import BlockrepoError
@@ -71,6 +73,8 @@ class ElementWriteLane:
                 and content_type is not None
                 and is_json_media_type(content_type.decode("latin-1"))
             ):
+                scope["state"][ROUTE_KEY] = ELEMENT_ROUTE
+                metrics.LANE_ANSWERS.labels("write").inc()
                 await self._answer(scope, receive, send, principal, *element)
                 return
         await self.app(scope, receive, send)
