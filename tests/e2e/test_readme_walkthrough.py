@@ -22,8 +22,10 @@ How the README is read, and the rules it follows for that:
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -151,6 +153,7 @@ def test_readme_blocks_are_found() -> None:
 
 
 def test_readme_walkthrough_runs_in_order(tmp_path: Path) -> None:
+    assert shutil.which("curl") and shutil.which("bash"), "the README's examples need bash and curl"
     blocks = [block for block in shell_blocks(README.read_text()) if block.run]
     script = "\n".join(f"# --- README.md line {block.line}\n{block.text}" for block in blocks)
     calls = curl_calls(script)
@@ -173,7 +176,7 @@ def test_readme_walkthrough_runs_in_order(tmp_path: Path) -> None:
             (work / "readme.sh").write_text(PRELUDE + runnable)
             environment = {
                 # python3 of the README's one-liners: this interpreter's, first on the path.
-                "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
                 "HOME": str(work),
                 "LANG": "C.UTF-8",
                 "README_CALLS": str(work / "calls.log"),
