@@ -1,5 +1,6 @@
 # Two commands work on a fresh clone: `make run` and `make test` (Python >= 3.11 with venv, and PyPI;
-# `make test` also needs Node >= 20 with npm, for the web interface's JS tooling; `make run` does not).
+# `make test` also needs Node >= 20 with npm, for the web interface's JS tooling; `make run` does not, and
+# installs only the package's own dependencies, not the test extras).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -17,10 +18,17 @@ $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "blockrepo needs Python 3.11 or newer; try make PYTHON=python3.12")'
 	$(PYTHON) -m venv $(VENV)
 
-# Reinstalled when pyproject.toml changes; the stamp is written only after a successful install.
+# Reinstalled when pyproject.toml changes; a stamp is written only after a successful install. `setup` (and
+# so `make test`) installs the test extras too; `make run` installs only what serving needs (its own stamp,
+# which a `setup` install also satisfies: the test extras are a superset).
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $(VENV)/.installed-serve $@
+
+$(VENV)/.installed-serve: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
 	touch $@
 
 setup: $(VENV)/.installed
@@ -31,7 +39,7 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
-run: setup
+run: $(VENV)/.installed-serve
 	$(BIN)/blockrepo serve --host $(HOST) --port $(PORT) --demo
 
 lint: setup $(NODE_STAMP)
