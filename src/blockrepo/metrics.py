@@ -44,6 +44,8 @@ LANE_ANSWERS = Counter(
     "Requests answered by a fast lane without FastAPI's routing, by lane (read: GET by id; write: PUT/PATCH)",
     ["lane"],
 )
+READ_LANE_ANSWERS = LANE_ANSWERS.labels("read")
+WRITE_LANE_ANSWERS = LANE_ANSWERS.labels("write")
 WRITES_WAITING = Gauge(
     "blockrepo_writes_waiting",
     "Writes waiting for their turn (SQLite's write queue) and the write gate",
@@ -70,9 +72,27 @@ SESSIONS_STARTED = Counter(
 )
 
 
+# Methods counted under their own name; any other a client invents is counted as OTHER, so that no
+# client can add labels at will.
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+# The labelled children by (method, route, status): looked up once, not on every request (a few
+# microseconds each on the hot path). Routes are templates and statuses few: the dictionary stays small.
+_children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+
+
 def observe_request(method: str, route: str, status: int, seconds: float) -> None:
-    REQUESTS.labels(method, route, str(status)).inc()
-    REQUEST_SECONDS.labels(method, route).observe(seconds)
+    if method not in _METHODS:
+        method = "OTHER"
+    key = (method, route, status)
+    children = _children.get(key)
+    if children is None:
+        children = (
+            REQUESTS.labels(method, route, str(status)),
+            REQUEST_SECONDS.labels(method, route),
+        )
+        _children[key] = children
+    children[0].inc()
+    children[1].observe(seconds)
 
 
 def multiprocess_mode() -> bool:

@@ -54,8 +54,10 @@ class RequestContextMiddleware:
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        request_id = request_id_for(headers.get("x-request-id"))
-        scope.setdefault("state", {})["request_id"] = request_id
+        state = scope.setdefault("state", {})
+        # Given by the outermost layer (api/observed.py) where it runs.
+        request_id = state.get("request_id") or request_id_for(headers.get("x-request-id"))
+        state["request_id"] = request_id
         extra_headers = identity_headers(request_id)
 
         async def send_with_headers(message: Message) -> None:

@@ -46,9 +46,9 @@ def acting_login(scope: Scope) -> str:
 
 
 class ObservedRequests:
-    """Gives each request its id first (the caller's `X-Request-Id` when well-formed, so every layer after
-    this one answers with the same), then logs one access line and counts the request once it is
-    answered."""
+    """Gives each request its id first (the caller's `X-Request-Id` when well-formed, else a new one, kept
+    in `scope["state"]` for every layer after this one), then logs one access line and counts the request
+    once it is answered."""
 
     def __init__(self, app: ASGIApp, *, log_access: bool) -> None:
         self.app = app
@@ -60,13 +60,8 @@ class ObservedRequests:
             return
         start = time.perf_counter()
         sent = next((value for name, value in scope["headers"] if name == b"x-request-id"), None)
-        sent_id = None if sent is None else sent.decode("latin-1")
-        request_id = request_id_for(sent_id)
-        if request_id != sent_id:
-            scope["headers"] = [
-                *((name, value) for name, value in scope["headers"] if name != b"x-request-id"),
-                (b"x-request-id", request_id.encode()),
-            ]
+        request_id = request_id_for(None if sent is None else sent.decode("latin-1"))
+        scope.setdefault("state", {})["request_id"] = request_id
         status = 500  # what the server answers when the application ends without an answer
 
         async def observed_send(message: Message) -> None:
@@ -80,32 +75,36 @@ class ObservedRequests:
             await self.app(scope, receive, observed_send)
         finally:
             seconds = time.perf_counter() - start
-            method = scope["method"]
             template = route_template(scope)
-            metrics.observe_request(method, template, status, seconds)
-            if self.log_access:
-                login = acting_login(scope)
-                milliseconds = round(seconds * 1000, 2)
-                # Still percent-encoded: a path cannot break the line or forge another.
-                path = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
-                access_log.info(
-                    "%s %s %s %.2fms user=%s route=%s",
-                    method,
-                    path,
-                    status,
-                    milliseconds,
-                    login,
-                    template,
-                    extra={
-                        "fields": {
-                            "method": method,
-                            "route": template,
-                            "path": path,
-                            "status": status,
-                            "duration_ms": milliseconds,
-                            "user": login,
-                            "client": (scope.get("client") or ("-",))[0],
-                        }
-                    },
-                )
+            metrics.observe_request(scope["method"], template, status, seconds)
+            if self.log_access and access_log.isEnabledFor(logging.INFO):
+                _log_access(scope, template, status, seconds)
             REQUEST_ID.reset(token)
+
+
+def _log_access(scope: Scope, template: str, status: int, seconds: float) -> None:
+    method = scope["method"]
+    login = acting_login(scope)
+    milliseconds = round(seconds * 1000, 2)
+    # Still percent-encoded: a path cannot break the line or forge another.
+    path = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
+    access_log.info(
+        "%s %s %s %.2fms user=%s route=%s",
+        method,
+        path,
+        status,
+        milliseconds,
+        login,
+        template,
+        extra={
+            "fields": {
+                "method": method,
+                "route": template,
+                "path": path,
+                "status": status,
+                "duration_ms": milliseconds,
+                "user": login,
+                "client": (scope.get("client") or ("-",))[0],
+            }
+        },
+    )

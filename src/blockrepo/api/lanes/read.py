@@ -254,10 +254,12 @@ class ElementReadLane:
         state = scope.setdefault("state", {})
         state[ROUTE_KEY] = ELEMENT_ROUTE
         state[LOGIN_KEY] = found.login
-        metrics.LANE_ANSWERS.labels("read").inc()
+        metrics.READ_LANE_ANSWERS.inc()
         etag = element_etag(rendered.revision, rendered.view_tag)
         sent_id = headers.get(b"x-request-id")
-        request_id = request_id_for(None if sent_id is None else sent_id.decode("latin-1"))
+        request_id = state.get("request_id") or request_id_for(
+            None if sent_id is None else sent_id.decode("latin-1")
+        )
         common = [*found.set_cookies, *identity_headers(request_id), *DATA_HEADERS]
         if_none_match = headers.get(b"if-none-match")
         if if_none_match is not None and none_match(if_none_match.decode("latin-1"), etag):

@@ -74,7 +74,7 @@ class ElementWriteLane:
                 and is_json_media_type(content_type.decode("latin-1"))
             ):
                 scope["state"][ROUTE_KEY] = ELEMENT_ROUTE
-                metrics.LANE_ANSWERS.labels("write").inc()
+                metrics.WRITE_LANE_ANSWERS.inc()
                 await self._answer(scope, receive, send, principal, *element)
                 return
         await self.app(scope, receive, send)
