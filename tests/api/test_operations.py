@@ -206,3 +206,11 @@ def test_a_path_cannot_forge_an_access_line(client: TestClient, log_lines: dict[
     client.get("/api/element/InformationSystem/1%0A2026-01-01T00:00:00.000Z INFO forged")
     lines = [line for line in log_lines["text"].getvalue().splitlines() if "forged" in line]
     assert len(lines) == 1 and "%0A" in lines[0]
+
+
+def test_invented_methods_add_no_labels(local: TestClient) -> None:
+    for method in ("BREW", "WHEN", "FROB"):
+        local.request(method, "/api/massdata/InformationSystem")
+    found = samples(local.get("/metrics").text)
+    methods = {dict(key)["method"] for key in found["blockrepo_http_requests_total"]}
+    assert not methods & {"BREW", "WHEN", "FROB"} and "OTHER" in methods
