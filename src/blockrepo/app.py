@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager, suppress
 from functools import partial
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
@@ -20,6 +20,7 @@ from blockrepo.api.context import AppServices
 from blockrepo.api.docs import assets_path, publish_description
 from blockrepo.api.errors import install_error_handlers
 from blockrepo.api.headers import ResponseHeadersMiddleware
+from blockrepo.api.known_parameters import refuse_unknown
 from blockrepo.api.lanes.read import ElementReadLane
 from blockrepo.api.lanes.write import ElementWriteLane
 from blockrepo.api.methods import MethodsMiddleware
@@ -103,7 +104,8 @@ def create_app(settings: Settings) -> FastAPI:
     install_error_handlers(app)
     for version in API_VERSIONS:
         router = version.build_router()
-        app.include_router(router)
+        # Every operation of the API refuses query parameters it does not know (api/known_parameters.py).
+        app.include_router(router, dependencies=[Depends(refuse_unknown)])
         publish_description(app, version, router.routes, settings)
     app.include_router(health.router)
     mount_web_interface(app)

@@ -190,6 +190,8 @@ def scenario(replay: Replay) -> None:
         send(client, "GET generated id", "GET", element, headers={**SYSTEM, "X-Request-Id": "bad id!"})
         send(client, "GET asOf", "GET", f"{element}?asOf=1", headers=SYSTEM)
         send(client, "GET asOf now", "GET", f"{element}?asOf={created['revision'][0]}", headers=SYSTEM)
+        send(client, "GET unknown parameter", "GET", f"{element}?asof=1", headers=SYSTEM)
+        send(client, "GET unknown and known", "GET", f"{element}?asOf=1&fields=name", headers=SYSTEM)
         send(client, "GET unknown id", "GET", f"{PROCESS}/999999", headers=SYSTEM)
         send(client, "GET unknown type", "GET", "/api/element/Nothing/1", headers=SYSTEM)
         send(client, "GET id 0", "GET", f"{PROCESS}/0", headers=SYSTEM)
@@ -300,6 +302,7 @@ def scenario(replay: Replay) -> None:
         send(client, "PUT unknown type", "PUT", "/api/element/Nothing/1", headers=SYSTEM, json={})
         send(client, "PUT id 0", "PUT", f"{PROCESS}/0", headers=SYSTEM, json={})
         send(client, "PUT query", "PUT", f"{element}?x=1", headers=SYSTEM, json={"description": ["six"]})
+        send(client, "PATCH query", "PATCH", f"{element}?x=1", headers=SYSTEM, json={"description": ["six"]})
         send(client, "PUT wrong password", "PUT", element, headers=basic("system", "wrong"), json={})
         send(client, "PUT no credentials", "PUT", element, json={})
         send(

@@ -213,6 +213,11 @@ QUERY_SYNTAX = KnownRefusal("a query must parse as iteraQL", "query_syntax", (("
 QUERY_NAMES = KnownRefusal(
     "the types and properties a query names must exist", "query_invalid", (("query_invalid", "/query"),)
 )
+QUERY_MEMBER_TWICE = KnownRefusal(
+    "`fields` and `limit` of a query go in the URL or in the JSON body, not in both",
+    "validation_failed",
+    (("given_twice", "query:fields"), ("given_twice", "query:limit")),
+)
 
 # The only operations whose schema-valid requests may be answered 400, and only with these problems.
 KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
@@ -240,6 +245,7 @@ KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
         SORT_KEY,
         QUERY_SYNTAX,
         QUERY_NAMES,
+        QUERY_MEMBER_TWICE,
         NUL_IN_TEXT,
     ),
     ("POST", "/api/element/{type}"): (ELEMENT_BODY,),

@@ -98,8 +98,9 @@ def _problem(description: str, **extra_headers: Any) -> dict[str, Any]:
 
 def _bad_request() -> dict[str, Any]:
     return _problem(
-        "Bad request: for example an unsupported `API-Version` (`unsupported_api_version`) or an invalid "
-        "parameter (`validation_failed`, every problem listed in `errors[]`)"
+        "Bad request: for example an unsupported `API-Version` (`unsupported_api_version`), an invalid "
+        "parameter (`validation_failed`, every problem listed in `errors[]`) or a query parameter the "
+        "operation does not have (`unknown_query_parameter`, each named in `errors[]` at `query:<name>`)"
     )
 
 

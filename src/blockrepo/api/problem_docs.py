@@ -35,8 +35,9 @@ PROBLEM_SCHEMA: dict[str, Any] = {
 }
 
 _DESCRIPTIONS = {
-    400: "Bad request: malformed JSON (`malformed_json`) or an invalid body (`validation_failed`, every "
-    "problem listed in `errors[]` with a JSON pointer)",
+    400: "Bad request: malformed JSON (`malformed_json`), an invalid body (`validation_failed`, every "
+    "problem listed in `errors[]` with a JSON pointer) or a query parameter the operation does not have "
+    "(`unknown_query_parameter`, each named in `errors[]` at `query:<name>`)",
     401: "Not authenticated (`unauthenticated`)",
     403: "The caller lacks the permission (`forbidden`)",
     404: "Unknown type (`unknown_type`) or element (`not_found`)",

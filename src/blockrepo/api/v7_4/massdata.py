@@ -77,8 +77,12 @@ QUERY_RESULT_SCHEMA: dict[str, Any] = {
     "properties": {
         "query": {"type": "string"},
         "type": {"type": "string", "description": "the type of the result (the last navigation step's)"},
-        "result": {"type": "array", "items": ELEMENT_SCHEMA},
-        "nextCursor": {"type": ["string", "null"]},
+        "result": {
+            "type": "array",
+            "items": ELEMENT_SCHEMA,
+            "description": "the page of elements (API 7.4 names it `result`; the list endpoint's is `items`)",
+        },
+        "nextCursor": {"type": ["string", "null"], "description": "pass as `cursor` for the next page"},
         "total": {"type": "integer"},
     },
 }
@@ -503,14 +507,31 @@ def _query_request(body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+def _from_url(body: dict[str, Any], **given: Any) -> dict[str, Any]:
+    """The query members given in the URL (`fields`, `limit`); 400 for one the body gives as well."""
+    given = {name: value for name, value in given.items() if value is not None}
+    twice = [name for name in given if name in body]
+    if twice:
+        errors = [
+            ErrorItem(
+                f"query:{name}", "given_twice", f"{name} is given in the URL and in the body; give it once"
+            )
+            for name in twice
+        ]
+        raise BadRequest("; ".join(e.message for e in errors), code="validation_failed", errors=errors)
+    return given
+
+
 @router.post(
     "/api/massdata/query",
     operation_id="queryElements",
     summary="Run an iteraQL query",
     description="Runs an iteraQL query in the database and returns the elements of its last step's type, "
     "paginated like the list endpoint (`limit`, `cursor`, `sort`, `fields`, `count`). The body is a JSON "
-    "object or the bare query as `text/plain`. With `Accept: application/x-ndjson` every match is "
-    "streamed. Needs MASSDATA and read on every type the query passes.\n\n"
+    "object or the bare query as `text/plain`; `fields` and `limit` may also be given in the URL, for "
+    "either body (not in both places: 400 with `given_twice` in `errors[]`). The page is under `result`, "
+    "as API 7.4 names it, where the list endpoint answers `items`. With `Accept: application/x-ndjson` "
+    "every match is streamed. Needs MASSDATA and read on every type the query passes.\n\n"
     + AS_OF_HELP
     + "\n\n"
     + ITERAQL_HELP,
@@ -545,8 +566,24 @@ def run_query(
     request: Request,
     ctx: Annotated[RequestContext, Depends(read_context)],
     raw_body: Annotated[dict[str, Any], Depends(_query_body)],
+    fields: Annotated[
+        str | None,
+        Query(
+            description="comma-separated property names to return, as the body's `fields` (for a "
+            "`text/plain` query, which has no other place for them)"
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        Query(
+            description="page size, 1 to {setting:max_page_size} (default {setting:page_size}), as the "
+            "body's `limit`",
+            json_schema_extra=PAGE_SIZE_BOUNDS,
+        ),
+    ] = None,
 ) -> Response:
     body = _query_request(raw_body)
+    body.update(_from_url(body, fields=fields, limit=limit))
     text = body["query"]
     prepared = listing.prepare_query(
         ctx.metamodel,
