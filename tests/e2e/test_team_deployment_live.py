@@ -7,6 +7,7 @@ three, and an instance killed -9 under load loses no write that was acknowledged
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -146,7 +147,7 @@ def answered_by(response: httpx.Response) -> str:
 
 
 def test_a_session_and_its_csrf_token_work_on_every_instance(team: tuple[Proxy, list[LiveServer]]) -> None:
-    proxy, instances = team
+    proxy, _instances = team
     with httpx.Client(base_url=proxy.base_url, timeout=30) as browser:
         login = browser.post(
             "/j_service_security_check", data={"j_username": "system", "j_password": ADMIN_PASSWORD}
@@ -247,10 +248,8 @@ def test_writers_on_all_three_keep_the_feed_gap_free_and_a_killed_instance_loses
     time.sleep(2.0)
     victim = instances[1]
     for pid in [*child_pids(victim.process.pid), victim.process.pid]:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     victim.process.wait(timeout=10)
     time.sleep(2.0)  # the proxy's writers go on on the other two
     before_stop = len(acknowledged)

@@ -68,9 +68,10 @@ Every error is `application/problem+json` (RFC 9457, schema `Problem`) with a st
 the `requestId` and, for invalid bodies, every problem in `errors[]` located by a JSON pointer such as
 `/Costs/0`. A query parameter the operation does not list is refused, never ignored: 400
 `unknown_query_parameter` with one item per unknown name (pointer `query:<name>`), so that a misspelt
-`?asof=` or `?query=` never reads as no parameter at all. A request that fails changes nothing. Every response carries `X-Request-ID` (a valid one sent
-by the client is echoed), `API-Version` and `X-Content-Type-Options: nosniff`; every answer with data
-`Cache-Control: private, no-cache` and `Vary: Cookie, Authorization`. Redirects are relative.
+`?asof=` or `?query=` never reads as no parameter at all. A request that fails changes nothing. Every
+response carries `X-Request-ID` (a valid one sent by the client is echoed), `API-Version` and
+`X-Content-Type-Options: nosniff`; every answer with data `Cache-Control: private, no-cache` and `Vary:
+Cookie, Authorization`. Redirects are relative.
 
 ## Versioning
 
