@@ -218,6 +218,11 @@ QUERY_MEMBER_TWICE = KnownRefusal(
     "validation_failed",
     (("given_twice", "query:fields"), ("given_twice", "query:limit")),
 )
+FIELD_NAMES = KnownRefusal(
+    "the fields named in `fields` must be properties of the type",
+    "unknown_field",
+    (("unknown_field", "fields"),),
+)
 
 # The only operations whose schema-valid requests may be answered 400, and only with these problems.
 KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
@@ -238,7 +243,14 @@ KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
     ("GET", "/api/history/{type}"): (HISTORY_CURSOR, NUL_IN_QUERY),
     ("GET", "/api/history/{type}/{id}"): (HISTORY_CURSOR, NUL_IN_QUERY),
     ("GET", "/api/element/{type}/{id}"): (FUTURE_REVISION,),
-    ("GET", "/api/massdata/{type}"): (FUTURE_REVISION, LISTING_CURSOR, SORT_KEY, FILTER_SYNTAX, NUL_IN_QUERY),
+    ("GET", "/api/massdata/{type}"): (
+        FUTURE_REVISION,
+        LISTING_CURSOR,
+        SORT_KEY,
+        FILTER_SYNTAX,
+        FIELD_NAMES,
+        NUL_IN_QUERY,
+    ),
     ("POST", "/api/massdata/query"): (
         FUTURE_REVISION,
         LISTING_CURSOR,
@@ -246,8 +258,10 @@ KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
         QUERY_SYNTAX,
         QUERY_NAMES,
         QUERY_MEMBER_TWICE,
+        FIELD_NAMES,
         NUL_IN_TEXT,
     ),
+    ("POST", "/api/massdata/import"): (NUL_IN_TEXT,),
     ("POST", "/api/element/{type}"): (ELEMENT_BODY,),
     ("PUT", "/api/element/{type}/{id}"): (ELEMENT_BODY,),
     ("PATCH", "/api/element/{type}/{id}"): (ELEMENT_BODY,),
