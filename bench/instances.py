@@ -43,38 +43,21 @@ CONNECTIONS = 32
 
 
 def nginx_config(directory: Path, port: int, upstreams: list[str]) -> str:
-    user = "user root;" if os.geteuid() == 0 else ""
-    servers = "\n".join(f"        server {address} max_fails=1 fail_timeout=5s;" for address in upstreams)
-    temp = "\n".join(
-        f"    {kind}_temp_path {directory}/{kind};"
-        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    """deploy/nginx-processes.conf for these instances (nginx drops to `nobody` when started as root: it
+    stays root here, to write its files in a directory of this user's)."""
+    return (
+        (DEPLOY / "nginx-processes.conf")
+        .read_text()
+        .format(
+            user="user root;" if os.geteuid() == 0 else "",
+            directory=directory,
+            port=port,
+            proxy_rules=DEPLOY / "proxy.conf",
+            servers="\n".join(
+                f"        server {address} max_fails=1 fail_timeout=5s;" for address in upstreams
+            ),
+        )
     )
-    return f"""
-{user}
-worker_processes 1;
-pid {directory}/nginx.pid;
-error_log {directory}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-    access_log off;
-{temp}
-    map $http_x_request_id $blockrepo_request_id {{
-        ""      $request_id;
-        default $http_x_request_id;
-    }}
-    upstream blockrepo {{
-{servers}
-        keepalive 64;
-    }}
-    server {{
-        listen 127.0.0.1:{port};
-        client_header_timeout 10s;
-        location / {{
-            include {DEPLOY / "proxy.conf"};
-        }}
-    }}
-}}
-"""
 
 
 def start_nginx(directory: Path, upstreams: list[str]) -> tuple[subprocess.Popen[bytes], str]:
