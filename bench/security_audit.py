@@ -383,7 +383,8 @@ def trickle(seconds: float) -> Attack:
 
     def attack(base_url: str, path: str, deadline: float) -> list[str]:
         type_path = path.rsplit("/", 1)[0]
-        requests = [("PUT", f"{path}?trickle=1"), ("POST", f"{type_path}?trickle=1")]
+        # A query string that names no parameter (an unknown one would be refused with 400 instead of 403).
+        requests = [("PUT", f"{path}?&"), ("POST", f"{type_path}?&")]
         with ThreadPoolExecutor(len(requests)) as pool:
             return list(pool.map(lambda r: _trickled(base_url, r[0], r[1], seconds, deadline), requests))
 
