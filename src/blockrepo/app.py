@@ -85,6 +85,7 @@ def create_app(settings: Settings) -> FastAPI:
                 delivery.cancel()
                 with suppress(asyncio.CancelledError):
                     await delivery
+            await services.revision_watch.stop()
             if services.leave():
                 services.dispose()
                 metrics.worker_stopped(os.getpid())

@@ -6,6 +6,7 @@ import asyncio
 import bisect
 import logging
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 
 from anyio import to_thread
@@ -92,6 +93,17 @@ class RevisionWatch:
             return True
         finally:
             self._waiting -= 1
+
+    async def stop(self) -> None:
+        """End this loop's reading task, a read under way first (the application's lifespan calls it before
+        the engines are disposed: a read finishing after that would hand its connection to a pool that is
+        gone, and the connection would be dropped unclosed)."""
+        task = self._task
+        if task is not None and self._loop is asyncio.get_running_loop() and not task.done():
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task  # a read in a worker thread is waited for: anyio shields it
+        self._task = None
 
     async def _poll(self) -> None:
         while self._waiting > 0:
