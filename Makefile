@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 JS := src/blockrepo/web/static/js tests/js eslint.config.js
 NODE_STAMP := node_modules/.installed
 
-.PHONY: setup run test test-js quick lint typecheck format bench clean
+.PHONY: setup run test test-js quick lint typecheck format bench docs clean
 
 # The interpreter check runs first, so that an old Python fails with a message instead of a pip error.
 $(BIN)/python:
@@ -69,8 +69,12 @@ test: setup lint typecheck test-js
 quick: setup lint typecheck
 	$(BIN)/pytest -n 2 -m "not slow" tests/unit tests/api $(PYTEST_ARGS)
 
+# The user guide as a site in site/ (strict: a broken link or anchor fails); `mkdocs serve` previews it.
+docs: setup
+	$(BIN)/mkdocs build --strict
+
 bench: setup
 	$(BIN)/python bench/get_by_id.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache node_modules
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache node_modules site
