@@ -170,6 +170,29 @@ EXPORT_DOCUMENT_SCHEMA: dict[str, Any] = {
         "users": {"type": "array", "items": {}},
     },
 }
+# A JSON export of one new project, as `GET /api/massdata/export?types=Project` writes it; built-ins only, so
+# that it imports into any repository.
+IMPORT_EXAMPLE: dict[str, Any] = {
+    "format": "blockrepo-export",
+    "version": 1,
+    "apiVersion": "7.4",
+    "elements": {
+        "Project": [
+            {
+                "name": "Warehouse automation",
+                "description": "Conveyors and pick-by-light in the logistics center",
+                "runtimePeriod": [{"start": "2027-01-01", "end": "2027-12-31"}],
+            }
+        ]
+    },
+}
+XLSX_UPLOAD_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "format": "binary",
+    "description": "An xlsx workbook as `GET /api/massdata/export?format=xlsx` writes it: one sheet per type "
+    "(one row per element, one column per property, relation ends as `;`-separated names), one per "
+    "relation type with attributes, and the metamodel in `_`-sheets.",
+}
 REPORT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "title": "ImportReport",
@@ -321,8 +344,9 @@ async def _import_document(request: Request) -> Document:
         "requestBody": {
             "required": True,
             "content": {
-                "application/json": {"schema": EXPORT_DOCUMENT_SCHEMA},
-                XLSX: {"schema": {"type": "string", "format": "binary"}},
+                "application/json": {"schema": EXPORT_DOCUMENT_SCHEMA, "example": IMPORT_EXAMPLE},
+                # A binary upload has no example a description could hold: its schema says what to send.
+                XLSX: {"schema": XLSX_UPLOAD_SCHEMA},
             },
         }
     },
@@ -651,13 +675,22 @@ BULK_RESULT_SCHEMA: dict[str, Any] = {
         },
     },
 }
+# For BusinessProcess in the demo (Dunning is id 16): tests/api/test_request_examples.py sends it unchanged.
 BULK_EXAMPLE = {
     "mode": "atomic",
     "match": "name",
     "elements": [
-        {"name": ["Sales"], "description": ["All sales processes"]},
-        {"name": ["Order handling"], "parent": [{"name": "Sales"}], "informationSystems": [17]},
-        {"id": [4205], "Criticality": ["high"]},
+        {
+            "name": ["Returns handling"],
+            "description": ["Taking back returned bikes"],
+            "parent": [{"name": "Order to cash"}],
+        },
+        {
+            "name": ["Return inspection"],
+            "parent": [{"name": "Returns handling"}],
+            "informationSystems": [{"name": "Service Desk"}],
+        },
+        {"id": [16], "Criticality": ["medium"]},
     ],
 }
 
@@ -765,7 +798,7 @@ def bulk_write(
                         },
                         "additionalProperties": False,
                     },
-                    "example": {"ids": [4205, 4206]},
+                    "example": {"ids": [16, 37]},
                 }
             },
         }
