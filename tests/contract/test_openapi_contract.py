@@ -214,9 +214,12 @@ QUERY_NAMES = KnownRefusal(
     "the types and properties a query names must exist", "query_invalid", (("query_invalid", "/query"),)
 )
 QUERY_MEMBER_TWICE = KnownRefusal(
-    "`fields` and `limit` of a query go in the URL or in the JSON body, not in both",
+    "`fields`, `limit`, `sort`, `cursor`, `count` and `asOf` of a query go in the URL or in the JSON body, "
+    "not in both",
     "validation_failed",
-    (("given_twice", "query:fields"), ("given_twice", "query:limit")),
+    tuple(
+        ("given_twice", f"query:{name}") for name in ("fields", "limit", "sort", "cursor", "count", "asOf")
+    ),
 )
 FIELD_NAMES = KnownRefusal(
     "the fields named in `fields` must be properties of the type",

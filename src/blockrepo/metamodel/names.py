@@ -50,7 +50,9 @@ RESERVED_PATTERN = "^(?:" + _RESERVED_ALTERNATIVES + ")$|^" + _any_case("lastmod
 
 def identifier_schema() -> JsonDict:
     """JSON Schema keywords for what `identifier_problem` accepts."""
-    return {"pattern": IDENTIFIER.pattern, "not": {"pattern": RESERVED_PATTERN}}
+    # `type` inside `not`: a bare pattern holds for any non-string, so an optional name's null would be
+    # refused by the negation, while the service takes null as "not given".
+    return {"pattern": IDENTIFIER.pattern, "not": {"type": "string", "pattern": RESERVED_PATTERN}}
 
 
 def attribute_name_schema() -> JsonDict:
@@ -59,7 +61,10 @@ def attribute_name_schema() -> JsonDict:
     # either pattern is allowed.
     return {
         "pattern": rf"^\s*(?:{_ATTRIBUTE_NAME_BODY})\s*$",
-        "not": {"pattern": rf"^\s*(?:(?:{_RESERVED_ALTERNATIVES})\s*$|{_any_case('lastmodification')})"},
+        "not": {
+            "type": "string",
+            "pattern": rf"^\s*(?:(?:{_RESERVED_ALTERNATIVES})\s*$|{_any_case('lastmodification')})",
+        },
     }
 
 

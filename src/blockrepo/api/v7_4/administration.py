@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Response
+from fastapi import APIRouter, Body, Depends, Path, Response
+from fastapi.openapi.models import Example
 from starlette.responses import Response as StarletteResponse
 
 from blockrepo.administration import attributes, groups, roles, users
@@ -47,6 +48,119 @@ def _errors(*, write: bool = False, item: bool = False) -> dict[int | str, Any]:
 Id = Path(ge=1, le=2**31 - 1, description="a positive integer id")
 JSON_BODY = [Depends(require_json_body)]
 
+# Request examples name the demo's accounts, roles, groups and attributes (blockrepo demo), so each one can
+# be sent as it stands to a demo repository (tests/api/test_request_examples.py does).
+USER_CREATE_EXAMPLES: dict[str, Example] = {
+    "editor": {
+        "summary": "An architect who maintains the business architecture",
+        "value": {
+            "login": "carla",
+            "firstName": "Carla",
+            "lastName": "Conti",
+            "email": "carla@alpenrad.example",
+            "enabled": True,
+            "roles": ["Business editor"],
+            "password": "Spoke-Saddle-Chainring-42",
+        },
+    },
+}
+USER_UPDATE_EXAMPLES: dict[str, Example] = {
+    "roles": {
+        "summary": "Grant another role (the list replaces the user's roles)",
+        "value": {"roles": ["Reader", "Business editor"]},
+    },
+    "disable": {
+        "summary": "Disable the account (its sessions and tokens stop working)",
+        "value": {"enabled": False},
+    },
+    "password": {"summary": "Set a new password", "value": {"password": "Derailleur-Cassette-17"}},
+}
+ROLE_CREATE_EXAMPLES: dict[str, Example] = {
+    "architect": {
+        "summary": "A role that inherits Reader and maintains the application landscape",
+        "value": {
+            "name": "Application architect",
+            "description": "Maintains information systems, their flows and technical components",
+            "subRoles": ["Reader"],
+            "typePermissions": {
+                "InformationSystem": ["read", "create", "update", "delete"],
+                "InformationFlow": ["read", "create", "update", "delete"],
+                "TechnicalComponent": ["read", "update"],
+            },
+            "functionalPermissions": ["VIEW_HISTORY", "MASSDATA", "EXPORT"],
+        },
+    },
+}
+ROLE_UPDATE_EXAMPLES: dict[str, Example] = {
+    "functions": {
+        "summary": "Replace the functional permissions (absent keys stay)",
+        "value": {"functionalPermissions": ["VIEW_HISTORY", "MASSDATA", "EXPORT", "IMPORT"]},
+    },
+}
+ATTRIBUTE_CREATE_EXAMPLES: dict[str, Example] = {
+    "enum": {
+        "summary": "An enumeration with coloured literals, in a group, for two types",
+        "value": {
+            "name": "Hosting",
+            "description": "Where the system runs",
+            "valueType": "enum",
+            "multiple": False,
+            "mandatory": False,
+            "group": "Operations",
+            "types": ["InformationSystem", "TechnicalComponent"],
+            "literals": [
+                {"name": "on premises", "color": "#6d4c41"},
+                {"name": "private cloud", "color": "#1565c0"},
+                {"name": "public cloud", "color": "#00838f"},
+            ],
+        },
+    },
+    "number": {
+        "summary": "A number with a unit and bounds, also on a relation type",
+        "value": {
+            "name": "Users",
+            "description": "Named users of the system",
+            "valueType": "number",
+            "unit": "persons",
+            "min": 0,
+            "max": 100000,
+            "types": ["InformationSystem"],
+            "relationTypes": ["BusinessUnit_InformationSystem"],
+        },
+    },
+}
+ATTRIBUTE_UPDATE_EXAMPLES: dict[str, Example] = {
+    "types": {
+        "summary": "Activate the attribute for one more type (the list replaces the old one)",
+        "value": {"types": ["BusinessProcess", "InformationSystem", "ItService"], "mandatory": False},
+    },
+}
+GROUP_CREATE_EXAMPLES: dict[str, Example] = {
+    "restricted": {
+        "summary": "A group that readers may read and editors may write, taking over an attribute",
+        "value": {
+            "name": "Lifecycle",
+            "description": "Dates of going live and retiring",
+            "attributes": ["Go-live"],
+            "permissions": [
+                {"role": "Reader", "read": True, "write": False},
+                {"role": "Business editor", "read": True, "write": True},
+            ],
+        },
+    },
+}
+GROUP_UPDATE_EXAMPLES: dict[str, Example] = {
+    "permissions": {
+        "summary": "Let readers read the group too (the list replaces the permissions)",
+        "value": {
+            "permissions": [
+                {"role": "Business editor", "read": True, "write": True},
+                {"role": "Reader", "read": True, "write": False},
+            ]
+        },
+    },
+}
+
 # --- users ---------------------------------------------------------------------------------------------
 
 
@@ -81,7 +195,10 @@ def list_users(ctx: RequestContext = Depends(request_context)) -> StarletteRespo
     dependencies=JSON_BODY,
     summary="Create a user",
 )
-def create_user(body: UserCreate, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+def create_user(
+    body: Annotated[UserCreate, Body(openapi_examples=USER_CREATE_EXAMPLES)],
+    ctx: RequestContext = Depends(request_context),
+) -> StarletteResponse:
     """Needs ADMIN_USERS. The password is write-only and stored as an Argon2id hash; the login itself and
     the 30,000 most common passwords (ignoring case) are refused with 400 `validation_failed`, item code
     `weak_password` at `/password`. A user id is never handed out again, not even after its user was
@@ -116,7 +233,9 @@ def get_user(id: int = Id, ctx: RequestContext = Depends(request_context)) -> St
     summary="Change a user",
 )
 def update_user(
-    body: UserUpdate, id: int = Id, ctx: RequestContext = Depends(request_context)
+    body: Annotated[UserUpdate, Body(openapi_examples=USER_UPDATE_EXAMPLES)],
+    id: int = Id,
+    ctx: RequestContext = Depends(request_context),
 ) -> StarletteResponse:
     """Needs ADMIN_USERS. Absent keys stay. A new password follows the rules of `createUser` (400
     `weak_password`; the new login counts if it changes too). A new password, a new login or disabling
@@ -173,7 +292,10 @@ def list_roles(ctx: RequestContext = Depends(request_context)) -> StarletteRespo
     dependencies=JSON_BODY,
     summary="Create a role",
 )
-def create_role(body: RoleCreate, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+def create_role(
+    body: Annotated[RoleCreate, Body(openapi_examples=ROLE_CREATE_EXAMPLES)],
+    ctx: RequestContext = Depends(request_context),
+) -> StarletteResponse:
     """Needs ADMIN_ROLES. A role inherits every right of its sub-roles (transitively). Only a supervisor
     may name a role that carries Supervisor (`Supervisor` itself, or a role with it among its sub-roles)
     as a sub-role; anybody else gets 403 `supervisor_only`."""
@@ -206,7 +328,9 @@ def get_role(id: int = Id, ctx: RequestContext = Depends(request_context)) -> St
     summary="Change a role",
 )
 def update_role(
-    body: RoleUpdate, id: int = Id, ctx: RequestContext = Depends(request_context)
+    body: Annotated[RoleUpdate, Body(openapi_examples=ROLE_UPDATE_EXAMPLES)],
+    id: int = Id,
+    ctx: RequestContext = Depends(request_context),
 ) -> StarletteResponse:
     """Needs ADMIN_ROLES. Absent keys stay; a sent list or map replaces the whole value. The built-in
     `Supervisor` cannot be changed (409 `immutable_role`); sub-role cycles are refused (400). Only a
@@ -263,7 +387,8 @@ def list_attributes(ctx: RequestContext = Depends(request_context)) -> Starlette
     summary="Create an attribute",
 )
 def create_attribute(
-    body: AttributeCreate, ctx: RequestContext = Depends(request_context)
+    body: Annotated[AttributeCreate, Body(openapi_examples=ATTRIBUTE_CREATE_EXAMPLES)],
+    ctx: RequestContext = Depends(request_context),
 ) -> StarletteResponse:
     """Needs ADMIN_ATTRIBUTES. The name is unique across the repository and may not clash with a built-in,
     reserved word or relation end of the types it is activated for. Activating it for a relation type
@@ -297,7 +422,9 @@ def get_attribute(id: int = Id, ctx: RequestContext = Depends(request_context)) 
     summary="Change an attribute",
 )
 def update_attribute(
-    body: AttributeUpdate, id: int = Id, ctx: RequestContext = Depends(request_context)
+    body: Annotated[AttributeUpdate, Body(openapi_examples=ATTRIBUTE_UPDATE_EXAMPLES)],
+    id: int = Id,
+    ctx: RequestContext = Depends(request_context),
 ) -> StarletteResponse:
     """Needs ADMIN_ATTRIBUTES. Absent keys stay; a sent list replaces the whole list. Values the change
     takes away (literals left out, types or relation types deactivated) are deleted and recorded in
@@ -349,7 +476,8 @@ def list_groups(ctx: RequestContext = Depends(request_context)) -> StarletteResp
     summary="Create an attribute group",
 )
 def create_group(
-    body: AttributeGroupCreate, ctx: RequestContext = Depends(request_context)
+    body: Annotated[AttributeGroupCreate, Body(openapi_examples=GROUP_CREATE_EXAMPLES)],
+    ctx: RequestContext = Depends(request_context),
 ) -> StarletteResponse:
     """Needs ADMIN_ATTRIBUTES. Listed attributes move into the new group."""
     group_id = groups.create_group(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, body)
@@ -381,7 +509,9 @@ def get_group(id: int = Id, ctx: RequestContext = Depends(request_context)) -> S
     summary="Change an attribute group",
 )
 def update_group(
-    body: AttributeGroupUpdate, id: int = Id, ctx: RequestContext = Depends(request_context)
+    body: Annotated[AttributeGroupUpdate, Body(openapi_examples=GROUP_UPDATE_EXAMPLES)],
+    id: int = Id,
+    ctx: RequestContext = Depends(request_context),
 ) -> StarletteResponse:
     """Needs ADMIN_ATTRIBUTES. Absent keys stay. Attributes left out of a sent `attributes` list move to
     the default group; the default group cannot be renamed (409 `default_group`)."""

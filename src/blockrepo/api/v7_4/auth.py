@@ -186,10 +186,15 @@ FORM_BODY_SCHEMA: dict[str, Any] = {
         "j_password": {"type": "string", "format": "password"},
     },
 }
+# The demo user anna; her password is the one `blockrepo demo` printed (or demo_password).
+FORM_BODY_EXAMPLE = {"j_username": "anna", "j_password": "her-demo-password"}
 FORM_BODY = {
     "requestBody": {
         "required": True,
-        "content": {media_type: {"schema": FORM_BODY_SCHEMA} for media_type in FORM_MEDIA_TYPES},
+        "content": {
+            media_type: {"schema": FORM_BODY_SCHEMA, "example": FORM_BODY_EXAMPLE}
+            for media_type in FORM_MEDIA_TYPES
+        },
     }
 }
 FORM_LOGIN_DESCRIPTION = (

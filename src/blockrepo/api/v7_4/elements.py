@@ -74,23 +74,40 @@ WRITE_SCHEMA: dict[str, Any] = {
     "must match the path.",
     "additionalProperties": {"type": "array", "items": {}},
 }
-WRITE_EXAMPLES: dict[str, Any] = {
+# Request examples for a BusinessProcess of the demo ("Order handling", id 7; ERP is InformationSystem 128),
+# so each can be sent as it stands (tests/api/test_request_examples.py does).
+UPDATE_EXAMPLES: dict[str, Any] = {
     "attributes": {
-        "summary": "Set name, description and an attribute",
+        "summary": "Set the description and two attributes",
         "value": {
-            "name": ["Order handling"],
-            "description": ["From order to invoice"],
+            "description": ["From order to invoice, for dealers and the online shop"],
             "Criticality": ["high"],
+            "Tags": ["customer-facing", "strategic"],
         },
     },
     "relations": {
         "summary": "Replace a relation end and the parent, by id and by name",
         "value": {
-            "parent": [{"name": "Sales"}],
-            "informationSystems": [17, {"name": "CRM", "attributes": {"Share": [40]}}],
+            "parent": [{"name": "Order to cash"}],
+            "informationSystems": [128, {"name": "Online Shop"}],
         },
     },
     "clear": {"summary": "Clear a property", "value": {"Criticality": []}},
+}
+CREATE_EXAMPLES: dict[str, Any] = {
+    "full": {
+        "summary": "A child process with attributes and relations, targets named or by id",
+        "value": {
+            "name": ["Returns handling"],
+            "description": ["Taking back, inspecting and refunding returned bikes"],
+            "parent": [{"name": "Order to cash"}],
+            "Criticality": ["medium"],
+            "Responsible": ["bernd"],
+            "predecessors": [{"name": "Delivery"}],
+            "informationSystems": [128, {"name": "Service Desk"}],
+        },
+    },
+    "minimal": {"summary": "Only the required name", "value": {"name": ["Warranty claims"]}},
 }
 VALIDATION_EXAMPLE = {
     "type": "about:blank",
@@ -127,11 +144,11 @@ def _element_response(status: int, description: str, *, location: bool = False) 
     }
 
 
-def _write_body(required: bool = True) -> dict[str, Any]:
+def _write_body(examples: dict[str, Any]) -> dict[str, Any]:
     return {
         "requestBody": {
-            "required": required,
-            "content": {"application/json": {"schema": WRITE_SCHEMA, "examples": WRITE_EXAMPLES}},
+            "required": True,
+            "content": {"application/json": {"schema": WRITE_SCHEMA, "examples": examples}},
         }
     }
 
@@ -224,7 +241,7 @@ for _method, _operation_id, _summary in (
         description=UPDATE_DESCRIPTION,
         response_class=JsonResponse,
         responses=UPDATE_RESPONSES,
-        openapi_extra=_write_body(),
+        openapi_extra=_write_body(UPDATE_EXAMPLES),
     )
 
 
@@ -241,7 +258,7 @@ for _method, _operation_id, _summary in (
         **_element_response(201, "The new element", location=True),
         **problem_responses(400, 401, 403, 404, 409, 413, 415, examples={400: VALIDATION_EXAMPLE}),
     },
-    openapi_extra=_write_body(),
+    openapi_extra=_write_body(CREATE_EXAMPLES),
 )
 def post_element(
     type_name: TypeName,

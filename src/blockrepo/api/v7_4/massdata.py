@@ -22,7 +22,7 @@ from blockrepo.api.cursors import MASSDATA
 from blockrepo.api.limits import PAGE_SIZE_BOUNDS
 from blockrepo.api.parameters import REVISION_OR_TIME, REVISION_OR_TIME_BRANCHES, REVISION_TEXT
 from blockrepo.api.problem_docs import problem_responses
-from blockrepo.api.responses import JsonResponse
+from blockrepo.api.responses import JsonResponse, aliased_json_response
 from blockrepo.elements.service import Writer
 from blockrepo.errors import BadRequest, ErrorItem, UnsupportedMediaType
 from blockrepo.history.schemas import AS_OF_ATTRIBUTE_NAMES
@@ -73,18 +73,32 @@ PAGE_SCHEMA: dict[str, Any] = {
 QUERY_RESULT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "title": "QueryResult",
-    "required": ["query", "type", "result", "nextCursor"],
+    "required": ["query", "type", "items", "result", "nextCursor"],
     "properties": {
         "query": {"type": "string"},
         "type": {"type": "string", "description": "the type of the result (the last navigation step's)"},
-        "result": {
+        "items": {
             "type": "array",
             "items": ELEMENT_SCHEMA,
-            "description": "the page of elements (API 7.4 names it `result`; the list endpoint's is `items`)",
+            "description": "the page of elements, under the same key as the list endpoint's",
+        },
+        "result": {
+            "type": "array",
+            # A title of its own: client generators name an array's item model by the object and the
+            # title, and two arrays of one titled schema in one object would make one name twice.
+            "items": {**ELEMENT_SCHEMA, "title": "ResultElement"},
+            "description": "the same page again, under the key API 7.4 clients read",
         },
         "nextCursor": {"type": ["string", "null"], "description": "pass as `cursor` for the next page"},
-        "total": {"type": "integer"},
+        "total": {"type": "integer", "description": "number of matches (only with `count`)"},
     },
+}
+QUERY_RESULT_EXAMPLE = {
+    "query": 'InformationSystem[@name.startsWith("ERP")];',
+    "type": "InformationSystem",
+    "items": [{"id": [128], "name": ["ERP"], "status": ["CURRENT"]}],
+    "result": [{"id": [128], "name": ["ERP"], "status": ["CURRENT"]}],
+    "nextCursor": None,
 }
 ITERAQL_HELP = (
     "iteraQL: `Type;` selects a type, `Type[predicate]` filters it, `Type/end[predicate]` navigates along "
@@ -169,6 +183,29 @@ EXPORT_DOCUMENT_SCHEMA: dict[str, Any] = {
         },
         "users": {"type": "array", "items": {}},
     },
+}
+# A JSON export of one new project, as `GET /api/massdata/export?types=Project` writes it; built-ins only, so
+# that it imports into any repository.
+IMPORT_EXAMPLE: dict[str, Any] = {
+    "format": "blockrepo-export",
+    "version": 1,
+    "apiVersion": "7.4",
+    "elements": {
+        "Project": [
+            {
+                "name": "Warehouse automation",
+                "description": "Conveyors and pick-by-light in the logistics center",
+                "runtimePeriod": [{"start": "2027-01-01", "end": "2027-12-31"}],
+            }
+        ]
+    },
+}
+XLSX_UPLOAD_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "format": "binary",
+    "description": "An xlsx workbook as `GET /api/massdata/export?format=xlsx` writes it: one sheet per type "
+    "(one row per element, one column per property, relation ends as `;`-separated names), one per "
+    "relation type with attributes, and the metamodel in `_`-sheets.",
 }
 REPORT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -321,8 +358,9 @@ async def _import_document(request: Request) -> Document:
         "requestBody": {
             "required": True,
             "content": {
-                "application/json": {"schema": EXPORT_DOCUMENT_SCHEMA},
-                XLSX: {"schema": {"type": "string", "format": "binary"}},
+                "application/json": {"schema": EXPORT_DOCUMENT_SCHEMA, "example": IMPORT_EXAMPLE},
+                # A binary upload has no example a description could hold: its schema says what to send.
+                XLSX: {"schema": XLSX_UPLOAD_SCHEMA},
             },
         }
     },
@@ -508,8 +546,9 @@ def _query_request(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _from_url(body: dict[str, Any], **given: Any) -> dict[str, Any]:
-    """The query members given in the URL (`fields`, `limit`); 400 for one the body gives as well."""
-    given = {name: value for name, value in given.items() if value is not None}
+    """The query members given in the URL; 400 for one the body gives as well. An empty one is one not
+    given, as an empty `cursor=` or `asOf=` is on the list endpoint."""
+    given = {name: value for name, value in given.items() if value is not None and value != ""}
     twice = [name for name in given if name in body]
     if twice:
         errors = [
@@ -528,19 +567,18 @@ def _from_url(body: dict[str, Any], **given: Any) -> dict[str, Any]:
     summary="Run an iteraQL query",
     description="Runs an iteraQL query in the database and returns the elements of its last step's type, "
     "paginated like the list endpoint (`limit`, `cursor`, `sort`, `fields`, `count`). The body is a JSON "
-    "object or the bare query as `text/plain`; `fields` and `limit` may also be given in the URL, for "
-    "either body (not in both places: 400 with `given_twice` in `errors[]`). The page is under `result`, "
-    "as API 7.4 names it, where the list endpoint answers `items`. With `Accept: application/x-ndjson` "
-    "every match is streamed. Needs MASSDATA and read on every type the query passes.\n\n"
-    + AS_OF_HELP
-    + "\n\n"
-    + ITERAQL_HELP,
+    "object or the bare query as `text/plain`; `fields`, `limit`, `sort`, `cursor`, `count` and `asOf` may "
+    "also be given in the URL, for either body (not in both places: 400 with `given_twice` in `errors[]`), "
+    "and are checked as the body's members are. The page is under `items`, as the list endpoint's, and "
+    "under `result` too, the key API 7.4 clients read (the same elements under both). With `Accept: "
+    "application/x-ndjson` every match is streamed. Needs MASSDATA and read on every type the query "
+    "passes.\n\n" + AS_OF_HELP + "\n\n" + ITERAQL_HELP,
     response_class=JsonResponse,
     responses={
         200: {
             "description": "The selected elements",
             "content": {
-                "application/json": {"schema": QUERY_RESULT_SCHEMA},
+                "application/json": {"schema": QUERY_RESULT_SCHEMA, "example": QUERY_RESULT_EXAMPLE},
                 NDJSON: {"schema": {"type": "string"}},
             },
         },
@@ -581,32 +619,52 @@ def run_query(
             json_schema_extra=PAGE_SIZE_BOUNDS,
         ),
     ] = None,
+    sort: Annotated[
+        str | None, Query(description="comma-separated keys, `-` for descending, as the body's `sort`")
+    ] = None,
+    cursor: Annotated[
+        str | None, Query(description="`nextCursor` of the previous page, as the body's")
+    ] = None,
+    count: Annotated[
+        bool | None, Query(description="also return `total`, the number of matches, as the body's `count`")
+    ] = None,
+    as_of: Annotated[
+        str | None,
+        Query(
+            alias="asOf",
+            description="a revision number or an ISO-8601 time, as the body's `asOf`; empty: today",
+            json_schema_extra=REVISION_OR_TIME,
+        ),
+    ] = None,
 ) -> Response:
     body = _query_request(raw_body)
-    body.update(_from_url(body, fields=fields, limit=limit))
+    in_url = _from_url(body, fields=fields, limit=limit, sort=sort, cursor=cursor, count=count, asOf=as_of)
+    body.update(in_url)
     text = body["query"]
+    # A bad cursor's problem points at where the cursor came from: `query:cursor` or `/cursor`.
+    cursor_pointer = "query:cursor" if "cursor" in in_url else "/cursor"
     prepared = listing.prepare_query(
         ctx.metamodel,
         ctx.actor,
         text,
         sort=body.get("sort"),
         fields=body.get("fields"),
-        cursor=ctx.services.cursors.open(MASSDATA, body.get("cursor"), "/cursor"),
+        cursor=ctx.services.cursors.open(MASSDATA, body.get("cursor"), cursor_pointer),
         limits=QueryLimits.from_settings(ctx.settings),
     )
     revision = _revision(ctx, body.get("asOf"))
     if _wants_ndjson(request):
         return _stream(ctx, prepared, revision)
     page = _page(ctx, prepared, revision, _limit(ctx, body.get("limit")), bool(body.get("count")))
-    result: dict[str, Any] = {
+    answer: dict[str, Any] = {
         "query": text,
         "type": prepared.type_def.name,
-        "result": page.items,
+        "items": page.items,
         "nextCursor": ctx.services.cursors.seal(MASSDATA, page.next_cursor),
     }
     if page.total is not None:
-        result["total"] = page.total
-    return JsonResponse(result)
+        answer["total"] = page.total
+    return aliased_json_response(answer, "items", "result")
 
 
 BULK_BODY_SCHEMA: dict[str, Any] = {
@@ -651,13 +709,22 @@ BULK_RESULT_SCHEMA: dict[str, Any] = {
         },
     },
 }
+# For BusinessProcess in the demo (Dunning is id 16): tests/api/test_request_examples.py sends it unchanged.
 BULK_EXAMPLE = {
     "mode": "atomic",
     "match": "name",
     "elements": [
-        {"name": ["Sales"], "description": ["All sales processes"]},
-        {"name": ["Order handling"], "parent": [{"name": "Sales"}], "informationSystems": [17]},
-        {"id": [4205], "Criticality": ["high"]},
+        {
+            "name": ["Returns handling"],
+            "description": ["Taking back returned bikes"],
+            "parent": [{"name": "Order to cash"}],
+        },
+        {
+            "name": ["Return inspection"],
+            "parent": [{"name": "Returns handling"}],
+            "informationSystems": [{"name": "Service Desk"}],
+        },
+        {"id": [16], "Criticality": ["medium"]},
     ],
 }
 
@@ -765,7 +832,7 @@ def bulk_write(
                         },
                         "additionalProperties": False,
                     },
-                    "example": {"ids": [4205, 4206]},
+                    "example": {"ids": [16, 37]},
                 }
             },
         }

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Response
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Depends, Response
+from fastapi.openapi.models import Example
 from starlette.responses import Response as StarletteResponse
 
 from blockrepo.api.body import require_json_body
@@ -26,6 +29,64 @@ router = APIRouter(prefix="/api/metamodel", dependencies=[Depends(races_as_confl
 
 READ_ERRORS = problem_responses(401, 403, 404)
 WRITE_ERRORS = problem_responses(400, 401, 403, 404, 409, 415)
+
+# Request examples fit the default metamodel and the demo (tests/api/test_request_examples.py sends them).
+TYPE_CREATE_EXAMPLES: dict[str, Example] = {
+    "hierarchical": {
+        "summary": "A hierarchical type (sites inside sites)",
+        "value": {
+            "name": "DataCenter",
+            "displayName": "Data Center",
+            "abbreviation": "DC",
+            "description": "A site that runs infrastructure",
+            "hierarchical": True,
+        },
+    },
+    "minimal": {"summary": "Only the persistent name", "value": {"name": "Capability"}},
+}
+TYPE_UPDATE_EXAMPLES: dict[str, Example] = {
+    "labels": {
+        "summary": "New display name, abbreviation and description (absent keys stay)",
+        "value": {
+            "displayName": "Application",
+            "abbreviation": "APP",
+            "description": "A software system that supports the business",
+        },
+    },
+    "hide": {"summary": "Hide the type from the interface's menus", "value": {"hidden": True}},
+}
+RELATION_TYPE_CREATE_EXAMPLES: dict[str, Example] = {
+    "relation": {
+        "summary": "Projects change business functions; a function has at most one project",
+        "value": {
+            "name": "Project_BusinessFunction",
+            "description": "Which functions a project changes",
+            "source": "Project",
+            "sourceEnd": "businessFunctions",
+            "target": "BusinessFunction",
+            "targetEnd": "projects",
+            "sourceMultiple": True,
+            "targetMultiple": False,
+            "attributable": False,
+        },
+    },
+    "attributable": {
+        "summary": "An attributable relation with the default name `ItService_BusinessUnit`",
+        "value": {
+            "source": "ItService",
+            "sourceEnd": "consumers",
+            "target": "BusinessUnit",
+            "targetEnd": "consumedServices",
+            "attributable": True,
+        },
+    },
+}
+RELATION_TYPE_UPDATE_EXAMPLES: dict[str, Example] = {
+    "description": {
+        "summary": "New description; several targets allowed (absent keys stay)",
+        "value": {"description": "Where a system runs", "targetMultiple": True},
+    },
+}
 
 
 def committed_metamodel(ctx: RequestContext) -> Metamodel:
@@ -66,7 +127,10 @@ def list_types(ctx: RequestContext = Depends(request_context)) -> StarletteRespo
     dependencies=[Depends(require_json_body)],
     summary="Create a building block type",
 )
-def create_type(body: BlockTypeCreate, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+def create_type(
+    body: Annotated[BlockTypeCreate, Body(openapi_examples=TYPE_CREATE_EXAMPLES)],
+    ctx: RequestContext = Depends(request_context),
+) -> StarletteResponse:
     """Needs EDIT_METAMODEL. The name must be identifier-like, unique (case-insensitively) and no reserved
     word; it never changes afterwards. The new type has the built-ins of every type and no attributes."""
     name = service.create_type(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, body)
@@ -102,7 +166,9 @@ def get_type(type: str, ctx: RequestContext = Depends(request_context)) -> Starl
     summary="Change a type's display name, abbreviation, description or hidden flag",
 )
 def update_type(
-    type: str, body: BlockTypeUpdate, ctx: RequestContext = Depends(request_context)
+    type: str,
+    body: Annotated[BlockTypeUpdate, Body(openapi_examples=TYPE_UPDATE_EXAMPLES)],
+    ctx: RequestContext = Depends(request_context),
 ) -> StarletteResponse:
     """Needs EDIT_METAMODEL. Absent keys stay; read-only keys of the GET body are ignored; `name` must be
     unchanged. `hierarchical: false` is refused (409) while elements of the type have parents."""
@@ -148,7 +214,8 @@ def list_relation_types(ctx: RequestContext = Depends(request_context)) -> Starl
     summary="Create a relation type",
 )
 def create_relation_type(
-    body: RelationTypeCreate, ctx: RequestContext = Depends(request_context)
+    body: Annotated[RelationTypeCreate, Body(openapi_examples=RELATION_TYPE_CREATE_EXAMPLES)],
+    ctx: RequestContext = Depends(request_context),
 ) -> StarletteResponse:
     """Needs EDIT_METAMODEL. `sourceEnd` becomes a property of the source type listing targets,
     `targetEnd` one of the target type listing sources; neither may clash with a property or end the
@@ -184,7 +251,9 @@ def get_relation_type(name: str, ctx: RequestContext = Depends(request_context))
     summary="Change a relation type's description, cardinalities or attributable flag",
 )
 def update_relation_type(
-    name: str, body: RelationTypeUpdate, ctx: RequestContext = Depends(request_context)
+    name: str,
+    body: Annotated[RelationTypeUpdate, Body(openapi_examples=RELATION_TYPE_UPDATE_EXAMPLES)],
+    ctx: RequestContext = Depends(request_context),
 ) -> StarletteResponse:
     """Needs EDIT_METAMODEL. Names and joined types never change (they may be sent unchanged). Making an
     end single-valued is refused (409) while some element holds several values in it; `attributable:

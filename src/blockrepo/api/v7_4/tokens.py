@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response
+from fastapi.openapi.models import Example
 from starlette.responses import Response as StarletteResponse
 
 from blockrepo.api.body import require_json_body
@@ -29,6 +30,35 @@ JSON_BODY = [Depends(require_json_body)]
 # The path of the public revocation by token string (auth/middleware.PUBLIC_PATHS).
 REVOCATIONS_PATH = "/api/tokens/revocations"
 
+# Request examples (tests/api/test_request_examples.py sends each to a demo repository). An expiry is at
+# most `token_max_days` ahead, so a fixed date in an example leaves that window as time passes: the test
+# sends the create example with its date moved, and says so.
+TOKEN_CREATE_EXAMPLES: dict[str, Example] = {
+    "readOnly": {
+        "summary": "A read-only token for a nightly sync, limited to two types and one network",
+        "value": {
+            "name": "nightly CMDB sync",
+            "expiresAt": "2027-06-30T00:00:00Z",
+            "readOnly": True,
+            "types": ["InformationSystem", "InformationFlow"],
+            "allowedNetworks": ["10.20.0.0/16"],
+        },
+    },
+}
+TOKEN_UPDATE_EXAMPLES: dict[str, Example] = {
+    "rename": {"summary": "Rename the token", "value": {"name": "nightly CMDB sync (EU)"}},
+    "disable": {"summary": "Disable it for now (enable again with `true`)", "value": {"enabled": False}},
+}
+TOKEN_ROTATE_EXAMPLES: dict[str, Example] = {
+    "overlap": {"summary": "The old token keeps working for ten minutes", "value": {"overlapSeconds": 600}},
+}
+REVOCATION_EXAMPLES: dict[str, Example] = {
+    "leaked": {
+        "summary": "A token string found in a public repository",
+        "value": {"token": "brp_4fQ9xT2mLp0a7Rk2VbN8sWq1ZcX5yHd3JuE6gTo9iMn0aPl4Kf"},
+    },
+}
+
 
 def _errors(*statuses: int) -> dict[int | str, Any]:
     return problem_responses(*sorted({401, 403, *statuses}))
@@ -48,7 +78,10 @@ def _settings(ctx: RequestContext) -> service.TokenSettings:
     dependencies=JSON_BODY,
     summary="Mint an API token",
 )
-def create_token(body: TokenCreate, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+def create_token(
+    body: Annotated[TokenCreate, Body(openapi_examples=TOKEN_CREATE_EXAMPLES)],
+    ctx: RequestContext = Depends(request_context),
+) -> StarletteResponse:
     """A token for `Authorization: Bearer brp_…`, acting as its owner narrowed by its restriction
     (`readOnly`, `types`, `attributeGroups`, `functions`, `allowedNetworks`): it never may more than the
     owner, whose rights are read on every request. `expiresAt` is required. The answer holds the token
@@ -87,7 +120,9 @@ def list_tokens(
     dependencies=JSON_BODY,
     summary="Revoke a leaked token by its string",
 )
-def revoke_token_string(body: TokenRevocation, request: Request) -> Response:
+def revoke_token_string(
+    body: Annotated[TokenRevocation, Body(openapi_examples=REVOCATION_EXAMPLES)], request: Request
+) -> Response:
     """Public, for secret scanners and for whoever finds a token where it does not belong: the token
     string is all it takes to use a token, so it is all it takes to revoke it. Always 204, whether or not
     the string named a live token (the answer tells nothing about it)."""
@@ -126,7 +161,9 @@ def get_token(id: int = Id, ctx: RequestContext = Depends(request_context)) -> S
     summary="Rename, disable, enable or shorten an API token",
 )
 def update_token(
-    body: TokenUpdate, id: int = Id, ctx: RequestContext = Depends(request_context)
+    body: Annotated[TokenUpdate, Body(openapi_examples=TOKEN_UPDATE_EXAMPLES)],
+    id: int = Id,
+    ctx: RequestContext = Depends(request_context),
 ) -> StarletteResponse:
     """Its restriction never changes (mint a new token instead); its expiry only comes earlier."""
     updated = service.update_token(
@@ -160,7 +197,9 @@ def revoke_token(id: int = Id, ctx: RequestContext = Depends(request_context)) -
     summary="Replace an API token, the old one working for an overlap",
 )
 def rotate_token(
-    body: TokenRotate, id: int = Id, ctx: RequestContext = Depends(request_context)
+    body: Annotated[TokenRotate, Body(openapi_examples=TOKEN_ROTATE_EXAMPLES)],
+    id: int = Id,
+    ctx: RequestContext = Depends(request_context),
 ) -> StarletteResponse:
     """A new token with the same name, owner, restriction and expiry; the old one keeps working for
     `overlapSeconds` (revoked at once with 0). A token may rotate itself, so a job can renew its own."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from anyio import to_thread
-from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response
+from fastapi.openapi.models import Example
 from starlette.responses import Response as StarletteResponse
 
 from blockrepo.api.body import require_json_body
@@ -38,18 +39,56 @@ router = APIRouter(prefix="/api/webhooks", dependencies=[Depends(races_as_confli
 Id = Path(ge=1, le=2**31 - 1, description="a webhook's id")
 JSON_BODY = [Depends(require_json_body)]
 
+# Request examples (tests/api/test_request_examples.py sends each to a demo repository).
+CREATE_EXAMPLES: dict[str, Example] = {
+    "thin": {
+        "summary": "Changes of current information systems, batched for two seconds",
+        "value": {
+            "name": "CMDB sync",
+            "url": "https://cmdb.example.com/hooks/blockrepo",
+            "events": ["element.created", "element.updated", "element.deleted"],
+            "types": ["InformationSystem"],
+            "conditions": [{"property": "status", "new": "CURRENT"}],
+            "payload": "thin",
+            "batchSeconds": 2,
+        },
+    },
+}
+UPDATE_EXAMPLES: dict[str, Example] = {
+    "full": {
+        "summary": "Relation events too, with whole elements in the payload (absent keys stay)",
+        "value": {
+            "events": ["element.created", "element.updated", "element.deleted", "relation.added"],
+            "payload": "full",
+            "batchSeconds": 5,
+        },
+    },
+}
+REPLAY_EXAMPLES: dict[str, Example] = {
+    "fromRevision": {"summary": "Deliver again every change after revision 1", "value": {"fromRevision": 1}},
+}
+SECRET_EXAMPLES: dict[str, Example] = {
+    "overlap": {
+        "summary": "Sign with both secrets for a day while the receiver switches",
+        "value": {"overlapSeconds": 86400},
+    },
+}
+# One annotation for the route and the target check, which read the same body.
+NewWebhook = Annotated[WebhookCreate, Body(openapi_examples=CREATE_EXAMPLES)]
+ChangedWebhook = Annotated[WebhookUpdate, Body(openapi_examples=UPDATE_EXAMPLES)]
+
 
 def _errors(*statuses: int) -> dict[int | str, Any]:
     return problem_responses(*sorted({401, 403, *statuses}))
 
 
-def _created_target(body: WebhookCreate, request: Request) -> None:
+def _created_target(body: NewWebhook, request: Request) -> None:
     """The target's check, before `request_context` takes the write lock: it resolves a name, which a
     slow name server could make last."""
     service.check_target(body.url, request.app.state.services.webhook_worker.targets)
 
 
-def _updated_target(body: WebhookUpdate, request: Request) -> None:
+def _updated_target(body: ChangedWebhook, request: Request) -> None:
     if body.url is not None:
         service.check_target(body.url, request.app.state.services.webhook_worker.targets)
 
@@ -63,7 +102,7 @@ def _updated_target(body: WebhookUpdate, request: Request) -> None:
     dependencies=[*JSON_BODY, Depends(_created_target)],
     summary="Subscribe a receiver to changes",
 )
-def create_webhook(body: WebhookCreate, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
+def create_webhook(body: NewWebhook, ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
     """The receiver at `url` gets the committed changes after `fromRevision` (default: from now on) that
     its owner, the caller, may read, in order, batched, signed per Standard Webhooks with the `secret` of
     the answer (shown this once). Needs VIEW_HISTORY. Targets on loopback, private, link-local or other
@@ -109,7 +148,7 @@ def get_webhook(id: int = Id, ctx: RequestContext = Depends(request_context)) ->
     summary="Change what a webhook delivers and where",
 )
 def update_webhook(
-    body: WebhookUpdate, id: int = Id, ctx: RequestContext = Depends(request_context)
+    body: ChangedWebhook, id: int = Id, ctx: RequestContext = Depends(request_context)
 ) -> StarletteResponse:
     """What was delivered stays delivered: the change applies to the messages built from now on."""
     updated = service.update_webhook(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, id, body)
@@ -168,7 +207,9 @@ def resume_webhook(id: int = Id, ctx: RequestContext = Depends(request_context))
     summary="Deliver again every change after a revision",
 )
 def replay_webhook(
-    body: Replay, id: int = Id, ctx: RequestContext = Depends(request_context)
+    body: Annotated[Replay, Body(openapi_examples=REPLAY_EXAMPLES)],
+    id: int = Id,
+    ctx: RequestContext = Depends(request_context),
 ) -> StarletteResponse:
     """The replayed messages carry new message ids, so a receiver that deduplicates takes them."""
     replayed = service.replay(ctx.db, ctx.actor, id, body)
@@ -186,7 +227,9 @@ def replay_webhook(
     summary="A new signing secret, both signing during an overlap",
 )
 def rotate_secret(
-    body: SecretRotation, id: int = Id, ctx: RequestContext = Depends(request_context)
+    body: Annotated[SecretRotation, Body(openapi_examples=SECRET_EXAMPLES)],
+    id: int = Id,
+    ctx: RequestContext = Depends(request_context),
 ) -> StarletteResponse:
     """For `overlapSeconds` every message carries two signatures, one under each secret."""
     rotated = service.rotate_secret(ctx.db, ctx.actor, id, body)
