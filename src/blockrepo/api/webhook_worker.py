@@ -101,7 +101,7 @@ class WebhookWorker:
             return Outcome(None, None, refused.detail, 0)
         url = httpx.URL(message.url).copy_with(host=target.address)
         headers = {
-            **message.headers,
+            **service.signature_headers(message),
             "content-type": "application/json",
             "user-agent": f"blockrepo-webhooks/{__version__}",
             "host": httpx.URL(message.url).netloc.decode("ascii"),
@@ -137,7 +137,7 @@ class WebhookWorker:
                     if prepared is not None and prepared.step.advance_to is not None:
                         continue  # passed over changes with nothing to send: look further
                     return
-                message = service.resign(prepared.step.message, prepared.hook.signing_secrets)
+                message = prepared.step.message
                 outcome = await self.send(message, client)
                 disabling = service.would_disable(
                     prepared.hook, outcome, self._settings.webhook_disable_after

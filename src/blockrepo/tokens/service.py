@@ -29,6 +29,7 @@ from blockrepo.access.actor import (
 )
 from blockrepo.access.repository import Revisions
 from blockrepo.errors import Conflict, ErrorItem, Forbidden, NotFound, ValidationFailed
+from blockrepo.instants import utc_text
 from blockrepo.metamodel.snapshot import Metamodel
 from blockrepo.revisions.recorder import ChangeLog
 from blockrepo.tokens import repository
@@ -281,7 +282,7 @@ def create_token(
         [
             {"property": "name", "old": None, "new": token.name},
             {"property": "owner", "old": None, "new": owner_login},
-            {"property": "expiresAt", "old": None, "new": _time(expires_at)},
+            {"property": "expiresAt", "old": None, "new": utc_text(expires_at)},
         ],
     )
     return IssuedTokenOut(**_out(token, owner_login, metamodel).model_dump(), token=text)
@@ -328,10 +329,12 @@ def update_token(
         if expires_at > token.expires_at:
             raise ValidationFailed(
                 "a token's expiry can only be brought forward",
-                errors=[ErrorItem("/expiresAt", "later_expiry", f"after {_time(token.expires_at)}")],
+                errors=[ErrorItem("/expiresAt", "later_expiry", f"after {utc_text(token.expires_at)}")],
             )
         if expires_at != token.expires_at:
-            record.append({"property": "expiresAt", "old": _time(token.expires_at), "new": _time(expires_at)})
+            record.append(
+                {"property": "expiresAt", "old": utc_text(token.expires_at), "new": utc_text(expires_at)}
+            )
             token.expires_at = expires_at
     if record:
         changes.administration("updated", f"token {token.public_id}", record)
@@ -390,7 +393,7 @@ def rotate_token(
         f"token {old.public_id}",
         [
             {"property": "rotatedTo", "old": None, "new": token.public_id},
-            {"property": "expiresAt", "old": None, "new": _time(old.expires_at)},
+            {"property": "expiresAt", "old": None, "new": utc_text(old.expires_at)},
         ],
     )
     changes.administration(
@@ -590,10 +593,6 @@ def _expiry(text: str, now: int, max_days: int, pointer: str) -> int:
     return seconds
 
 
-def _time(seconds: int) -> str:
-    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _out(token: ApiToken, owner: str, metamodel: Metamodel) -> TokenOut:
     restriction = None if token.restriction is None else restriction_from_text(token.restriction)
     restriction = restriction or Restriction()
@@ -605,8 +604,8 @@ def _out(token: ApiToken, owner: str, metamodel: Metamodel) -> TokenOut:
         name=token.name,
         owner=owner,
         created_by=token.created_by,
-        created_at=_time(token.created_at),
-        expires_at=_time(token.expires_at),
+        created_at=utc_text(token.created_at),
+        expires_at=utc_text(token.expires_at),
         enabled=token.enabled,
         revoked=token.revoked_at is not None,
         read_only=restriction.read_only,
@@ -619,7 +618,7 @@ def _out(token: ApiToken, owner: str, metamodel: Metamodel) -> TokenOut:
         else sorted(groups[i] for i in restriction.group_ids if i in groups),
         functions=None if restriction.functions is None else sorted(restriction.functions),
         allowed_networks=None if token.allowed_networks is None else token.allowed_networks.split(","),
-        last_used_at=None if token.last_used_at is None else _time(token.last_used_at),
+        last_used_at=None if token.last_used_at is None else utc_text(token.last_used_at),
         last_used_address=token.last_used_address,
         rotated_from=token.rotated_from,
     )

@@ -26,6 +26,7 @@ from blockrepo.elements.read.by_id import read_elements
 from blockrepo.errors import Conflict, ErrorItem, Forbidden, NotFound, ValidationFailed
 from blockrepo.history import stream
 from blockrepo.history.service import require_history
+from blockrepo.instants import utc_text
 from blockrepo.metamodel.snapshot import Metamodel
 from blockrepo.revisions.recorder import ChangeLog
 from blockrepo.tokens.service import restriction_text
@@ -275,10 +276,8 @@ def _conditions_text(conditions: list[Any] | None) -> str | None:
     ).decode()
 
 
-def _time(seconds: float | None) -> str | None:
-    if seconds is None:
-        return None
-    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _maybe_time(seconds: float | None) -> str | None:
+    return None if seconds is None else utc_text(seconds)
 
 
 def _out(webhook: Webhook, owner: str) -> WebhookOut:
@@ -288,7 +287,7 @@ def _out(webhook: Webhook, owner: str) -> WebhookOut:
         url=webhook.url,
         owner=owner,
         created_by=webhook.created_by,
-        created_at=_time(webhook.created_at) or "",
+        created_at=utc_text(webhook.created_at),
         events=orjson.loads(webhook.events),
         types=None if webhook.type_names is None else orjson.loads(webhook.type_names),
         conditions=None if webhook.conditions is None else orjson.loads(webhook.conditions),
@@ -296,15 +295,15 @@ def _out(webhook: Webhook, owner: str) -> WebhookOut:
         payload=webhook.payload,
         batch_seconds=webhook.batch_seconds,
         active=webhook.active and webhook.disabled_at is None,
-        disabled_at=_time(webhook.disabled_at),
+        disabled_at=_maybe_time(webhook.disabled_at),
         disabled_reason=webhook.disabled_reason,
         delivered_through=webhook.cursor_revision
         if webhook.cursor_change == AFTER_REVISION
         else webhook.cursor_revision - 1,
         attempts=webhook.attempts,
-        next_attempt_at=_time(webhook.next_attempt_at) if webhook.attempts else None,
-        failing_since=_time(webhook.failing_since),
-        last_delivered_at=_time(webhook.last_delivered_at),
+        next_attempt_at=_maybe_time(webhook.next_attempt_at) if webhook.attempts else None,
+        failing_since=_maybe_time(webhook.failing_since),
+        last_delivered_at=_maybe_time(webhook.last_delivered_at),
     )
 
 
@@ -322,7 +321,7 @@ def _delivery_out(row: WebhookDelivery) -> DeliveryOut:
         response_snippet=row.response_snippet,
         error=row.error,
         duration_ms=row.duration_ms,
-        attempted_at=_time(row.attempted_at) or "",
+        attempted_at=utc_text(row.attempted_at),
     )
 
 
@@ -352,7 +351,8 @@ class Subscription:
 
 @dataclass(frozen=True)
 class Outgoing:
-    """A message ready to send: where, the exact bytes and the headers that sign them."""
+    """A message ready to send: where, the exact bytes and the secrets that sign them (each attempt is
+    signed when it is sent, `signature_headers`, so that its timestamp is the time of sending)."""
 
     webhook_id: int
     generation: int
@@ -360,7 +360,7 @@ class Outgoing:
     kind: str
     url: str
     body: bytes
-    headers: dict[str, str]
+    signing_secrets: tuple[str, ...]
     first_revision: int | None
     last_revision: int | None
     events: int
@@ -500,7 +500,7 @@ def next_step(db: Session, owner: Actor, metamodel: Metamodel, hook: Subscriptio
     body = orjson.dumps(
         {
             "type": "changes",
-            "timestamp": _time(timestamp),
+            "timestamp": utc_text(timestamp),
             "data": {
                 "webhook": hook.id,
                 "afterRevision": hook.cursor[0] if hook.cursor[1] == AFTER_REVISION else hook.cursor[0] - 1,
@@ -518,7 +518,7 @@ def next_step(db: Session, owner: Actor, metamodel: Metamodel, hook: Subscriptio
         kind="changes",
         url=hook.url,
         body=body,
-        headers=_headers(hook, message_id, timestamp, body),
+        signing_secrets=hook.signing_secrets,
         first_revision=first_revision,
         last_revision=end[0],
         events=len(events),
@@ -538,7 +538,7 @@ def test_message(db: Session, actor: Actor, webhook_id: int) -> Outgoing:
     body = orjson.dumps(
         {
             "type": "webhook.test",
-            "timestamp": _time(now),
+            "timestamp": utc_text(now),
             "data": {"webhook": webhook.id, "name": webhook.name},
         }
     )
@@ -549,7 +549,7 @@ def test_message(db: Session, actor: Actor, webhook_id: int) -> Outgoing:
         kind="test",
         url=webhook.url,
         body=body,
-        headers=signed_headers(list(signing), message_id, now, body),
+        signing_secrets=signing,
         first_revision=None,
         last_revision=None,
         events=0,
@@ -557,11 +557,9 @@ def test_message(db: Session, actor: Actor, webhook_id: int) -> Outgoing:
     )
 
 
-def resign(message: Outgoing, signing: tuple[str, ...]) -> Outgoing:
-    """The message with signature headers for the current time (each attempt is signed when it is sent)."""
-    timestamp = int(time.time())
-    headers = signed_headers(list(signing), message.message_id, timestamp, message.body)
-    return Outgoing(**{**message.__dict__, "headers": headers})
+def signature_headers(message: Outgoing) -> dict[str, str]:
+    """The Standard Webhooks headers that sign the message now."""
+    return signed_headers(list(message.signing_secrets), message.message_id, int(time.time()), message.body)
 
 
 def mark_pending(db: Session, worker: str, hook: Subscription, step: NextStep, lease_seconds: float) -> bool:
@@ -686,10 +684,6 @@ def retry_after_seconds(value: str | None) -> float | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
     return max(0.0, moment.timestamp() - time.time())
-
-
-def _headers(hook: Subscription, message_id: str, timestamp: int, body: bytes) -> dict[str, str]:
-    return signed_headers(list(hook.signing_secrets), message_id, timestamp, body)
 
 
 def _position(position: tuple[int, int]) -> str:
