@@ -63,11 +63,16 @@ CURL_CALL = re.compile(r"(?:^|[\s(|&;])curl\s")
 PYTHON_END = "PYTHON_EXAMPLE_ENDS"
 
 # The curl every example calls: it checks the status (see the module docstring) and logs each call. The
-# background blocks are stopped when the script ends, however it ends.
+# background blocks are stopped when the script ends, however it ends: each runs as its own process group
+# (job control on while it starts), so that what it started (a receiver, a server) stops with it.
 PRELUDE = r"""set -euo pipefail
 set -a
 BACKGROUND=()
-trap 'for pid in "${BACKGROUND[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
+stop_background() {
+  local pid
+  for pid in "${BACKGROUND[@]}"; do kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true; done
+}
+trap stop_background EXIT
 curl() {
   local rc=0 status errors expected=${EXPECT_STATUS:-} args=${*//$'\n'/ }
   errors=$(mktemp)
@@ -110,7 +115,7 @@ class Block:
         code = f"python3 - <<'{PYTHON_END}'\n{self.text}{PYTHON_END}\n" if self.python else self.text
         if self.mode != "in the background":
             return code
-        return f"{{\n{code}}} > background-{index}.log 2>&1 &\nBACKGROUND+=($!)\n"
+        return f"set -m\n{{\n{code}}} > background-{index}.log 2>&1 &\nBACKGROUND+=($!)\nset +m\n"
 
 
 def language(info: str) -> str | None:
