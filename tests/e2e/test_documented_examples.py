@@ -19,6 +19,8 @@ How a document is read, and the rules it follows for that:
   receiver) and `RECEIVER_PORT=` (the port a document's own receiver listens on). The test replaces those
   lines with the live server's values, a free port, and a local receiver of its own (for `HOOK_URL`, unless
   the document assigns `RECEIVER_PORT`: its `HOOK_URL` then names its own receiver and is left as written).
+  Two more serve the pages for operators: `DATABASE_FILE=` (the live server's SQLite file, for a backup
+  taken while it serves) and `SPARE_PORT=` (another free port, for a second server a document starts).
   The server accepts receivers on this machine because it is started with
   `BLOCKREPO_WEBHOOK_ALLOWED_NETWORKS=127.0.0.1/32`, as the README tells a reader who tries webhooks locally.
 - `curl` is a shell function in the script: it adds `--silent --show-error`, and fails the script unless
@@ -55,17 +57,22 @@ README = ROOT / "README.md"
 DEMO_PASSWORD = "readme-demo-password"
 FENCE = re.compile(r"^```(?P<info>[^`\n]*)$")
 MARKER = re.compile(r"^<!-- (?P<kind>not run|in the background): \S.* -->$")
-PLACEHOLDERS = ("PW", "BASE", "HOOK_URL", "RECEIVER_PORT")
+PLACEHOLDERS = ("PW", "BASE", "HOOK_URL", "RECEIVER_PORT", "DATABASE_FILE", "SPARE_PORT")
 EXPECTED = re.compile(r"\s# answers (?P<status>\d{3})\s*$")
 CURL_CALL = re.compile(r"(?:^|[\s(|&;])curl\s")
 PYTHON_END = "PYTHON_EXAMPLE_ENDS"
 
 # The curl every example calls: it checks the status (see the module docstring) and logs each call. The
-# background blocks are stopped when the script ends, however it ends.
+# background blocks are stopped when the script ends, however it ends: each runs as its own process group
+# (job control on while it starts), so that what it started (a receiver, a server) stops with it.
 PRELUDE = r"""set -euo pipefail
 set -a
 BACKGROUND=()
-trap 'for pid in "${BACKGROUND[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
+stop_background() {
+  local pid
+  for pid in "${BACKGROUND[@]}"; do kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true; done
+}
+trap stop_background EXIT
 curl() {
   local rc=0 status errors expected=${EXPECT_STATUS:-} args=${*//$'\n'/ }
   errors=$(mktemp)
@@ -108,7 +115,7 @@ class Block:
         code = f"python3 - <<'{PYTHON_END}'\n{self.text}{PYTHON_END}\n" if self.python else self.text
         if self.mode != "in the background":
             return code
-        return f"{{\n{code}}} > background-{index}.log 2>&1 &\nBACKGROUND+=($!)\n"
+        return f"set -m\n{{\n{code}}} > background-{index}.log 2>&1 &\nBACKGROUND+=($!)\nset +m\n"
 
 
 def language(info: str) -> str | None:
@@ -267,11 +274,15 @@ def test_examples_run_in_order(document: Path, tmp_path: Path) -> None:
             },
         )
         try:
+            receiver_port = free_port()
+            spare_port = next(port for port in iter(free_port, None) if port != receiver_port)
             values = {
                 "PW": ADMIN_PASSWORD,
                 "BASE": server.base_url,
                 "HOOK_URL": receiver.url,
-                "RECEIVER_PORT": str(free_port()),
+                "RECEIVER_PORT": str(receiver_port),
+                "DATABASE_FILE": str(tmp_path / "examples.db"),
+                "SPARE_PORT": str(spare_port),
             }
             runnable = with_expectations(with_placeholders(script, values))
             work = tmp_path / "work"
