@@ -107,6 +107,45 @@ def test_the_diff_of_a_range_is_the_net_change_of_each_element(app: FastAPI, cli
     assert [item["element"]["id"] for item in only_processes["items"]] == [process]
 
 
+def test_relation_ends_of_created_and_deleted_elements_are_entries_added_and_removed(
+    client: TestClient,
+) -> None:
+    """One shape per field whatever the action: a relation end (and `children`) lists the entries added
+    and removed, also for an element created or deleted in the range; its parent stays base and main."""
+    system = _create(client, "InformationSystem", {"name": ["Billing"]})
+    doomed_parent = _create(client, "BusinessProcess", {"name": ["Invoicing"]})
+    doomed = _create(
+        client, "BusinessProcess", {"name": ["Dunning run"], "informationSystems": [{"id": system}]}
+    )
+    _put(client, "BusinessProcess", doomed, {"parent": [{"id": doomed_parent}]})
+    start = _newest(client)
+    fresh = _create(
+        client,
+        "BusinessProcess",
+        {"name": ["Refunds"], "informationSystems": [{"id": system}], "parent": [{"id": doomed_parent}]},
+    )
+    assert client.delete(f"/api/element/BusinessProcess/{doomed}").status_code == 204
+
+    items = _by_id(client.get(DIFF, params={"from": start}).json())
+    created = _fields(items[fresh])
+    assert items[fresh]["action"] == "created"
+    assert [entry["id"] for entry in created["informationSystems"]["added"]] == [system]
+    assert created["informationSystems"]["removed"] == [] and "base" not in created["informationSystems"]
+    assert created["parent"]["base"] == [] and [e["id"] for e in created["parent"]["main"]] == [doomed_parent]
+    deleted = _fields(items[doomed])
+    assert items[doomed]["action"] == "deleted"
+    assert [entry["id"] for entry in deleted["informationSystems"]["removed"]] == [system]
+    assert deleted["informationSystems"]["added"] == []
+    assert [e["id"] for e in deleted["parent"]["base"]] == [doomed_parent] and deleted["parent"]["main"] == []
+    # The neighbours' mirrored ends say the same from their side.
+    neighbour = _fields(items[system])["businessProcesses"]
+    assert [entry["id"] for entry in neighbour["added"]] == [fresh]
+    assert [entry["id"] for entry in neighbour["removed"]] == [doomed]
+    children = _fields(items[doomed_parent])["children"]
+    assert [entry["id"] for entry in children["added"]] == [fresh]
+    assert [entry["id"] for entry in children["removed"]] == [doomed]
+
+
 def test_pages_of_a_diff_chain_through_every_changed_element(app: FastAPI, client: TestClient) -> None:
     start = _newest(client)
     created = [_create(client, "BusinessProcess", {"name": [f"P{i}"]}) for i in range(5)]

@@ -33,7 +33,7 @@ from blockrepo.history.service import (
     require_history,
 )
 from blockrepo.history.visibility import PropertyVisibility
-from blockrepo.metamodel.snapshot import Metamodel
+from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
 
 # Elements folded per batch while the summary of a whole range is counted (one query per batch).
 _SUMMARY_BATCH = 1000
@@ -139,6 +139,11 @@ def _fold(
                 name = bearer.attribute.name
             if "added" in change or "removed" in change:
                 current.ends.setdefault(name, _Ends()).apply(change)
+            elif _whole_end(block_type, name, change):
+                # A creation or deletion records a relation end's whole list as old/new: in the diff it is
+                # entries added or removed, as for an update, so that a client reads one shape per field.
+                whole = {"added": change.get("new") or [], "removed": change.get("old") or []}
+                current.ends.setdefault(name, _Ends()).apply(whole)
             elif "old" in change or "new" in change:
                 before_and_after = current.values.get(name)
                 if before_and_after is None:
@@ -146,6 +151,14 @@ def _fold(
                 else:
                     before_and_after[1] = change.get("new", [])
     return folded
+
+
+def _whole_end(block_type: BlockTypeDef | None, name: str, change: dict[str, Any]) -> bool:
+    """Whether the change sets a relation end (or `children`) from nothing or to nothing (a record of a
+    creation or a deletion); a reordering, also recorded as old/new, stays a value change."""
+    if name != "children" and (block_type is None or name not in block_type.ends):
+        return False
+    return not change.get("old") or not change.get("new")
 
 
 @dataclass(frozen=True)
