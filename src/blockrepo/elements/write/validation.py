@@ -281,7 +281,7 @@ def _decide(writer: Writer, type_def: BlockTypeDef, items: Sequence[WriteItem]) 
             continue
         owner = owners.get(draft.name)
         if owner is not None and owner != item.element_id:
-            message = f"a {type_def.name} named {draft.name!r} already exists (id {owner})"
+            message = f"another {type_def.name} is named {draft.name!r} (id {owner})"
             conflict = NameConflict(message, extra={"conflictingId": owner})
             item.fail(conflict, [ErrorItem("/name/0", "name_conflict", message)])
         elif draft.name in claimed:
