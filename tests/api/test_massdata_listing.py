@@ -176,7 +176,7 @@ def test_filter_syntax_error_is_400_with_position(client: TestClient, systems: d
     problem = response.json()
     assert problem["code"] == "query_syntax"
     assert problem["position"] == {"offset": 9, "line": 1, "column": 10}
-    assert problem["errors"][0]["pointer"] == "filter"
+    assert problem["errors"][0]["pointer"] == "query:filter"
     assert "line 1, column 10" in problem["detail"]
 
 

@@ -228,3 +228,33 @@ def test_an_unknown_url_parameter_is_still_refused(client: TestClient, processes
     problem = response.json()
     assert problem["code"] == "unknown_query_parameter"
     assert sorted(e["pointer"] for e in problem["errors"]) == ["query:asof", "query:total"]
+
+
+BAD_MEMBERS: dict[str, Any] = {
+    "sort": "-nothing",
+    "fields": "nothing",
+    "cursor": "not-a-cursor",
+    "asOf": "999999",
+    "limit": "0",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_MEMBERS))
+def test_a_problem_points_where_the_member_was_given(client: TestClient, name: str) -> None:
+    """`query:<name>` for a URL parameter, the JSON pointer `/<name>` for a body member, whichever the
+    member; the list's URL parameters point so too."""
+    raw = BAD_MEMBERS[name]
+    in_body = orjson.loads(raw) if name in ("asOf", "limit") else raw
+    if name == "fields":
+        in_body = [raw]
+    answers = {
+        "/" + name: client.post(QUERY, json={"query": TEXT, name: in_body}),
+        "query:" + name: plain(client, **{name: raw}),
+    }
+    answers["query:" + name + " (list)"] = client.get("/api/massdata/BusinessProcess", params={name: raw})
+    for where, response in answers.items():
+        assert response.status_code == 400, (where, response.text)
+        assert response.json()["errors"][0]["pointer"] == where.removesuffix(" (list)"), (
+            where,
+            response.text,
+        )

@@ -159,7 +159,9 @@ LISTING_CURSOR = KnownRefusal(
     (("invalid_cursor", "query:cursor"), ("invalid_cursor", "/cursor")),
 )
 FUTURE_REVISION = KnownRefusal(
-    "an asOf revision must already exist", "validation_failed", (("future_revision", "query:asOf"),)
+    "an asOf revision must already exist",
+    "validation_failed",
+    (("future_revision", "query:asOf"), ("future_revision", "/asOf")),
 )
 DIFF_RANGE = KnownRefusal(
     "a diff's range must run forward to a revision that exists, over a type the caller may read",
@@ -206,9 +208,13 @@ DELIVERY_STATUS = KnownRefusal(
     "a delivery status is delivered or failed", "validation_failed", (("invalid_status", "query:status"),)
 )
 SORT_KEY = KnownRefusal(
-    "a sort key must be a property of the type", "invalid_sort", (("invalid_sort", "sort"),)
+    "a sort key must be a property of the type",
+    "invalid_sort",
+    (("invalid_sort", "query:sort"), ("invalid_sort", "/sort")),
 )
-FILTER_SYNTAX = KnownRefusal("a filter must parse as iteraQL", "query_syntax", (("query_syntax", "filter"),))
+FILTER_SYNTAX = KnownRefusal(
+    "a filter must parse as iteraQL", "query_syntax", (("query_syntax", "query:filter"),)
+)
 QUERY_SYNTAX = KnownRefusal("a query must parse as iteraQL", "query_syntax", (("query_syntax", "/query"),))
 QUERY_NAMES = KnownRefusal(
     "the types and properties a query names must exist", "query_invalid", (("query_invalid", "/query"),)
@@ -224,7 +230,7 @@ QUERY_MEMBER_TWICE = KnownRefusal(
 FIELD_NAMES = KnownRefusal(
     "the fields named in `fields` must be properties of the type",
     "unknown_field",
-    (("unknown_field", "fields"),),
+    (("unknown_field", "query:fields"), ("unknown_field", "/fields")),
 )
 
 # The only operations whose schema-valid requests may be answered 400, and only with these problems.

@@ -40,17 +40,17 @@ _ELEMENT_REFERENCES = ("parent", "children")
 _VALUE_LISTS = ("old", "new", "added", "removed")
 
 
-def resolve_as_of(db: Session, raw: str) -> int:
+def resolve_as_of(db: Session, raw: str, pointer: str = "query:asOf") -> int:
     """The revision an `asOf` parameter names: a revision number (at most the newest one), or an ISO-8601
     time, meaning the newest revision stamped at or before it (given to the millisecond, that whole
-    millisecond counts). 400 for anything else."""
-    moment = parse_moment(raw, "query:asOf")
+    millisecond counts). 400 at `pointer` for anything else."""
+    moment = parse_moment(raw, pointer)
     if isinstance(moment, int):
         newest = repository.current_revision(db)
         if moment > newest:
             raise ValidationFailed(
                 f"asOf revision {moment} is after the newest revision {newest}",
-                errors=[ErrorItem("query:asOf", "future_revision", f"the newest revision is {newest}")],
+                errors=[ErrorItem(pointer, "future_revision", f"the newest revision is {newest}")],
             )
         return moment
     return repository.last_revision_at(db, end_of_moment(moment))

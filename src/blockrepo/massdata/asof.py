@@ -34,10 +34,11 @@ STREAM_BATCH = 500
 Keyed = list[Any]  # the sort key values of a match; the last is its id (parse_sort ends with id)
 
 
-def past_revision(db: Session, actor: Actor, raw: str) -> int:
-    """The revision an `asOf` parameter names; reading the past needs VIEW_HISTORY (it is history)."""
+def past_revision(db: Session, actor: Actor, raw: str, pointer: str = "query:asOf") -> int:
+    """The revision an `asOf` names (a problem with it reported at `pointer`); reading the past needs
+    VIEW_HISTORY (it is history)."""
     require_history(actor)
-    return resolve_as_of(db, raw)
+    return resolve_as_of(db, raw, pointer)
 
 
 class _PastState:

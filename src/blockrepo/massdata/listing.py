@@ -76,6 +76,16 @@ def readable_type(metamodel: Metamodel, actor: Actor, type_name: str) -> BlockTy
     return type_def
 
 
+def in_url(name: str) -> str:
+    """Where a problem with the URL parameter `name` is reported (API.md section 7)."""
+    return f"query:{name}"
+
+
+def in_body(name: str) -> str:
+    """Where a problem with the body member `name` is reported: its JSON pointer."""
+    return f"/{name}"
+
+
 def _bad(pointer: str, code: str, message: str) -> BadRequest:
     return BadRequest(message, code=code, errors=[ErrorItem(pointer, code, message)])
 
@@ -137,17 +147,20 @@ def _attribute_sort_expression(attribute: AttributeDef, descending: bool) -> Any
     )
 
 
-def parse_sort(text: str | None, type_def: BlockTypeDef, actor: Actor) -> tuple[SortKey, ...]:
-    """`name,-id` -> sort keys; `id` always ends the list (it makes the order total)."""
+def parse_sort(
+    text: str | None, type_def: BlockTypeDef, actor: Actor, pointer: str = "query:sort"
+) -> tuple[SortKey, ...]:
+    """`name,-id` -> sort keys; `id` always ends the list (it makes the order total). A problem is
+    reported at `pointer`."""
     keys: list[SortKey] = []
     for raw in (text or "id").split(","):
         item = raw.strip()
         descending = item.startswith("-")
         name = item.lstrip("+-").strip()
         if not name:
-            raise _bad("sort", "invalid_sort", f"sort item {raw!r} names no property")
+            raise _bad(pointer, "invalid_sort", f"sort item {raw!r} names no property")
         if any(key.name == name for key in keys):
-            raise _bad("sort", "invalid_sort", f"sort names {name!r} twice")
+            raise _bad(pointer, "invalid_sort", f"sort names {name!r} twice")
         if name in _COLUMN_KEYS:
             expression, kind = _COLUMN_KEYS[name]
             keys.append(SortKey(name, descending, expression, kind, nullable=False))
@@ -160,7 +173,7 @@ def parse_sort(text: str | None, type_def: BlockTypeDef, actor: Actor) -> tuple[
                 )
                 sortable = ", ".join([*_COLUMN_KEYS, *readable])
                 raise _bad(
-                    "sort", "invalid_sort", f"cannot sort {type_def.name} by {name!r}; sortable: {sortable}"
+                    pointer, "invalid_sort", f"cannot sort {type_def.name} by {name!r}; sortable: {sortable}"
                 )
             keys.append(
                 SortKey(
@@ -285,7 +298,11 @@ class Listing:
 
 
 def _fields(
-    text: Sequence[str] | str | None, metamodel: Metamodel, actor: Actor, type_def: BlockTypeDef
+    text: Sequence[str] | str | None,
+    metamodel: Metamodel,
+    actor: Actor,
+    type_def: BlockTypeDef,
+    pointer: str,
 ) -> list[str] | None:
     if text is None:
         return None
@@ -301,7 +318,7 @@ def _fields(
     unknown = [n for n in names if n not in known]
     if unknown:
         message = f"{type_def.name} has no field {', '.join(map(repr, unknown))}"
-        raise _bad("fields", "unknown_field", message)
+        raise _bad(pointer, "unknown_field", message)
     return names
 
 
@@ -322,9 +339,11 @@ def prepare_listing(
     type_def = readable_type(metamodel, actor, type_name)
     condition = predicate = None
     if filter_text is not None and filter_text.strip():
-        predicate = parse_predicate(filter_text, pointer="filter", limits=limits)
-        condition = compile_filter(predicate, type_def, metamodel, actor, text=filter_text, pointer="filter")
-    prepared = _listing(metamodel, actor, type_def, condition, sort, fields, cursor, "query:cursor")
+        predicate = parse_predicate(filter_text, pointer="query:filter", limits=limits)
+        condition = compile_filter(
+            predicate, type_def, metamodel, actor, text=filter_text, pointer="query:filter"
+        )
+    prepared = _listing(metamodel, actor, type_def, condition, sort, fields, cursor, in_url)
     return replace(prepared, predicate=predicate)
 
 
@@ -337,14 +356,16 @@ def prepare_query(
     fields: Sequence[str] | str | None = None,
     cursor: str | None = None,
     limits: QueryLimits,
+    pointer_of: Callable[[str], str] = in_body,
 ) -> Listing:
     """`POST /api/massdata/query`: the elements an iteraQL query selects (of its last step's type).
-    Needs MASSDATA."""
+    Needs MASSDATA. A problem with `sort`, `fields` or `cursor` is reported at `pointer_of(name)`: in the
+    body by default, in the URL for what the client gave there."""
     require_massdata(actor)
     query = parse_query(query_text, limits=limits)
     compiled = compile_query(query, metamodel, actor, text=query_text)
     prepared = _listing(
-        metamodel, actor, compiled.type_def, compiled.condition, sort, fields, cursor, "/cursor"
+        metamodel, actor, compiled.type_def, compiled.condition, sort, fields, cursor, pointer_of
     )
     return replace(prepared, query=query, steps=compiled.steps)
 
@@ -357,11 +378,12 @@ def _listing(
     sort: str | None,
     fields: Sequence[str] | str | None,
     cursor: str | None,
-    cursor_pointer: str,
+    pointer_of: Callable[[str], str],
 ) -> Listing:
-    keys = parse_sort(sort, type_def, actor)
-    view = ElementView.build(metamodel, actor, type_def, _fields(fields, metamodel, actor, type_def))
-    after = decode_cursor(cursor, type_def.name, keys, cursor_pointer) if cursor else None
+    keys = parse_sort(sort, type_def, actor, pointer_of("sort"))
+    names = _fields(fields, metamodel, actor, type_def, pointer_of("fields"))
+    view = ElementView.build(metamodel, actor, type_def, names)
+    after = decode_cursor(cursor, type_def.name, keys, pointer_of("cursor")) if cursor else None
     return Listing(type_def, condition, keys, view, after)
 
 

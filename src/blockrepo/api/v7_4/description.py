@@ -66,7 +66,8 @@ that reader, the changes they may not read and every changeset that held nothing
 
 Every error is `application/problem+json` (RFC 9457, schema `Problem`) with a stable snake_case `code`,
 the `requestId` and, for invalid bodies, every problem in `errors[]` located by a JSON pointer such as
-`/Costs/0`. A query parameter the operation does not list is refused, never ignored: 400
+`/Costs/0`; a problem with a URL parameter is located as `query:<name>` (a header's as `header:<name>`).
+A query parameter the operation does not list is refused, never ignored: 400
 `unknown_query_parameter` with one item per unknown name (pointer `query:<name>`), so that a misspelt
 `?asof=` or `?query=` never reads as no parameter at all. A request that fails changes nothing. Every
 response carries `X-Request-ID` (a valid one sent by the client is echoed), `API-Version` and

@@ -125,12 +125,12 @@ def _wants_ndjson(request: Request) -> bool:
     return any(part.split(";", 1)[0].strip().lower() == NDJSON for part in accept.split(","))
 
 
-def _limit(ctx: RequestContext, limit: int | None) -> int:
+def _limit(ctx: RequestContext, limit: int | None, pointer: str = "query:limit") -> int:
     if limit is None:
         return ctx.settings.page_size
     if not 1 <= limit <= ctx.settings.max_page_size:
         message = f"limit must be between 1 and {ctx.settings.max_page_size}"
-        raise BadRequest(message, code="invalid_limit", errors=[ErrorItem("limit", "invalid_limit", message)])
+        raise BadRequest(message, code="invalid_limit", errors=[ErrorItem(pointer, "invalid_limit", message)])
     return limit
 
 
@@ -153,10 +153,12 @@ def _page(
     )
 
 
-def _revision(ctx: RequestContext, as_of: str | int | None) -> int | None:
+def _revision(ctx: RequestContext, as_of: str | int | None, pointer: str = "query:asOf") -> int | None:
     """The past revision an `asOf` names, or None for today (checked before any streaming starts); an
-    empty `asOf` is one not given."""
-    return None if as_of is None or as_of == "" else past.past_revision(ctx.db, ctx.actor, str(as_of))
+    empty `asOf` is one not given. A problem points at `pointer`, where the client gave it."""
+    if as_of is None or as_of == "":
+        return None
+    return past.past_revision(ctx.db, ctx.actor, str(as_of), pointer)
 
 
 AS_OF_HELP = (
@@ -641,21 +643,26 @@ def run_query(
     in_url = _from_url(body, fields=fields, limit=limit, sort=sort, cursor=cursor, count=count, asOf=as_of)
     body.update(in_url)
     text = body["query"]
-    # A bad cursor's problem points at where the cursor came from: `query:cursor` or `/cursor`.
-    cursor_pointer = "query:cursor" if "cursor" in in_url else "/cursor"
+
+    # A problem points at where its member came from: the URL (`query:cursor`) or the body (`/cursor`).
+    def pointer(name: str) -> str:
+        return listing.in_url(name) if name in in_url else listing.in_body(name)
+
     prepared = listing.prepare_query(
         ctx.metamodel,
         ctx.actor,
         text,
         sort=body.get("sort"),
         fields=body.get("fields"),
-        cursor=ctx.services.cursors.open(MASSDATA, body.get("cursor"), cursor_pointer),
+        cursor=ctx.services.cursors.open(MASSDATA, body.get("cursor"), pointer("cursor")),
         limits=QueryLimits.from_settings(ctx.settings),
+        pointer_of=pointer,
     )
-    revision = _revision(ctx, body.get("asOf"))
+    revision = _revision(ctx, body.get("asOf"), pointer("asOf"))
     if _wants_ndjson(request):
         return _stream(ctx, prepared, revision)
-    page = _page(ctx, prepared, revision, _limit(ctx, body.get("limit")), bool(body.get("count")))
+    limit = _limit(ctx, body.get("limit"), pointer("limit"))
+    page = _page(ctx, prepared, revision, limit, bool(body.get("count")))
     answer: dict[str, Any] = {
         "query": text,
         "type": prepared.type_def.name,
