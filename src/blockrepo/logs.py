@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import select
+import threading
 import time
 from contextvars import ContextVar
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 import orjson
 
@@ -42,7 +44,9 @@ class TextFormatter(logging.Formatter):
     """`2026-11-28T21:50:00.123Z INFO blockrepo.access [request id] message key=value …`."""
 
     def format(self, record: logging.LogRecord) -> str:
-        extra = " ".join(f"{key}={value}" for key, value in vars(record).items() if key not in _RECORD_FIELDS)
+        extra = ""
+        if record.__dict__.keys() - _RECORD_FIELDS:  # most records have no extra field: a set operation
+            extra = " ".join(f"{k}={v}" for k, v in vars(record).items() if k not in _RECORD_FIELDS)
         line = (
             f"{_timestamp(record.created)} {record.levelname} {record.name} "
             f"[{getattr(record, 'request_id', '-')}] {record.getMessage()}"
@@ -74,6 +78,73 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(entry, default=str).decode()
 
 
+class BatchingStreamHandler(logging.StreamHandler[IO[str]]):
+    """A stream handler that gathers lines and writes them together: at most every `FLUSH_SECONDS` (from a
+    thread of its own), at once for a warning or worse, and in writes of whole lines of at most
+    `PIPE_BUF` bytes.
+
+    Writing and flushing every line, as `logging.StreamHandler` does, is a system call per request for
+    the access log: on the hot path a large share of the line's cost (bench/README.md). Writes of whole
+    lines within `PIPE_BUF` are atomic on a pipe, so the workers of one server, sharing its standard
+    error, never tear each other's lines. A line waits at most `FLUSH_SECONDS`; closing the handler (at
+    exit, `logging.shutdown`) writes the rest."""
+
+    FLUSH_SECONDS = 0.2
+
+    def __init__(self, stream: IO[str]) -> None:
+        super().__init__(stream)
+        self._lines: list[str] = []
+        self._size = 0  # bytes of the gathered lines, in UTF-8
+        self._closing = threading.Event()
+        self._flusher: threading.Thread | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        # Called by `Handler.handle` with the handler's lock held.
+        try:
+            line = self.format(record) + self.terminator
+            size = len(line) if line.isascii() else len(line.encode())
+            if self._size + size > select.PIPE_BUF:
+                self._write_gathered()
+            self._lines.append(line)
+            self._size += size
+            if record.levelno >= logging.WARNING:
+                self._write_gathered()
+            elif self._flusher is None:
+                self._flusher = threading.Thread(
+                    target=self._flush_periodically, name="log-flush", daemon=True
+                )
+                self._flusher.start()
+        except RecursionError:
+            raise
+        except Exception:
+            self.handleError(record)
+
+    def _write_gathered(self) -> None:
+        if self._lines:
+            self.stream.write("".join(self._lines))
+            self._lines.clear()
+            self._size = 0
+        if self.stream and hasattr(self.stream, "flush"):
+            self.stream.flush()
+
+    def _flush_periodically(self) -> None:
+        while not self._closing.wait(self.FLUSH_SECONDS):
+            if self._lines:
+                self.flush()
+
+    def flush(self) -> None:
+        self.acquire()
+        try:
+            self._write_gathered()
+        finally:
+            self.release()
+
+    def close(self) -> None:
+        self._closing.set()
+        self.flush()
+        super().close()
+
+
 def logging_config(level: str, log_format: LogFormat) -> dict[str, Any]:
     """The `logging.config.dictConfig` of a serving process (uvicorn applies it in every worker)."""
     formatter = JsonFormatter if log_format == "json" else TextFormatter
@@ -84,7 +155,7 @@ def logging_config(level: str, log_format: LogFormat) -> dict[str, Any]:
         "formatters": {"line": {"()": formatter}},
         "handlers": {
             "stderr": {
-                "class": "logging.StreamHandler",
+                "()": BatchingStreamHandler,
                 "stream": "ext://sys.stderr",
                 "formatter": "line",
                 "filters": ["request_id"],

@@ -230,7 +230,7 @@ def test_an_unknown_url_parameter_is_still_refused(client: TestClient, processes
     assert sorted(e["pointer"] for e in problem["errors"]) == ["query:asof", "query:total"]
 
 
-BAD_MEMBERS: dict[str, Any] = {
+POINTED_MEMBERS: dict[str, Any] = {
     "sort": "-nothing",
     "fields": "nothing",
     "cursor": "not-a-cursor",
@@ -239,11 +239,11 @@ BAD_MEMBERS: dict[str, Any] = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(BAD_MEMBERS))
+@pytest.mark.parametrize("name", sorted(POINTED_MEMBERS))
 def test_a_problem_points_where_the_member_was_given(client: TestClient, name: str) -> None:
     """`query:<name>` for a URL parameter, the JSON pointer `/<name>` for a body member, whichever the
     member; the list's URL parameters point so too."""
-    raw = BAD_MEMBERS[name]
+    raw = POINTED_MEMBERS[name]
     in_body = orjson.loads(raw) if name in ("asOf", "limit") else raw
     if name == "fields":
         in_body = [raw]

@@ -88,14 +88,15 @@ def _log_access(scope: Scope, template: str, status: int, seconds: float) -> Non
     milliseconds = round(seconds * 1000, 2)
     # Still percent-encoded: a path cannot break the line or forge another.
     path = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
-    access_log.info(
+    # Made and handled directly: `Logger.info` would also look up the caller's frame, which no line shows.
+    record = access_log.makeRecord(
+        access_log.name,
+        logging.INFO,
+        __file__,
+        0,
         "%s %s %s %.2fms user=%s route=%s",
-        method,
-        path,
-        status,
-        milliseconds,
-        login,
-        template,
+        (method, path, status, milliseconds, login, template),
+        None,
         extra={
             "fields": {
                 "method": method,
@@ -108,3 +109,4 @@ def _log_access(scope: Scope, template: str, status: int, seconds: float) -> Non
             }
         },
     )
+    access_log.handle(record)
