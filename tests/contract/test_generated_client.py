@@ -22,6 +22,7 @@ PACKAGE = "blockrepo_client"
 GENERATOR_CONFIG = """\
 content_type_overrides:
   application/vnd.openxmlformats-officedocument.spreadsheetml.sheet: application/octet-stream
+  application/gzip: application/octet-stream
   text/plain: application/octet-stream
 post_hooks: []
 """

@@ -34,6 +34,7 @@ FEATURE_PACKAGES = (
     "access",
     "administration",
     "auth",
+    "backup",
     "elements",
     "history",
     "massdata",

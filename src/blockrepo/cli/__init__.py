@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from blockrepo import __version__
-from blockrepo.cli import repository, serve, transfer, users
+from blockrepo.cli import backup, repository, serve, transfer, users
 
 app = typer.Typer(
     name="blockrepo",
@@ -37,6 +37,7 @@ def _options(
 serve.register(app)
 repository.register(app)
 transfer.register(app)
+backup.register(app)
 app.add_typer(users.app, name="user")
 
 

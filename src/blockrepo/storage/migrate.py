@@ -23,8 +23,9 @@ def alembic_config(connection: Connection | None = None) -> Config:
     return config
 
 
-def upgrade(engine: Engine) -> None:
-    """Run every pending migration; a no-op on an up-to-date database."""
+def upgrade(engine: Engine, target: str = "head") -> None:
+    """Run every pending migration up to `target` (a restore stops at the schema its backup was taken at);
+    a no-op on an up-to-date database."""
     with engine.connect() as connection:
         sqlite = connection.dialect.name == "sqlite"
         if connection.dialect.name == "postgresql":
@@ -34,7 +35,7 @@ def upgrade(engine: Engine) -> None:
             # Table rebuilds (batch migrations) drop the old table: with foreign keys on, that would cascade.
             _sqlite_foreign_keys(connection, enabled=False)
         try:
-            command.upgrade(alembic_config(connection), "head")
+            command.upgrade(alembic_config(connection), target)
             if sqlite and connection.exec_driver_sql("PRAGMA foreign_key_check").first() is not None:
                 raise RuntimeError("a migration left rows that break a foreign key; nothing was changed")
             connection.commit()
@@ -51,6 +52,29 @@ def upgrade(engine: Engine) -> None:
 def _newest_revisions() -> frozenset[str]:
     # The migration scripts ship with the code: read once per process.
     return frozenset(ScriptDirectory.from_config(alembic_config()).get_heads())
+
+
+@cache
+def _shipped_revisions() -> frozenset[str]:
+    return frozenset(
+        script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()
+    )
+
+
+def is_ancestor(older: str, newer: str) -> bool:
+    """Whether upgrading a schema at migration `older` passes through (or stops at) `newer`."""
+    scripts = ScriptDirectory.from_config(alembic_config())
+    return older in {script.revision for script in scripts.walk_revisions(base="base", head=newer)}
+
+
+def schema_revision(connection: Connection) -> str | None:
+    """The migration the database's schema is at; None for a database without the schema."""
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def known_revision(revision: str) -> bool:
+    """Whether `revision` names a migration this code ships."""
+    return revision in _shipped_revisions()
 
 
 def schema_at_head(connection: Connection) -> bool:

@@ -103,4 +103,5 @@ TAG_DESCRIPTIONS: dict[str, str] = {
     "webhooks": "Subscriptions that deliver the committed changes to a receiver: in order, batched, "
     "signed per Standard Webhooks, masked by the owner's rights, retried until a 2xx, with a delivery log "
     "and replay.",
+    "operations": "The whole repository as one backup file, for supervisors (`blockrepo restore` reads it).",
 }
