@@ -1217,7 +1217,7 @@ CASES = [
             "expiresAt": (dt.datetime.now(dt.UTC) + dt.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
         },
     ),
-    Case("operations", "back up the repository", "GET", fixed("/api/backup"), ADMIN_ONLY_READ, check=check_backup),
+    Case("operations", "back up", "GET", fixed("/api/backup"), ADMIN_ONLY_READ, check=check_backup),
     Case("tokens", "list one's tokens", "GET", fixed("/api/tokens"), READ_ALL, check=check_own_tokens),
     Case("tokens", "list every account's tokens", "GET", fixed("/api/tokens?everyone=true"), ADMIN_ONLY_READ),
     Case("tokens", "read one's token", "GET", of("/api/tokens/{token_me}"), READ_ALL),

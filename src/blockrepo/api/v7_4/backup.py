@@ -27,9 +27,9 @@ CHUNK_BYTES = 1 << 16
     "`blockrepo restore` reads (gzip-compressed JSON lines): metamodel, elements, relations, the whole "
     "history with its revisions, users with their password hashes, roles and permissions, API tokens (as "
     "keyed hashes), webhooks and the server secret; not sessions. Supervisors only (a supervisor's token "
-    "counts only without restrictions: a nightly job can use one): the file holds secrets, so keep it as safe as the database. The snapshot is written "
-    "to a temporary file before the first byte is sent, so a slow download holds no snapshot open. Not "
-    "part of LUY 7.4 (API.md section 11).",
+    "counts only without restrictions: a nightly job can use one): the file holds secrets, so keep it as "
+    "safe as the database. The snapshot is written to a temporary file before the first byte is sent, "
+    "so a slow download holds no snapshot open. Not part of LUY 7.4 (API.md section 11).",
     response_class=StreamingResponse,
     responses={
         200: {
