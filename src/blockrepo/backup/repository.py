@@ -148,16 +148,8 @@ def id_counters(connection: Connection, stored_tables: Sequence[StoredTable]) ->
     a deleted user or element had (which signed cookies and history name) is never handed out again."""
     counters: dict[str, int] = {}
     if connection.dialect.name == "postgresql":
-        for table in (stored.table for stored in stored_tables):
-            column = _serial_column(table)
-            if column is None:
-                continue
-            sequence = connection.execute(
-                text("SELECT pg_get_serial_sequence(:table, :column)"),
-                {"table": _quoted(connection, table.name), "column": column},
-            ).scalar_one()
-            if sequence is not None:
-                counters[str(table.name)] = _sequence_used(connection, sequence)
+        for table, _, sequence in _serial_sequences(connection, stored_tables):
+            counters[str(table.name)] = _sequence_used(connection, sequence)
         counters[REVISION_COUNTER] = _sequence_used(connection, "revision_id_seq")
         return counters
     has_sequences = connection.exec_driver_sql(
@@ -224,16 +216,7 @@ def restore_counters(
     )
     tables = [stored.table for stored in stored_tables]
     if connection.dialect.name == "postgresql":
-        for table in tables:
-            column = _serial_column(table)
-            if column is None:
-                continue
-            sequence = connection.execute(
-                text("SELECT pg_get_serial_sequence(:table, :column)"),
-                {"table": _quoted(connection, table.name), "column": column},
-            ).scalar_one()
-            if sequence is None:
-                continue
+        for table, column, sequence in _serial_sequences(connection, stored_tables):
             highest = connection.execute(select(func.coalesce(func.max(table.c[column]), 0))).scalar_one()
             _set_sequence(connection, sequence, max(int(highest), counters.get(table.name, 0)))
         _set_sequence(connection, "revision_id_seq", newest_revision)
@@ -246,10 +229,10 @@ def restore_counters(
         )
     }
     for table in tables:
-        column = _serial_column(table)
-        if table.name not in autoincrement or column is None:
+        serial = _serial_column(table)
+        if table.name not in autoincrement or serial is None:
             continue
-        highest = connection.execute(select(func.coalesce(func.max(table.c[column]), 0))).scalar_one()
+        highest = connection.execute(select(func.coalesce(func.max(table.c[serial]), 0))).scalar_one()
         used = max(int(highest), counters.get(table.name, 0))
         # sqlite_sequence has no key: one row a table, made by the first insert (absent for an empty table).
         changed = connection.execute(
@@ -262,6 +245,22 @@ def restore_counters(
                 {"used": used, "table": table.name},
             )
     return newest_revision
+
+
+def _serial_sequences(
+    connection: Connection, stored_tables: Sequence[StoredTable]
+) -> Iterator[tuple[Table, str, str]]:
+    """PostgreSQL: each table whose id column a sequence fills, with that column and sequence."""
+    for table in (stored.table for stored in stored_tables):
+        column = _serial_column(table)
+        if column is None:
+            continue
+        sequence = connection.execute(
+            text("SELECT pg_get_serial_sequence(:table, :column)"),
+            {"table": _quoted(connection, table.name), "column": column},
+        ).scalar_one()
+        if sequence is not None:
+            yield table, column, str(sequence)
 
 
 def _serial_column(table: Table) -> str | None:
