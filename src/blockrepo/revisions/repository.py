@@ -4,6 +4,7 @@ a claim), its change rows, and the committed horizon that readers of history sto
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -227,3 +228,23 @@ def insert_former_names(
             for attribute_id, name, group_id in former_names
         ],
     )
+
+
+def revision_mark(db: Session, revision: int) -> str | None:
+    """What tells revision `revision` of this repository's history from any other repository's: a hash of
+    its number, time and request id (None: no such revision). An export carries the mark of the revision
+    it was taken at; a database with the same mark there shares that history (the same repository, or a
+    restored copy of it), so the ids in the export name its elements. A copy that went its own way since
+    hands out the same numbers to other writes, with other marks. The newest revision at or below
+    `revision` is the one marked (on PostgreSQL a number can belong to a write that rolled back)."""
+    row = db.execute(
+        select(Revision.id, Revision.created_at, Revision.request_id)
+        .where(Revision.id <= revision)
+        .order_by(Revision.id.desc())
+        .limit(1)
+    ).first()
+    if row is None:
+        return None
+    moment = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=dt.UTC)
+    text = f"{row.id}|{moment.astimezone(dt.UTC).isoformat()}|{row.request_id}"
+    return hashlib.sha256(text.encode()).hexdigest()[:32]

@@ -26,6 +26,13 @@ class Document:
     # UNREAD (JSON import): the importer's survey of the names then parses no record again
     names: dict[str, list[Any]] = field(default_factory=dict)
     users: list[Any] = field(default_factory=list)  # {"login", "firstName", "lastName"} that values name
+    # The revision the file was exported at and its mark (`revisions.repository.revision_mark`): where
+    # this repository's revision has that mark, records' ids name the elements they describe (a renamed
+    # element stays the same element); elsewhere names decide.
+    revision: int | None = None
+    revision_mark: str | None = None
+    # type name -> each record's `id` member as the scanner read it (JSON import), like `names`
+    ids: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def _bad(pointer: str, message: str) -> BadRequest:
@@ -86,6 +93,7 @@ class _Splitter:
         self.check_nul = check_nul
         self.nul_pointers: list[str] = []
         self.names: dict[str, list[Any]] = {}  # type name -> `records`' names
+        self.ids: dict[str, list[Any]] = {}  # type name -> `records`' ids
         # A decoded piece of the body (`record_end`), the byte its first character starts at, and how many
         # more bytes than characters the records read from it so far took (their non-ASCII characters).
         self.window: str | None = None
@@ -196,9 +204,9 @@ class _Splitter:
                 return
             self.expect(",")
 
-    def record_end(self, start: int) -> tuple[int, Any] | None:
-        """Where the object at `start` ends and its `name` member (None if it has none), found and checked
-        by the scanner on a decoded window of the body, whose end one C call finds, rather than by
+    def record_end(self, start: int) -> tuple[int, tuple[Any, Any]] | None:
+        """Where the object at `start` ends and its `name` and `id` members (None where it has none), found
+        and checked by the scanner on a decoded window of the body, whose end one C call finds, rather than by
         `value_text`, which walks its brackets in Python and decodes it alone; None where that does not
         tell (`value_text` then reports the problem)."""
         for fresh in (False, True):
@@ -223,16 +231,17 @@ class _Splitter:
             record = text[at:end]
             size = len(record) if record.isascii() else len(record.encode())
             self.window_shift += size - len(record)
-            return start + size, value.get("name")
+            return start + size, (value.get("name"), value.get("id"))
         return None
 
-    def records(self, pointer: str) -> tuple[list[memoryview], list[Any]]:
-        """The JSON texts of an array's items (after its `[`), as views of the body, and the `name` of each
-        as `record_end` read it (UNREAD where it did not)."""
+    def records(self, pointer: str) -> tuple[list[memoryview], list[Any], list[Any]]:
+        """The JSON texts of an array's items (after its `[`), as views of the body, and the `name` and
+        `id` of each as `record_end` read them (UNREAD where it did not)."""
         records: list[memoryview] = []
         names: list[Any] = []
+        ids: list[Any] = []
         if self.next_is("]"):
-            return records, names
+            return records, names, ids
         check_nul, body = self.check_nul, self.body
         self.window = None  # the keys read since the last array are not counted in `window_shift`
         while True:
@@ -241,10 +250,12 @@ class _Splitter:
             # A record is an object; a file with escaped NULs goes the way that finds where they are.
             found = None if check_nul or start >= len(body) or body[start] != 0x7B else self.record_end(start)
             if found is not None:
-                self.at, name = found
+                self.at, (name, element_id) = found
                 names.append(name)
+                ids.append(element_id)
             else:
                 names.append(UNREAD)
+                ids.append(UNREAD)
                 self.window = None  # what `value_text` reads is not counted in `window_shift`
                 start, text = self.value_text()
                 if check_nul and _ESCAPED_NUL in text:
@@ -252,7 +263,7 @@ class _Splitter:
                 del text
             records.append(body[start : self.at])
             if self.next_is("]"):
-                return records, names
+                return records, names, ids
             self.expect(",")
 
     def value_at(self, text: str, pointer: str) -> None:
@@ -264,7 +275,7 @@ class _Splitter:
 
     def document(self) -> dict[str, Any] | None:
         """The outer object, its `elements`' arrays as lists of record texts; None if it is no object.
-        The names `records` read go to `self.names`."""
+        The names and ids `records` read go to `self.names` and `self.ids`."""
         if not self.next_is("{"):
             self.value("")
             self.end()
@@ -277,7 +288,7 @@ class _Splitter:
                 for type_name in self.members(pointer):
                     where = _member(pointer, type_name)
                     if self.next_is("["):
-                        elements[type_name], self.names[type_name] = self.records(where)
+                        elements[type_name], self.names[type_name], self.ids[type_name] = self.records(where)
                     else:
                         elements[type_name] = self.value(where)
                 body[key] = elements
@@ -314,4 +325,13 @@ def parse_json_document(raw: bytes | bytearray) -> Document:
     users = body.get("users", [])
     if not isinstance(users, list):
         raise _bad("/users", "users must be an array")
-    return Document(metamodel=metamodel, elements=elements, users=users, names=splitter.names)
+    revision, mark = body.get("revision"), body.get("revisionMark")
+    return Document(
+        metamodel=metamodel,
+        elements=elements,
+        users=users,
+        names=splitter.names,
+        revision=revision if isinstance(revision, int) and not isinstance(revision, bool) else None,
+        revision_mark=mark if isinstance(mark, str) else None,
+        ids=splitter.ids,
+    )

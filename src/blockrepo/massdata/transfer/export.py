@@ -19,6 +19,7 @@ from blockrepo.elements.service import ElementReader
 from blockrepo.history.repository import current_revision
 from blockrepo.massdata.listing import begin_snapshot
 from blockrepo.massdata.transfer.plan import FORMAT, FORMAT_VERSION, ExportPlan, TypePlan, metamodel_section
+from blockrepo.revisions.repository import revision_mark
 
 EXPORT_BATCH = 1000
 Progress = Callable[[str, int], None]  # (type name, records done so far in it)
@@ -90,11 +91,15 @@ def users_section(db: Session, logins: set[str]) -> list[dict[str, str]]:
 def json_chunks(db: Session, plan: ExportPlan, progress: Progress | None = None) -> Iterator[bytes]:
     """The export document as JSON, in pieces: a header, the metamodel, each type's records (one per line,
     so that two exports diff well), then the users that responsibility values name."""
+    revision = current_revision(db)
     header = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
         "apiVersion": API_VERSION,
-        "revision": current_revision(db),
+        "revision": revision,
+        # Whose ids the records carry: imported where this revision has this mark, an id says which
+        # element a record describes (`revisions.repository.revision_mark`).
+        "revisionMark": revision_mark(db, revision),
     }
     logins: set[str] = set()
     yield (

@@ -49,6 +49,7 @@ from blockrepo.massdata.transfer.document import UNREAD, Document, record_of
 from blockrepo.massdata.transfer.metamodel_sync import apply_metamodel
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
 from blockrepo.revisions.recorder import ChangeLog
+from blockrepo.revisions.repository import revision_mark
 from blockrepo.storage.write_pipeline import pipelined
 
 MODES = ("additive", "cud")
@@ -100,14 +101,17 @@ class _Problems:
 @dataclass
 class _TypeImport:
     """The records of one type (a JSON import: their text, each let go once its chunk has read it), the
-    file's names of the type (name -> the index of the record that has it), the stored elements they
-    match by name and, in cud mode, the stored elements the file lacks."""
+    file's names of the type (name -> the index of the record that has it), the stored element each
+    record describes (record index -> id: by its id where the file is this repository's own export, else
+    by name), the old names of the elements the file renames (id -> name) and, in cud mode, the stored
+    elements the file lacks."""
 
     type_def: BlockTypeDef
     records: list[Any] = field(default_factory=list)
     builder: _BodyBuilder | None = None
     names: dict[str, int] = field(default_factory=dict)
-    owners: dict[str, int] = field(default_factory=dict)
+    owners: dict[int, int] = field(default_factory=dict)
+    renamed: dict[int, str] = field(default_factory=dict)
     doomed: list[int] = field(default_factory=list)
 
     @property
@@ -143,7 +147,7 @@ class _TypeImport:
             if body is None:
                 continue
             body["name"] = [name]  # normalised, as it is matched against the stored names
-            item = WriteItem(index, body, self.owners.get(name))
+            item = WriteItem(index, body, self.owners.get(index))
             items.append(item)
             if item.element_id is None:
                 continue
@@ -264,15 +268,35 @@ def import_document(
     writer = Writer(db, metamodel, actor, changes)
     run = _ImportRun(writer, mode)
     total = sum(len(records) for records in document.elements.values())
+    own_ids = (
+        document.revision is not None
+        and document.revision_mark is not None
+        and revision_mark(db, document.revision) == document.revision_mark
+    )
     imports = [
-        _survey(writer, type_name, records, document.names.get(type_name), mode, run.problems)
+        _survey(
+            writer,
+            type_name,
+            records,
+            document.names.get(type_name),
+            document.ids.get(type_name) if own_ids else None,
+            mode,
+            run.problems,
+            own_ids=own_ids,
+        )
         for type_name, records in document.elements.items()
     ]
     for type_import in imports:
-        run.unwritten[type_import.type_def.id] = {
-            name for name in type_import.names if name not in type_import.owners
+        type_id = type_import.type_def.id
+        run.unwritten[type_id] = {
+            name for name, index in type_import.names.items() if index not in type_import.owners
         }
         run.doomed.update(type_import.doomed)
+        # A reference by an element's old name (the file's other rows still name it so after a rename in
+        # a spreadsheet) is to the renamed element, unless the file gives the name to another record.
+        for element_id, old_name in type_import.renamed.items():
+            if old_name not in type_import.names:
+                writer.known_names[(type_id, old_name)] = element_id
     done = 0
     # One pipeline for every chunk (SQLite): a chunk's rows and history go in while the next chunk is
     # parsed; a read of the next chunk's validation (the names already taken) waits for them, so no more
@@ -512,13 +536,21 @@ def _survey(
     type_name: str,
     records: list[Any],
     read_names: list[Any] | None,
+    read_ids: list[Any] | None,
     mode: str,
     problems: _Problems,
+    *,
+    own_ids: bool,
 ) -> _TypeImport:
-    """The records of one type read for their names (`read_names`: those the document's reader read, else
-    the record is parsed here, and it is parsed again when its chunk is written): the file's names, the
-    stored elements they match and, in cud mode, the stored elements the file lacks (403 for the whole
-    type when the caller lacks a right the import needs). A record found malformed here is let go."""
+    """The records of one type read for their names and, where the file is this repository's own export
+    (`own_ids`), their ids (`read_names`/`read_ids`: those the document's reader read, else the record is
+    parsed here, and it is parsed again when its chunk is written): the file's names, the stored elements
+    the records describe and, in cud mode, the stored elements the file lacks (403 for the whole type
+    when the caller lacks a right the import needs). A record found malformed here is let go.
+
+    A record whose id is a stored element of the type describes that element, whatever its name (a rename
+    is a rename, history and incoming relations kept); the others are matched by name, among the elements
+    no id claimed. An id of an element since deleted, or of another type, counts for nothing."""
     type_def = writer.metamodel.type_named(type_name)
     where = f"/elements/{type_name}"
     if type_def is None:
@@ -531,6 +563,7 @@ def _survey(
         raise Forbidden(f"importing {type_name} needs {', '.join(missing)} on it")
     result = _TypeImport(type_def, records, _BodyBuilder(writer.actor, type_def, problems))
     names = result.names
+    given_ids: dict[int, Any] = {}  # record index -> the id it gives
     for index, record in enumerate(records):
         if read_names is not None and (given := read_names[index]) is not UNREAD:
             try:
@@ -540,6 +573,8 @@ def _survey(
             else:
                 if name not in names:
                     names[name] = index
+                    if own_ids and read_ids is not None:
+                        given_ids[index] = read_ids[index]
                     continue
         # The record parsed here: its name was not read, or there is a problem to report.
         try:
@@ -560,14 +595,48 @@ def _survey(
             problems.add(f"{where}/{index}/name", "duplicate", f"record {names[name]} has this name already")
             continue
         names[name] = index
+        if own_ids:
+            given_ids[index] = raw.get("id")
+    _match_by_id(writer.db, result, given_ids)
+    claimed = set(result.owners.values())
     if mode == "cud":
         stored = repository.placement_by_name(writer.db, type_def.id)
-        result.owners = {name: element_id for name, (element_id, _, _) in stored.items() if name in names}
-        gone = {element_id: parent for name, (element_id, parent, _) in stored.items() if name not in names}
+        for name, (element_id, _, _) in stored.items():
+            matched = names.get(name)
+            if matched is not None and matched not in result.owners and element_id not in claimed:
+                result.owners[matched] = element_id
+        kept = set(result.owners.values())
+        gone = {element_id: parent for element_id, parent, _ in stored.values() if element_id not in kept}
         result.doomed = _parents_first(gone)
     else:
-        result.owners = repository.ids_by_name(writer.db, type_def.id, names)
+        unmatched = [name for name, index in names.items() if index not in result.owners]
+        for name, element_id in repository.ids_by_name(writer.db, type_def.id, unmatched).items():
+            if element_id not in claimed:
+                result.owners[names[name]] = element_id
     return result
+
+
+def _match_by_id(db: Session, result: _TypeImport, given_ids: dict[int, Any]) -> None:
+    """The records whose id names a stored element of their type describe it (`result.owners`), and those
+    that give it a new name rename it (`result.renamed`); each element is claimed by one record."""
+    wanted = {
+        index: element_id
+        for index, element_id in given_ids.items()
+        if isinstance(element_id, int) and not isinstance(element_id, bool)
+    }
+    if not wanted:
+        return
+    stored = repository.find_by_ids(db, wanted.values())
+    name_of = {index: name for name, index in result.names.items()}
+    claimed: set[int] = set()
+    for index, element_id in sorted(wanted.items()):
+        found = stored.get(element_id)
+        if found is None or found[0] != result.type_def.id or element_id in claimed:
+            continue
+        claimed.add(element_id)
+        result.owners[index] = element_id
+        if found[1] != name_of[index]:
+            result.renamed[element_id] = found[1]
 
 
 def _record_where(where: str, index: int) -> str:

@@ -41,8 +41,11 @@ from blockrepo.massdata.transfer.plan import (
     metamodel_section,
 )
 from blockrepo.massdata.transfer.xlsx_limits import XlsxLimits, check_workbook
+from blockrepo.revisions.repository import revision_mark
 
 INDEX_SHEET = "_index"
+# The `_index` row with the mark of the revision the export was taken at: whose ids the id columns hold.
+MARK_ROW = "(revisionMark)"
 USERS_SHEET = "_users"
 USER_COLUMNS = ("login", "firstName", "lastName")
 METAMODEL_SHEETS = {
@@ -243,6 +246,9 @@ def write_workbook(
     index = workbook.create_sheet(INDEX_SHEET)
     index.append([text_cell(index, c) for c in ("sheet", "kind", "name")])
     index.append([text_cell(index, "(export)"), text_cell(index, FORMAT), f"{FORMAT_VERSION}/{revision}"])
+    mark = revision_mark(db, revision)
+    if mark:
+        index.append([text_cell(index, MARK_ROW), text_cell(index, "revisionMark"), text_cell(index, mark)])
     for title, kind, name in titles.index:
         index.append([text_cell(index, title), text_cell(index, kind), text_cell(index, name)])
     workbook.save(target)
@@ -355,9 +361,15 @@ def _read(workbook: Any) -> Document:
     multiple = {a["name"]: bool(a.get("multiple")) for a in metamodel.get("attributes", [])}
     elements: dict[str, list[dict[str, Any]]] = {}
     relation_sheets: list[tuple[str, str]] = []
+    revision: int | None = None
+    mark: str | None = None
     for row in index_rows:
         title, kind, name = [*row, None, None, None][:3]
-        if kind == "type" and title in workbook.sheetnames:
+        if title == "(export)" and isinstance(name, str) and name.partition("/")[2].isdigit():
+            revision = int(name.partition("/")[2])
+        elif title == MARK_ROW and kind == "revisionMark" and isinstance(name, str):
+            mark = name
+        elif kind == "type" and title in workbook.sheetnames:
             elements[str(name)] = _read_type_sheet(
                 workbook[title], str(title), builtin_types.get(str(name), {}), value_types, multiple
             )
@@ -376,7 +388,9 @@ def _read(workbook: Any) -> Document:
             users.append(
                 {c: "" if v is None else _cell_text(v) for c, v in zip(USER_COLUMNS, values, strict=True)}
             )
-    return Document(metamodel=metamodel or None, elements=elements, users=users)
+    return Document(
+        metamodel=metamodel or None, elements=elements, users=users, revision=revision, revision_mark=mark
+    )
 
 
 def _read_type_sheet(

@@ -1,0 +1,124 @@
+"""A rename in an exported file is a rename: imported into the repository it came from (or a restored copy
+of it), a record's id names its element, so a new name keeps the element, its history and the relations
+that point at it, and the file's other rows may still name it by its old name. Imported anywhere else,
+the ids mean nothing and names decide, as before; an id of a deleted element or of another type counts
+for nothing either."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import orjson
+import pytest
+from fastapi import FastAPI
+from openpyxl import load_workbook
+from starlette.testclient import TestClient
+
+from blockrepo.demo import load_demo
+from blockrepo.settings import Settings
+from tests.api.massdata_landscape import empty_repository
+from tests.api.test_massdata_transfer import XLSX, element_count, export_json, import_file
+from tests.conftest import make_settings
+from tests.helpers import engine_of
+
+ERP = 128  # the demo's ERP (an information system that processes, domains and flows point at)
+
+
+@pytest.fixture
+def demo(app: FastAPI, settings: Settings) -> None:
+    assert load_demo(engine_of(app), make_settings(settings.database_url, demo_password="demo-pw-1")).loaded
+
+
+def _renamed(document: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    """The document with one information system's record renamed, every other row left naming it `old`."""
+    copy = orjson.loads(orjson.dumps(document))
+    for record in copy["elements"]["InformationSystem"]:
+        if record["name"] == old:
+            record["name"] = new
+    return copy
+
+
+def _pointing_at(client: TestClient, element_id: int) -> list[str]:
+    """The names of the business processes that list the element."""
+    body = client.get(f"/api/element/InformationSystem/{element_id}").json()
+    return sorted(entry["name"] for entry in body["businessProcesses"])
+
+
+@pytest.mark.parametrize("mode", ["additive", "cud"])
+def test_a_renamed_record_renames_its_element(
+    client: TestClient, demo: None, app: FastAPI, mode: str
+) -> None:
+    before = element_count(app)
+    processes = _pointing_at(client, ERP)
+    document = export_json(client)
+    assert document["revisionMark"]
+    response = import_file(client, orjson.dumps(_renamed(document, "ERP", "ERP (S/4HANA)")), mode=mode)
+    assert response.status_code == 200, response.text
+    assert response.json()["created"] == 0 and response.json()["deleted"] == 0
+    assert response.json()["updated"] >= 1
+    assert element_count(app) == before
+    element = client.get(f"/api/element/InformationSystem/{ERP}").json()
+    assert element["name"] == ["ERP (S/4HANA)"]
+    assert _pointing_at(client, ERP) == processes  # the relations that point at it stayed
+    history = client.get(f"/api/history/InformationSystem/{ERP}").json()["items"]
+    renames = [c for item in history for c in item["changes"] if c["property"] == "name" and c["old"]]
+    assert renames == [{"property": "name", "old": ["ERP"], "new": ["ERP (S/4HANA)"]}]
+
+
+def test_a_rename_in_the_workbook_is_a_rename(client: TestClient, demo: None, app: FastAPI) -> None:
+    before = element_count(app)
+    workbook = load_workbook(
+        io.BytesIO(client.get("/api/massdata/export", params={"format": "xlsx"}).content)
+    )
+    sheet = workbook["InformationSystem"]
+    header = [cell.value for cell in sheet[1]]
+    for row in sheet.iter_rows(min_row=2):
+        if row[header.index("name")].value == "ERP":
+            assert row[header.index("id")].value == ERP
+            row[header.index("name")].value = "ERP (S/4HANA)"
+    edited = io.BytesIO()
+    workbook.save(edited)
+    response = import_file(client, edited.getvalue(), XLSX)
+    assert response.status_code == 200, response.text
+    assert response.json()["created"] == 0
+    assert element_count(app) == before
+    assert client.get(f"/api/element/InformationSystem/{ERP}").json()["name"] == ["ERP (S/4HANA)"]
+
+
+def test_an_unchanged_export_still_writes_nothing(client: TestClient, demo: None) -> None:
+    document = export_json(client)
+    response = import_file(client, orjson.dumps(document), mode="cud")
+    assert response.json() == {"created": 0, "updated": 0, "deleted": 0, "failed": 0, "errors": []}
+
+
+def test_ids_of_another_repository_count_for_nothing(
+    client: TestClient, demo: None, template_database: str, tmp_path: Any
+) -> None:
+    """A copy of the same template that went its own way hands out the same ids to other elements: the
+    mark of the export's revision differs there, so the renamed record is matched by name (and created)."""
+    document = _renamed(export_json(client), "ERP", "ERP (S/4HANA)")
+    with empty_repository(template_database, tmp_path) as (_, other):
+        first = _renamed(export_json(client), "ERP (S/4HANA)", "ERP")  # the unrenamed file
+        assert import_file(other, orjson.dumps(first)).status_code == 200
+        response = import_file(other, orjson.dumps(document))
+        assert response.status_code == 200, response.text
+        assert response.json()["created"] == 1  # a new element: its id here belongs to another
+        names = [e["name"][0] for e in other.get("/api/massdata/InformationSystem?limit=500").json()["items"]]
+        assert "ERP" in names and "ERP (S/4HANA)" in names
+
+
+def test_a_forged_or_stale_id_counts_for_nothing(client: TestClient, demo: None, app: FastAPI) -> None:
+    """An id of another type's element, or of a deleted one, does not make the record describe it."""
+    document = export_json(client)
+    process = document["elements"]["BusinessProcess"][0]
+    doomed = client.post("/api/element/InformationSystem", json={"name": ["Short-lived"]}).json()["id"][0]
+    assert client.delete(f"/api/element/InformationSystem/{doomed}").status_code == 204
+    document = export_json(client)  # a mark of the newest revision
+    records = document["elements"]["InformationSystem"]
+    records.append({"id": process["id"], "name": "Named like nothing else"})
+    records.append({"id": doomed, "name": "Back from the dead"})
+    response = import_file(client, orjson.dumps(document))
+    assert response.status_code == 200, response.text
+    assert response.json()["created"] == 2
+    assert client.get(f"/api/element/BusinessProcess/{process['id']}").json()["name"] == [process["name"]]
