@@ -33,14 +33,19 @@ from typing import Any, ClassVar
 
 @dataclass(frozen=True)
 class ErrorItem:
-    """One problem in a request, located by a JSON pointer into the body (or a parameter name)."""
+    """One problem in a request, located by a JSON pointer into the body (or a parameter name) and, in an
+    uploaded workbook, by its cell (`{"sheet", "row", "column", "header"}`, the row as Excel numbers it)."""
 
     pointer: str
     code: str
     message: str
+    cell: dict[str, Any] | None = None
 
-    def as_dict(self) -> dict[str, str]:
-        return {"pointer": self.pointer, "code": self.code, "message": self.message}
+    def as_dict(self) -> dict[str, Any]:
+        item: dict[str, Any] = {"pointer": self.pointer, "code": self.code, "message": self.message}
+        if self.cell is not None:
+            item["cell"] = self.cell
+        return item
 
 
 class BlockrepoError(Exception):

@@ -122,3 +122,77 @@ def test_a_forged_or_stale_id_counts_for_nothing(client: TestClient, demo: None,
     assert response.status_code == 200, response.text
     assert response.json()["created"] == 2
     assert client.get(f"/api/element/BusinessProcess/{process['id']}").json()["name"] == [process["name"]]
+
+
+def test_a_workbook_problem_names_its_sheet_row_and_column(
+    client: TestClient, demo: None, app: FastAPI
+) -> None:
+    """Problems of an uploaded workbook say where they are as Excel shows it, beside the JSON pointer;
+    nothing is imported."""
+    before = element_count(app)
+    workbook = load_workbook(
+        io.BytesIO(client.get("/api/massdata/export", params={"format": "xlsx"}).content)
+    )
+    sheet = workbook["InformationSystem"]
+    header = [cell.value for cell in sheet[1]]
+    criticality = header.index("Criticality")
+    sheet.cell(row=5, column=criticality + 1).value = "catastrophic"
+    sheet.insert_rows(3)  # a blank row: the rows below keep the numbers Excel shows
+    edited = io.BytesIO()
+    workbook.save(edited)
+    response = import_file(client, edited.getvalue(), XLSX)
+    assert response.status_code == 400
+    (problem,) = response.json()["errors"]
+    assert (
+        problem["pointer"].startswith("/elements/InformationSystem/") and "Criticality" in problem["pointer"]
+    )
+    letter = chr(ord("A") + criticality)
+    assert problem["cell"] == {
+        "sheet": "InformationSystem",
+        "row": 6,
+        "column": letter,
+        "header": "Criticality",
+    }
+    assert element_count(app) == before
+
+
+def test_a_dry_run_lists_each_row_it_would_create_update_or_delete(
+    client: TestClient, demo: None, app: FastAPI
+) -> None:
+    scratch = client.post("/api/element/InformationSystem", json={"name": ["Scratch"]}).json()["id"][0]
+    before = element_count(app)
+    exported = client.get("/api/massdata/export", params={"format": "xlsx"}).content
+    workbook = load_workbook(io.BytesIO(exported))
+    sheet = workbook["InformationSystem"]
+    header = [cell.value for cell in sheet[1]]
+    name_of = {sheet.cell(row=r, column=2).value: r for r in range(2, sheet.max_row + 1)}
+    sheet.cell(row=name_of["ERP"], column=header.index("description") + 1).value = "The one ERP"
+    sheet.cell(row=sheet.max_row + 1, column=2).value = "Data Lake"
+    new_row = sheet.max_row
+    sheet.delete_rows(name_of["Scratch"])  # below ERP: ERP keeps its row, the new one moves up
+    assert name_of["Scratch"] > name_of["ERP"]
+    edited = io.BytesIO()
+    workbook.save(edited)
+    response = client.post(
+        "/api/massdata/import",
+        content=edited.getvalue(),
+        headers={"Content-Type": XLSX},
+        params={"dryRun": "true", "mode": "cud"},
+    )
+    assert response.status_code == 200, response.text
+    report = response.json()
+    assert (report["created"], report["updated"], report["deleted"], report["dryRun"]) == (1, 1, 1, True)
+    by_action = {row["action"]: row for row in report["rows"]}
+    update = by_action["update"]
+    assert (update["type"], update["name"], update["id"]) == ("InformationSystem", "ERP", ERP)
+    assert update["cell"] == {"sheet": "InformationSystem", "row": name_of["ERP"]}
+    assert by_action["create"]["name"] == "Data Lake"
+    assert by_action["create"]["cell"] == {"sheet": "InformationSystem", "row": new_row - 1}
+    assert by_action["delete"] == {
+        "action": "delete",
+        "type": "InformationSystem",
+        "name": "Scratch",
+        "id": scratch,
+    }
+    assert len(report["rows"]) == 3  # the unchanged rows are not listed
+    assert element_count(app) == before  # a dry run

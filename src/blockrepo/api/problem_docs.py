@@ -27,6 +27,17 @@ PROBLEM_SCHEMA: dict[str, Any] = {
                     "pointer": {"type": "string", "description": "JSON pointer into the body, e.g. /Costs/0"},
                     "code": {"type": "string"},
                     "message": {"type": "string"},
+                    "cell": {
+                        "type": "object",
+                        "description": "in an uploaded xlsx workbook: where the problem is, the row as Excel "
+                        "numbers it",
+                        "properties": {
+                            "sheet": {"type": "string"},
+                            "row": {"type": "integer"},
+                            "column": {"type": "string", "example": "F"},
+                            "header": {"type": "string"},
+                        },
+                    },
                 },
             },
         },

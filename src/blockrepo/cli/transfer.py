@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from sqlalchemy.exc import DBAPIError
@@ -59,7 +60,14 @@ def _context(db: Session, login: str) -> tuple[Metamodel, Actor]:
 def _fail(error: BlockrepoError) -> typer.Exit:
     console.print(f"[red]{error.title}:[/red] {error.detail}")
     for item in error.errors[:20]:
-        console.print(f"  {item.pointer}: {item.message}")
+        cell = item.cell
+        where = (
+            f"sheet {cell['sheet']!r}, row {cell['row']}"
+            + (f", column {cell['column']} ({cell['header']})" if "column" in cell else "")
+            if cell
+            else item.pointer
+        )
+        console.print(f"  {escape(where)}: {escape(item.message)}")
     if len(error.errors) > 20:
         console.print(f"  … and {len(error.errors) - 20} more")
     return typer.Exit(1)
@@ -163,6 +171,7 @@ def import_command(
                     mode=mode,
                     hash_password=passwords.hash,
                     progress=advance,
+                    list_rows=dry_run,
                 )
             except BlockrepoError as exc:
                 db.rollback()
@@ -187,6 +196,19 @@ def import_command(
         table.add_column(column, justify="right")
     table.add_row(str(report.created), str(report.updated), str(report.deleted), str(report.failed))
     console.print(table)
+    if report.rows:
+        rows = Table(title="what the import would do")
+        for column in ("action", "type", "name", "where"):
+            rows.add_column(column)
+        for row in report.rows:
+            cell = row.get("cell")
+            where = f"{cell['sheet']} row {cell['row']}" if cell else f"record {row.get('record', '')}"
+            if row["action"] == "delete":
+                where = f"id {row['id']}"
+            rows.add_row(row["action"], row["type"], escape(row["name"]), escape(where))
+        console.print(rows)
+        if report.rows_left_out:
+            console.print(f"… and {report.rows_left_out:,} more rows")
 
 
 def register(app: typer.Typer) -> None:

@@ -53,7 +53,7 @@ def backup_repository(ctx: Annotated[RequestContext, Depends(read_context)]) -> 
     return StreamingResponse(
         _chunks(spool),
         media_type=MEDIA_TYPE,
-        headers={"Content-Disposition": f'attachment; filename="{name}"', "Cache-Control": "no-store"},
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
     )
 
 

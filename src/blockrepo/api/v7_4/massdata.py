@@ -386,6 +386,7 @@ def import_repository(
             document,
             mode=parse_mode(mode),
             hash_password=ctx.services.passwords.hash,
+            list_rows=dry_run,
         )
         report.dry_run = dry_run
         if not dry_run:

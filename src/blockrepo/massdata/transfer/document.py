@@ -33,6 +33,44 @@ class Document:
     revision_mark: str | None = None
     # type name -> each record's `id` member as the scanner read it (JSON import), like `names`
     ids: dict[str, list[Any]] = field(default_factory=dict)
+    # An xlsx import: where each record's values are in the workbook (`locate`)
+    cells: CellMap | None = None
+
+
+@dataclass
+class SheetCells:
+    """Where one type's records are in a workbook: the sheet, each record's row (as Excel numbers it) and
+    each column's letter by its header."""
+
+    sheet: str
+    rows: list[int] = field(default_factory=list)
+    columns: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (letter, header shown)
+
+
+@dataclass
+class CellMap:
+    """The cells of a workbook's records by type name, to name the cell of a problem found in a record."""
+
+    types: dict[str, SheetCells] = field(default_factory=dict)
+
+    def locate(self, pointer: str) -> dict[str, Any] | None:
+        """The cell of `pointer` (`/elements/<type>/<record>/<key>/…`): sheet, row, column and header;
+        the row alone for a problem of the whole record; None for a pointer outside the records."""
+        parts = pointer.split("/")
+        if len(parts) < 4 or parts[1] != "elements" or not parts[3].isdigit():
+            return None
+        sheet = self.types.get(_unescaped(parts[2]))
+        index = int(parts[3])
+        if sheet is None or index >= len(sheet.rows):
+            return None
+        cell: dict[str, Any] = {"sheet": sheet.sheet, "row": sheet.rows[index]}
+        if len(parts) > 4 and (column := sheet.columns.get(_unescaped(parts[4]))) is not None:
+            cell["column"], cell["header"] = column
+        return cell
+
+
+def _unescaped(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~")
 
 
 def _bad(pointer: str, message: str) -> BadRequest:

@@ -30,7 +30,7 @@ for ids.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -56,6 +56,7 @@ MODES = ("additive", "cud")
 # Records of one type validated and written together: an import holds one chunk's drafts at a time.
 IMPORT_CHUNK = 2000
 MAX_REPORTED_ERRORS = 1000
+MAX_LISTED_ROWS = 10_000  # rows a report lists (a dry run's): the counts cover them all
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 # Keys of an element body whose one value a record gives bare: the core's pointer to that value
 # (`/name/0`) is the record's pointer to the key.
@@ -70,6 +71,9 @@ class ImportReport:
     failed: int = 0
     errors: list[ErrorItem] = field(default_factory=list)
     dry_run: bool = False
+    # Asked for (a dry run): each record the import created, updated or deleted, at most MAX_LISTED_ROWS
+    rows: list[dict[str, Any]] | None = None
+    rows_left_out: int = 0
 
     def as_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -81,6 +85,10 @@ class ImportReport:
         }
         if self.dry_run:
             body["dryRun"] = True
+        if self.rows is not None:
+            body["rows"] = self.rows
+            if self.rows_left_out:
+                body["rowsLeftOut"] = self.rows_left_out
         return body
 
 
@@ -113,6 +121,7 @@ class _TypeImport:
     owners: dict[int, int] = field(default_factory=dict)
     renamed: dict[int, str] = field(default_factory=dict)
     doomed: list[int] = field(default_factory=list)
+    doomed_names: dict[int, str] = field(default_factory=dict)
 
     @property
     def where(self) -> str:
@@ -255,18 +264,22 @@ def import_document(
     mode: str = "additive",
     hash_password: Callable[[str], str],
     progress: Progress | None = None,
+    list_rows: bool = False,
 ) -> ImportReport:
     """Validate the whole document and write it, IMPORT_CHUNK records at a time; raises (400 with every
     problem, 403, 409) when anything is wrong, and the caller rolls back what earlier chunks wrote: the
     file is imported all or nothing. The caller commits; the document's elements are consumed.
     `hash_password` hashes the random passwords of accounts the file names and the repository lacks
-    (they are created disabled). Needs IMPORT, whoever calls (the API or `blockrepo import`)."""
+    (they are created disabled). With `list_rows` (a dry run) the report lists each record it created,
+    updated or deleted. Needs IMPORT, whoever calls (the API or `blockrepo import`)."""
     require_massdata(actor, "IMPORT")
     notify = progress or (lambda _phase, _done, _total: None)
     metamodel = apply_metamodel(db, actor, metamodel, changes, document.metamodel)
     user_admin.create_missing_users(db, actor, changes, document.users, hash_password)
     writer = Writer(db, metamodel, actor, changes)
     run = _ImportRun(writer, mode)
+    if list_rows:
+        run.written = []
     total = sum(len(records) for records in document.elements.values())
     own_ids = (
         document.revision is not None
@@ -309,6 +322,10 @@ def import_document(
                 notify("import", done, total)
     run.complete([(t.type_def, t.doomed) for t in imports if t.doomed])
     problems = run.problems
+    if document.cells is not None:
+        locate = document.cells.locate
+        problems.errors = [replace(e, cell=locate(e.pointer)) for e in problems.errors]
+        problems.forbidden = [replace(e, cell=locate(e.pointer)) for e in problems.forbidden]
     if problems.forbidden:
         raise Forbidden(
             "; ".join(f"{e.pointer}: {e.message}" for e in problems.forbidden[:5]),
@@ -328,6 +345,8 @@ def import_document(
         updated=len(run.updated & run.touched),
         deleted=sum(len(t.doomed) for t in imports),
     )
+    if run.written is not None:
+        report.rows, report.rows_left_out = _listed_rows(run, imports, document)
     if changes.records_changes:  # an import that changed nothing makes no revision
         changes.import_completed(
             [
@@ -359,6 +378,8 @@ class _ImportRun:
         self.created = 0
         self.updated: set[int] = set()  # stored elements the file's records update
         self.touched: set[int] = set()  # elements that changed, directly or as a neighbour
+        # Kept where the report lists its rows: (type, record index, name, element id, created) each.
+        self.written: list[tuple[str, int, str, int | None, bool]] | None = None
 
     @property
     def writing(self) -> bool:
@@ -393,6 +414,8 @@ class _ImportRun:
                 self.created += 1
             elif item.element_id is not None:
                 self.updated.add(item.element_id)
+            if self.written is not None:
+                self.written.append((type_def.name, item.index, name, item.written_id, item.creating))
             # The chunks after this one name its elements without a query (`resolve_references`).
             if item.written_id is not None:
                 known[(type_def.id, name)] = item.written_id
@@ -479,6 +502,39 @@ class _ImportRun:
             return False
         _empty_the_rest(type_import, items)
         return True
+
+
+def _listed_rows(
+    run: _ImportRun, imports: Sequence[_TypeImport], document: Document
+) -> tuple[list[dict[str, Any]], int]:
+    """What the import did, a row each: the records it created or changed (with the cell of their row in
+    a workbook) and the stored elements it deleted; at most MAX_LISTED_ROWS, and how many were left out."""
+    rows: list[dict[str, Any]] = []
+    locate = document.cells.locate if document.cells is not None else None
+    left_out = 0
+    for type_name, index, name, element_id, created in run.written or []:
+        if not created and element_id not in run.touched:
+            continue  # matched, but unchanged
+        if len(rows) == MAX_LISTED_ROWS:
+            left_out += 1
+            continue
+        row: dict[str, Any] = {"action": "create" if created else "update", "type": type_name, "name": name}
+        if not created:
+            row["id"] = element_id
+        row["record"] = index
+        if locate is not None and (cell := locate(f"/elements/{type_name}/{index}")) is not None:
+            row["cell"] = cell
+        rows.append(row)
+    for type_import in imports:
+        for element_id in type_import.doomed:
+            if len(rows) == MAX_LISTED_ROWS:
+                left_out += 1
+                continue
+            name = type_import.doomed_names.get(element_id, "")
+            rows.append(
+                {"action": "delete", "type": type_import.type_def.name, "name": name, "id": element_id}
+            )
+    return rows, left_out
 
 
 def _names_unwritten(name: Any, unwritten: set[str], here: set[str] | None) -> bool:
@@ -608,6 +664,9 @@ def _survey(
         kept = set(result.owners.values())
         gone = {element_id: parent for element_id, parent, _ in stored.values() if element_id not in kept}
         result.doomed = _parents_first(gone)
+        result.doomed_names = {
+            element_id: name for name, (element_id, _, _) in stored.items() if element_id not in kept
+        }
     else:
         unmatched = [name for name, index in names.items() if index not in result.owners]
         for name, element_id in repository.ids_by_name(writer.db, type_def.id, unmatched).items():

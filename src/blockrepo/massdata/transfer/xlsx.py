@@ -21,12 +21,13 @@ from typing import IO, Any
 import orjson
 from openpyxl import Workbook, load_workbook
 from openpyxl.cell import WriteOnlyCell
+from openpyxl.utils import get_column_letter
 from sqlalchemy.orm import Session
 
 from blockrepo.errors import BadRequest, ErrorItem
 from blockrepo.history.repository import current_revision
 from blockrepo.massdata.listing import begin_snapshot
-from blockrepo.massdata.transfer.document import Document
+from blockrepo.massdata.transfer.document import CellMap, Document, SheetCells
 from blockrepo.massdata.transfer.export import (
     Progress,
     iterate_records,
@@ -258,9 +259,15 @@ def write_workbook(
 
 
 def _rows(sheet: Any) -> Iterator[list[Any]]:
-    for row in sheet.iter_rows(values_only=True):
+    for _, row in _numbered_rows(sheet):
+        yield row
+
+
+def _numbered_rows(sheet: Any) -> Iterator[tuple[int, list[Any]]]:
+    """The sheet's rows that hold anything, each with its number as Excel shows it."""
+    for number, row in enumerate(sheet.iter_rows(values_only=True), start=1):
         if row is not None and any(cell is not None and cell != "" for cell in row):
-            yield list(row)
+            yield number, list(row)
 
 
 def _cell_text(value: Any) -> str:
@@ -360,6 +367,7 @@ def _read(workbook: Any) -> Document:
     }
     multiple = {a["name"]: bool(a.get("multiple")) for a in metamodel.get("attributes", [])}
     elements: dict[str, list[dict[str, Any]]] = {}
+    cells = CellMap()
     relation_sheets: list[tuple[str, str]] = []
     revision: int | None = None
     mark: str | None = None
@@ -370,7 +378,7 @@ def _read(workbook: Any) -> Document:
         elif title == MARK_ROW and kind == "revisionMark" and isinstance(name, str):
             mark = name
         elif kind == "type" and title in workbook.sheetnames:
-            elements[str(name)] = _read_type_sheet(
+            elements[str(name)], cells.types[str(name)] = _read_type_sheet(
                 workbook[title], str(title), builtin_types.get(str(name), {}), value_types, multiple
             )
         elif kind == "relationType" and title in workbook.sheetnames:
@@ -389,7 +397,12 @@ def _read(workbook: Any) -> Document:
                 {c: "" if v is None else _cell_text(v) for c, v in zip(USER_COLUMNS, values, strict=True)}
             )
     return Document(
-        metamodel=metamodel or None, elements=elements, users=users, revision=revision, revision_mark=mark
+        metamodel=metamodel or None,
+        elements=elements,
+        users=users,
+        revision=revision,
+        revision_mark=mark,
+        cells=cells,
     )
 
 
@@ -399,14 +412,22 @@ def _read_type_sheet(
     builtins: dict[str, str],
     value_types: dict[str, str],
     multiple: dict[str, bool],
-) -> list[dict[str, Any]]:
-    rows = _rows(sheet)
-    header = next(rows, None)
-    if header is None:
-        return []
-    columns = [None if c is None else str(c) for c in header]
+) -> tuple[list[dict[str, Any]], SheetCells]:
+    """The records of a type's sheet, and where they are in it."""
+    rows = _numbered_rows(sheet)
+    cells = SheetCells(title)
+    first = next(rows, None)
+    if first is None:
+        return [], cells
+    columns = [None if c is None else str(c) for c in first[1]]
+    cells.columns = {
+        column: (get_column_letter(position), column)
+        for position, column in enumerate(columns, start=1)
+        if column is not None
+    }
     records = []
-    for row in rows:
+    for number, row in rows:
+        cells.rows.append(number)
         record: dict[str, Any] = {}
         for column, value in zip(columns, row, strict=False):
             if column is None or value is None or value == "":
@@ -427,7 +448,7 @@ def _read_type_sheet(
             else:  # a relation end: names
                 record[column] = split_values(_cell_text(value))
         records.append(record)
-    return records
+    return records, cells
 
 
 def _merge_relation_sheet(
