@@ -196,3 +196,45 @@ def test_a_dry_run_lists_each_row_it_would_create_update_or_delete(
     }
     assert len(report["rows"]) == 3  # the unchanged rows are not listed
     assert element_count(app) == before  # a dry run
+
+
+def test_the_workbook_is_made_for_people(client: TestClient, demo: None) -> None:
+    """Read back with openpyxl: a read-me sheet first, the metadata sheets hidden, a bold, filled, frozen
+    and filtered header with sensible widths, a dropdown of each single-valued enumeration's literals and
+    number and date checks with the attribute's limits."""
+    workbook = load_workbook(
+        io.BytesIO(client.get("/api/massdata/export", params={"format": "xlsx"}).content)
+    )
+    assert workbook.sheetnames[0] == "Read me" and workbook["Read me"].sheet_state == "visible"
+    hidden = {sheet.title for sheet in workbook.worksheets if sheet.sheet_state == "hidden"}
+    assert {
+        "_types",
+        "_attributes",
+        "_attributeGroups",
+        "_relationTypes",
+        "_index",
+        "_users",
+        "_lists",
+    } <= hidden
+    sheet = workbook["InformationSystem"]
+    assert sheet.sheet_state == "visible"
+    header = [cell.value for cell in sheet[1]]
+    assert header[:4] == ["id", "name", "description", "parent"]
+    assert all(cell.font.b for cell in sheet[1]) and sheet["A1"].fill.fill_type == "solid"
+    assert sheet.freeze_panes == "C2"
+    assert sheet.auto_filter.ref == f"A1:{chr(ord('A') + len(header) - 1)}{sheet.max_row}"
+    assert sheet.column_dimensions["B"].width > sheet.column_dimensions["A"].width
+    checks = {}
+    for validation in sheet.data_validations.dataValidation:
+        (column,) = {str(r).split(":")[0].rstrip("0123456789") for r in validation.sqref.ranges}
+        checks[header[ord(column) - ord("A")]] = validation
+    criticality = checks["Criticality"]
+    assert criticality.type == "list" and criticality.formula1.startswith("'_lists'!$")
+    lists = workbook["_lists"]
+    column = criticality.formula1.split("!$")[1].split("$")[0]
+    literals = [lists[f"{column}{row}"].value for row in range(2, 5)]
+    assert lists[f"{column}1"].value == "Criticality" and literals == ["low", "medium", "high"]
+    costs = checks["Annual costs"]
+    assert (costs.type, costs.operator, float(costs.formula1)) == ("decimal", "between", 0.0)
+    assert checks["Go-live"].type == "date"
+    assert "Tags" not in checks  # several values are one text cell

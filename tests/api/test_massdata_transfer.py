@@ -213,6 +213,7 @@ def test_cud_deletes_what_the_file_leaves_out(app: FastAPI, client: TestClient, 
         if record["name"] == "ERP":
             record["Annual costs"] = [1]
     additive = import_file(client, orjson.dumps(document), dryRun="true")
+    erp = next(r for r in document["elements"]["InformationSystem"] if r["name"] == "ERP")
     assert additive.json() == {
         "created": 0,
         "updated": 1,
@@ -220,6 +221,15 @@ def test_cud_deletes_what_the_file_leaves_out(app: FastAPI, client: TestClient, 
         "failed": 0,
         "errors": [],
         "dryRun": True,
+        "rows": [
+            {
+                "action": "update",
+                "type": "InformationSystem",
+                "name": "ERP",
+                "id": erp["id"],
+                "record": document["elements"]["InformationSystem"].index(erp),
+            }
+        ],
     }
     response = import_file(client, orjson.dumps(document), mode="cud")
     assert response.status_code == 200, response.text
@@ -323,14 +333,10 @@ def test_import_and_the_type_rights_alone_let_a_non_supervisor_import(
         assert importer.get("/api/massdata/export").status_code == 403  # no EXPORT
         dry = import_file(importer, orjson.dumps(document), dryRun="true")
         assert dry.status_code == 200, dry.text
-        assert dry.json() == {
-            "created": 1,
-            "updated": 1,
-            "deleted": 0,
-            "failed": 0,
-            "errors": [],
-            "dryRun": True,
-        }
+        report = dry.json()
+        rows = report.pop("rows")
+        assert report == {"created": 1, "updated": 1, "deleted": 0, "failed": 0, "errors": [], "dryRun": True}
+        assert sorted(row["action"] for row in rows) == ["create", "update"]
         assert element_count(app) == 1
         response = import_file(importer, orjson.dumps(document))
         assert response.status_code == 200, response.text

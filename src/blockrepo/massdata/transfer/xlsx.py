@@ -7,7 +7,9 @@ attributes (source, target, one column per attribute), the metamodel in `_types`
 Excel) to the names they stand for. Several values in one cell, and relation ends, are `;`-separated
 (`\\;` and `\\\\` escape a `;` or `\\` inside a value). Single values keep their cell type (number, date,
 boolean); text cells are always text, so a value starting with `=` never becomes a formula. openpyxl's
-write-only mode streams rows to temporary files, so a large workbook does not build up in memory.
+write-only mode streams rows to temporary files, so a large workbook does not build up in memory. A
+"Read me" sheet comes first, the `_` sheets are hidden, and the type sheets have a styled, frozen and
+filtered header and checked cells (`xlsx_layout`); the reader needs none of that.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from sqlalchemy.orm import Session
 from blockrepo.errors import BadRequest, ErrorItem
 from blockrepo.history.repository import current_revision
 from blockrepo.massdata.listing import begin_snapshot
+from blockrepo.massdata.transfer import xlsx_layout as layout
 from blockrepo.massdata.transfer.document import CellMap, Document, SheetCells
 from blockrepo.massdata.transfer.export import (
     Progress,
@@ -41,6 +44,7 @@ from blockrepo.massdata.transfer.plan import (
     ExportPlan,
     metamodel_section,
 )
+from blockrepo.massdata.transfer.xlsx_layout import LISTS_SHEET, README_SHEET
 from blockrepo.massdata.transfer.xlsx_limits import XlsxLimits, check_workbook
 from blockrepo.revisions.repository import revision_mark
 
@@ -123,6 +127,8 @@ class _Titles:
         self.used: set[str] = {
             INDEX_SHEET.lower(),
             USERS_SHEET.lower(),
+            README_SHEET.lower(),
+            LISTS_SHEET.lower(),
             *(t.lower() for t in METAMODEL_SHEETS),
         }
         self.index: list[tuple[str, str, str]] = []
@@ -152,6 +158,8 @@ def write_workbook(
         cell.data_type = "s"
         return cell
 
+    layout.write_read_me(workbook.create_sheet(README_SHEET))
+    validations = layout.Validations()
     relation_sheets: dict[int, tuple[Any, list[str]]] = {}
     type_sheets = []
     for type_plan in plan.types:
@@ -161,17 +169,19 @@ def write_workbook(
             *(a.name for a in type_plan.attributes),
             *(e.name for e in type_plan.ends),
         ]
-        sheet.append([text_cell(sheet, c) for c in columns])
-        type_sheets.append((type_plan, sheet))
+        layout.prepare(sheet, type_plan, columns)
+        sheet.append(layout.header_row(sheet, columns))
+        type_sheets.append((type_plan, sheet, columns))
         for end in type_plan.ends:
             attributes = type_plan.relation_attributes(end)
             if attributes:
                 relation_sheet = workbook.create_sheet(titles.take("relationType", end.relation_type.name))
                 names = [a.name for a in attributes]
-                relation_sheet.append([text_cell(relation_sheet, c) for c in ("source", "target", *names)])
+                relation_sheet.freeze_panes = "A2"
+                relation_sheet.append(layout.header_row(relation_sheet, ("source", "target", *names)))
                 relation_sheets[end.relation_type.id] = (relation_sheet, names)
     logins: set[str] = set()
-    for type_plan, sheet in type_sheets:
+    for type_plan, sheet, columns in type_sheets:
         multiple = {a.name: a.multiple or a.value_type == "dateInterval" for a in type_plan.attributes}
         done = 0
         for records in iterate_records(db, type_plan):
@@ -223,9 +233,11 @@ def write_workbook(
             done += len(records)
             if progress is not None:
                 progress(type_plan.type_def.name, done)
+        validations.finish(sheet, type_plan, columns, done)
     section = metamodel_section(plan)
     for title, (key, columns) in METAMODEL_SHEETS.items():
         sheet = workbook.create_sheet(title)
+        sheet.sheet_state = "hidden"
         sheet.append([text_cell(sheet, c) for c in columns])
         for item in section[key]:
             row = []
@@ -241,10 +253,12 @@ def write_workbook(
                     row.append(value)
             sheet.append(row)
     users = workbook.create_sheet(USERS_SHEET)
+    users.sheet_state = "hidden"
     users.append([text_cell(users, c) for c in USER_COLUMNS])
     for user in users_section(db, logins):
         users.append([text_cell(users, user[c]) if user[c] else None for c in USER_COLUMNS])
     index = workbook.create_sheet(INDEX_SHEET)
+    index.sheet_state = "hidden"
     index.append([text_cell(index, c) for c in ("sheet", "kind", "name")])
     index.append([text_cell(index, "(export)"), text_cell(index, FORMAT), f"{FORMAT_VERSION}/{revision}"])
     mark = revision_mark(db, revision)
@@ -252,6 +266,8 @@ def write_workbook(
         index.append([text_cell(index, MARK_ROW), text_cell(index, "revisionMark"), text_cell(index, mark)])
     for title, kind, name in titles.index:
         index.append([text_cell(index, title), text_cell(index, kind), text_cell(index, name)])
+    if validations.lists:
+        validations.write_lists(workbook.create_sheet(LISTS_SHEET))
     workbook.save(target)
 
 

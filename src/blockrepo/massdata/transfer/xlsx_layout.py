@@ -1,0 +1,164 @@
+"""How the exported workbook looks to the person who edits it: a read-me sheet on top, a bold, filled,
+frozen and filtered header, widths by kind of column, dropdowns of each single-valued enumeration's
+literals and number and date checks within the attribute's limits, the metadata sheets hidden.
+
+None of it changes what the workbook holds: the reader (`xlsx.read_workbook`) finds sheets through
+`_index` and columns by their header, as before. openpyxl's write-only sheets write their view (frozen
+panes) and column widths before the rows, their filter and validations after them: hence `prepare` before
+the first row and `finish` after the last."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from openpyxl.cell import WriteOnlyCell
+from openpyxl.styles import Alignment, Font, PatternFill
+from openpyxl.utils import get_column_letter, quote_sheetname
+from openpyxl.worksheet.datavalidation import DataValidation
+
+from blockrepo.massdata.transfer.plan import TypePlan
+from blockrepo.metamodel.snapshot import AttributeDef
+
+README_SHEET = "Read me"
+LISTS_SHEET = "_lists"  # hidden: the literals each dropdown offers, a column per enumeration
+LAST_ROW = 1_048_576  # Excel's: validations cover every row a user may add
+_HEADER_FONT = Font(bold=True, color="FFFFFF")
+_HEADER_FILL = PatternFill("solid", fgColor="305496")
+_TITLE_FONT = Font(bold=True, size=14)
+_WIDTHS = {"id": 9, "name": 34, "description": 50, "parent": 26}
+_WIDTH_BY_VALUE_TYPE = {"number": 14, "date": 13, "dateInterval": 24, "boolean": 10, "enum": 20}
+_DEFAULT_WIDTH = 24
+_END_WIDTH = 40
+
+READ_ME = (
+    "How to edit this workbook",
+    "",
+    "Each building block type has a sheet: a row per element, parents before their children.",
+    "id: keep it. It tells the import which element a row describes, so a new name in a row renames that "
+    "element (its history and the relations that point at it stay). Leave it empty in a row you add.",
+    "name is required and unique within its type; parent names an element of the same type.",
+    "Several values in one cell are separated by ; (write \\; for a ; inside a value). Relation columns list "
+    "the names of the related elements the same way.",
+    "Columns of enumerations offer their values in a dropdown; number and date columns check their limits.",
+    "Sheets whose name starts with _ describe the metamodel and are hidden: leave them as they are.",
+    "",
+    "Import the file with POST /api/massdata/import (or `blockrepo import FILE`). Try it first with "
+    "?dryRun=true: nothing is written, and the answer lists each row that would be created, updated or "
+    "deleted, and every problem with its sheet, row and column.",
+    "Mode additive (the default) creates and updates; mode cud also deletes the elements of the file's "
+    "types that the file no longer lists.",
+)
+
+
+def write_read_me(sheet: Any) -> None:
+    """The sheet a person opening the workbook sees first."""
+    sheet.column_dimensions["A"].width = 120
+    title = WriteOnlyCell(sheet, value="A blockrepo export")
+    title.font = _TITLE_FONT
+    sheet.append([title])
+    for line in READ_ME:
+        cell = WriteOnlyCell(sheet, value=line)
+        cell.data_type = "s"
+        cell.alignment = Alignment(wrap_text=True, vertical="top")
+        sheet.append([cell])
+
+
+def header_row(sheet: Any, columns: Sequence[str]) -> list[WriteOnlyCell]:
+    """The header cells of a sheet: bold on a filled background."""
+    cells = []
+    for column in columns:
+        cell = WriteOnlyCell(sheet, value=column)
+        cell.data_type = "s"
+        cell.font, cell.fill = _HEADER_FONT, _HEADER_FILL
+        cells.append(cell)
+    return cells
+
+
+def prepare(sheet: Any, type_plan: TypePlan, columns: Sequence[str]) -> None:
+    """Before a type sheet's first row: the header and the id and name columns frozen, widths by kind."""
+    sheet.freeze_panes = "C2"
+    kinds = {a.name: a.value_type for a in type_plan.attributes}
+    ends = {e.name for e in type_plan.ends}
+    for position, column in enumerate(columns, start=1):
+        if column in _WIDTHS:
+            width = _WIDTHS[column]
+        elif column in ends:
+            width = _END_WIDTH
+        else:
+            width = _WIDTH_BY_VALUE_TYPE.get(kinds.get(column, ""), _DEFAULT_WIDTH)
+        sheet.column_dimensions[get_column_letter(position)].width = width
+
+
+class Validations:
+    """The checks of every type sheet's cells, and the hidden sheet of literals their dropdowns list."""
+
+    def __init__(self) -> None:
+        # attribute id -> (its column on the lists sheet, its name, its literals)
+        self.lists: dict[int, tuple[int, str, list[str]]] = {}
+
+    def finish(self, sheet: Any, type_plan: TypePlan, columns: Sequence[str], rows: int) -> None:
+        """After a type sheet's last row: the filter over its rows, and each attribute column's check."""
+        last = get_column_letter(len(columns))
+        sheet.auto_filter.ref = f"A1:{last}{rows + 1}"
+        by_name = {a.name: a for a in type_plan.attributes}
+        for position, column in enumerate(columns, start=1):
+            attribute = by_name.get(column)
+            if attribute is None or attribute.multiple:
+                continue  # several values are one text cell
+            validation = self._validation(attribute)
+            if validation is not None:
+                letter = get_column_letter(position)
+                validation.add(f"{letter}2:{letter}{LAST_ROW}")
+                sheet.data_validations.append(validation)
+
+    def _validation(self, attribute: AttributeDef) -> DataValidation | None:
+        kind = attribute.value_type
+        if kind == "enum" and attribute.literals:
+            column, _, literals = self.lists.setdefault(
+                attribute.id,
+                (len(self.lists) + 1, attribute.name, [literal.name for literal in attribute.literals]),
+            )
+            letter = get_column_letter(column)
+            source = f"{quote_sheetname(LISTS_SHEET)}!${letter}$2:${letter}${len(literals) + 1}"
+            return _checked(
+                DataValidation(type="list", formula1=source, allow_blank=True),
+                f"one of the values of {attribute.name}",
+            )
+        if kind == "number":
+            low = attribute.min_value if attribute.min_value is not None else -1e307
+            high = attribute.max_value if attribute.max_value is not None else 1e307
+            return _checked(
+                DataValidation(
+                    type="decimal",
+                    operator="between",
+                    formula1=repr(low),
+                    formula2=repr(high),
+                    allow_blank=True,
+                ),
+                f"a number from {low:g} to {high:g}"
+                if attribute.min_value is not None or attribute.max_value is not None
+                else "a number",
+            )
+        if kind == "date":
+            # Excel counts days from 1900; any day after that is a date.
+            return _checked(
+                DataValidation(type="date", operator="greaterThan", formula1="1", allow_blank=True), "a date"
+            )
+        return None
+
+    def write_lists(self, sheet: Any) -> None:
+        """The hidden sheet of literals: a column per enumeration, headed by its name."""
+        sheet.sheet_state = "hidden"
+        columns = sorted(self.lists.values())
+        sheet.append([name for _, name, _ in columns])
+        depth = max((len(literals) for _, _, literals in columns), default=0)
+        for row in range(depth):
+            sheet.append([literals[row] if row < len(literals) else None for _, _, literals in columns])
+
+
+def _checked(validation: DataValidation, expected: str) -> DataValidation:
+    validation.error = f"Enter {expected}."
+    validation.errorTitle = "Not a value this column takes"
+    validation.showErrorMessage = True
+    return validation
