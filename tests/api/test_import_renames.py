@@ -13,6 +13,7 @@ import orjson
 import pytest
 from fastapi import FastAPI
 from openpyxl import load_workbook
+from openpyxl.utils import column_index_from_string, get_column_letter
 from starlette.testclient import TestClient
 
 from blockrepo.demo import load_demo
@@ -222,12 +223,12 @@ def test_the_workbook_is_made_for_people(client: TestClient, demo: None) -> None
     assert header[:4] == ["id", "name", "description", "parent"]
     assert all(cell.font.b for cell in sheet[1]) and sheet["A1"].fill.fill_type == "solid"
     assert sheet.freeze_panes == "C2"
-    assert sheet.auto_filter.ref == f"A1:{chr(ord('A') + len(header) - 1)}{sheet.max_row}"
+    assert sheet.auto_filter.ref == f"A1:{get_column_letter(len(header))}{sheet.max_row}"
     assert sheet.column_dimensions["B"].width > sheet.column_dimensions["A"].width
     checks = {}
     for validation in sheet.data_validations.dataValidation:
         (column,) = {str(r).split(":")[0].rstrip("0123456789") for r in validation.sqref.ranges}
-        checks[header[ord(column) - ord("A")]] = validation
+        checks[header[column_index_from_string(column) - 1]] = validation
     criticality = checks["Criticality"]
     assert criticality.type == "list" and criticality.formula1.startswith("'_lists'!$")
     lists = workbook["_lists"]
@@ -238,3 +239,26 @@ def test_the_workbook_is_made_for_people(client: TestClient, demo: None) -> None
     assert (costs.type, costs.operator, float(costs.formula1)) == ("decimal", "between", 0.0)
     assert checks["Go-live"].type == "date"
     assert "Tags" not in checks  # several values are one text cell
+    # The other side of relations, shown grey and refusing entries: the processes that use each system.
+    mirror = header.index("businessProcesses") + 1
+    assert sheet.cell(row=1, column=mirror).fill.fgColor.rgb != sheet["A1"].fill.fgColor.rgb
+    assert (checks["businessProcesses"].type, checks["businessProcesses"].formula1) == ("custom", "FALSE")
+    erp = next(r for r in range(2, sheet.max_row + 1) if sheet.cell(row=r, column=1).value == ERP)
+    assert "Order entry" in sheet.cell(row=erp, column=mirror).value.split(";")
+
+
+def test_the_read_only_columns_are_not_imported(client: TestClient, demo: None) -> None:
+    """Editing the other side of a relation in the workbook changes nothing: its own side decides."""
+    workbook = load_workbook(
+        io.BytesIO(client.get("/api/massdata/export", params={"format": "xlsx"}).content)
+    )
+    sheet = workbook["InformationSystem"]
+    header = [cell.value for cell in sheet[1]]
+    mirror = header.index("businessProcesses") + 1
+    for row in range(2, sheet.max_row + 1):
+        sheet.cell(row=row, column=mirror).value = "Order entry"  # read, it would relate every system
+    edited = io.BytesIO()
+    workbook.save(edited)
+    response = import_file(client, edited.getvalue(), XLSX)
+    assert response.json()["updated"] == 0 and response.json()["created"] == 0
+    assert len(_pointing_at(client, ERP)) > 1

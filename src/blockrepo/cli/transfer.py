@@ -103,7 +103,12 @@ def export_command(
             begin_snapshot(db)
             metamodel, actor = _context(db, user)
             try:
-                plan = plan_export(metamodel, actor, [t.strip() for t in types.split(",")] if types else None)
+                plan = plan_export(
+                    metamodel,
+                    actor,
+                    [t.strip() for t in types.split(",")] if types else None,
+                    mirrors=fmt == "xlsx",
+                )
             except BlockrepoError as exc:
                 raise _fail(exc) from None
             with _progress() as progress:

@@ -275,7 +275,7 @@ def export_repository(
             errors=[ErrorItem("format", "wrong_value", "json or xlsx")],
         )
     names = [t.strip() for t in types.split(",") if t.strip()] if types else None
-    plan = export_plan(ctx.metamodel, ctx.actor, names)
+    plan = export_plan(ctx.metamodel, ctx.actor, names, mirrors=format == "xlsx")
     sessions = ctx.services.read_sessions
     if format == "json":
         return StreamingResponse(

@@ -61,6 +61,11 @@ def _record(plan: TypePlan, element: dict[str, Any]) -> dict[str, Any]:
             attributes = {name: values for name, values in entry.get("attributes", {}).items() if values}
             listed.append({"name": entry["name"], "attributes": attributes} if attributes else entry["name"])
         record[end.name] = listed
+    for end in plan.mirrors:
+        if element[end.name]:
+            # By name: the order of a target end follows the other side's ids, which differ between
+            # repositories holding the same landscape.
+            record[end.name] = sorted(entry["name"] for entry in element[end.name])
     return record
 
 

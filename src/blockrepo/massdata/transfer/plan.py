@@ -40,6 +40,8 @@ class TypePlan:
     view: ElementView
     attributes: tuple[AttributeDef, ...]  # built-ins, then user attributes the actor may read
     ends: tuple[RelationEnd, ...]  # source ends towards exported types (each relation once)
+    # Asked for (a workbook): the target ends towards exported types, shown read-only beside the ends
+    mirrors: tuple[RelationEnd, ...] = ()
 
     def relation_attributes(self, end: RelationEnd) -> tuple[AttributeDef, ...] | None:
         return self.view.relation_attributes.get(end.relation_type.id)
@@ -55,9 +57,12 @@ class ExportPlan:
         return [end.relation_type for plan in self.types for end in plan.ends]
 
 
-def plan_export(metamodel: Metamodel, actor: Actor, type_names: Sequence[str] | None = None) -> ExportPlan:
-    """The types the actor may read (narrowed to `type_names`), what of them the actor may read. Needs
-    EXPORT, whoever calls (the API or `blockrepo export`)."""
+def plan_export(
+    metamodel: Metamodel, actor: Actor, type_names: Sequence[str] | None = None, *, mirrors: bool = False
+) -> ExportPlan:
+    """The types the actor may read (narrowed to `type_names`), what of them the actor may read; with
+    `mirrors` (a workbook) each type's target ends too, which an import does not read. Needs EXPORT,
+    whoever calls (the API or `blockrepo export`)."""
     require_massdata(actor, "EXPORT")
     if type_names is not None:
         for name in type_names:
@@ -76,9 +81,22 @@ def plan_export(metamodel: Metamodel, actor: Actor, type_names: Sequence[str] | 
         ends = tuple(
             end for end in type_def.ends.values() if end.holder_is_source and end.other_type_id in included
         )
-        fields = [*RECORD_KEYS, *(p.name for p in type_def.properties), *(e.name for e in ends)]
+        targets = tuple(
+            end
+            for end in type_def.ends.values()
+            if mirrors and not end.holder_is_source and end.other_type_id in included
+        )
+        fields = [*RECORD_KEYS, *(p.name for p in type_def.properties), *(e.name for e in (*ends, *targets))]
         view = ElementView.build(metamodel, actor, type_def, fields)
-        plans.append(TypePlan(type_def, view, view.properties, tuple(e for e in ends if e in view.ends)))
+        plans.append(
+            TypePlan(
+                type_def,
+                view,
+                view.properties,
+                tuple(e for e in ends if e in view.ends),
+                tuple(e for e in targets if e in view.ends),
+            )
+        )
     return ExportPlan(metamodel, tuple(plans))
 
 

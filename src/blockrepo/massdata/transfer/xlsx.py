@@ -49,6 +49,8 @@ from blockrepo.massdata.transfer.xlsx_limits import XlsxLimits, check_workbook
 from blockrepo.revisions.repository import revision_mark
 
 INDEX_SHEET = "_index"
+# The `_index` rows of the columns that show the other side's relations: the reader leaves them out.
+READ_ONLY_KIND = "readOnlyColumn"
 # The `_index` row with the mark of the revision the export was taken at: whose ids the id columns hold.
 MARK_ROW = "(revisionMark)"
 USERS_SHEET = "_users"
@@ -160,6 +162,7 @@ def write_workbook(
 
     layout.write_read_me(workbook.create_sheet(README_SHEET))
     validations = layout.Validations()
+    read_only: list[tuple[str, str]] = []  # (sheet title, column): the other side's relations, not read
     relation_sheets: dict[int, tuple[Any, list[str]]] = {}
     type_sheets = []
     for type_plan in plan.types:
@@ -168,9 +171,11 @@ def write_workbook(
             *RECORD_COLUMNS,
             *(a.name for a in type_plan.attributes),
             *(e.name for e in type_plan.ends),
+            *(e.name for e in type_plan.mirrors),
         ]
         layout.prepare(sheet, type_plan, columns)
-        sheet.append(layout.header_row(sheet, columns))
+        sheet.append(layout.header_row(sheet, columns, read_only={e.name for e in type_plan.mirrors}))
+        read_only.extend((sheet.title, e.name) for e in type_plan.mirrors)
         type_sheets.append((type_plan, sheet, columns))
         for end in type_plan.ends:
             attributes = type_plan.relation_attributes(end)
@@ -229,6 +234,9 @@ def write_workbook(
                                     ),
                                 ]
                             )
+                for end in type_plan.mirrors:
+                    others = record.get(end.name)
+                    row.append(layout.read_only_cell(sheet, join_values(others)) if others else None)
                 sheet.append(row)
             done += len(records)
             if progress is not None:
@@ -266,6 +274,8 @@ def write_workbook(
         index.append([text_cell(index, MARK_ROW), text_cell(index, "revisionMark"), text_cell(index, mark)])
     for title, kind, name in titles.index:
         index.append([text_cell(index, title), text_cell(index, kind), text_cell(index, name)])
+    for title, column in read_only:
+        index.append([text_cell(index, title), text_cell(index, READ_ONLY_KIND), text_cell(index, column)])
     if validations.lists:
         validations.write_lists(workbook.create_sheet(LISTS_SHEET))
     workbook.save(target)
@@ -387,6 +397,11 @@ def _read(workbook: Any) -> Document:
     relation_sheets: list[tuple[str, str]] = []
     revision: int | None = None
     mark: str | None = None
+    read_only: dict[str, set[str]] = {}
+    for row in index_rows:
+        title, kind, name = [*row, None, None, None][:3]
+        if kind == READ_ONLY_KIND and isinstance(title, str) and isinstance(name, str):
+            read_only.setdefault(title, set()).add(name)
     for row in index_rows:
         title, kind, name = [*row, None, None, None][:3]
         if title == "(export)" and isinstance(name, str) and name.partition("/")[2].isdigit():
@@ -395,7 +410,12 @@ def _read(workbook: Any) -> Document:
             mark = name
         elif kind == "type" and title in workbook.sheetnames:
             elements[str(name)], cells.types[str(name)] = _read_type_sheet(
-                workbook[title], str(title), builtin_types.get(str(name), {}), value_types, multiple
+                workbook[title],
+                str(title),
+                builtin_types.get(str(name), {}),
+                value_types,
+                multiple,
+                read_only.get(str(title), set()),
             )
         elif kind == "relationType" and title in workbook.sheetnames:
             relation_sheets.append((str(title), str(name)))
@@ -428,8 +448,9 @@ def _read_type_sheet(
     builtins: dict[str, str],
     value_types: dict[str, str],
     multiple: dict[str, bool],
+    read_only: set[str],
 ) -> tuple[list[dict[str, Any]], SheetCells]:
-    """The records of a type's sheet, and where they are in it."""
+    """The records of a type's sheet, and where they are in it; the `read_only` columns are left out."""
     rows = _numbered_rows(sheet)
     cells = SheetCells(title)
     first = next(rows, None)
@@ -446,7 +467,7 @@ def _read_type_sheet(
         cells.rows.append(number)
         record: dict[str, Any] = {}
         for column, value in zip(columns, row, strict=False):
-            if column is None or value is None or value == "":
+            if column is None or value is None or value == "" or column in read_only:
                 continue
             if column == "id":
                 record["id"] = value

@@ -9,7 +9,7 @@ the first row and `finish` after the last."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from openpyxl.cell import WriteOnlyCell
@@ -18,7 +18,7 @@ from openpyxl.utils import get_column_letter, quote_sheetname
 from openpyxl.worksheet.datavalidation import DataValidation
 
 from blockrepo.massdata.transfer.plan import TypePlan
-from blockrepo.metamodel.snapshot import AttributeDef
+from blockrepo.metamodel.snapshot import AttributeDef, RelationEnd
 
 README_SHEET = "Read me"
 LISTS_SHEET = "_lists"  # hidden: the literals each dropdown offers, a column per enumeration
@@ -26,6 +26,9 @@ LAST_ROW = 1_048_576  # Excel's: validations cover every row a user may add
 _HEADER_FONT = Font(bold=True, color="FFFFFF")
 _HEADER_FILL = PatternFill("solid", fgColor="305496")
 _TITLE_FONT = Font(bold=True, size=14)
+_READ_ONLY_FILL = PatternFill("solid", fgColor="E7E6E6")
+_READ_ONLY_FONT = Font(color="595959", italic=True)
+_READ_ONLY_HEADER_FONT = Font(bold=True, italic=True, color="595959")
 _WIDTHS = {"id": 9, "name": 34, "description": 50, "parent": 26}
 _WIDTH_BY_VALUE_TYPE = {"number": 14, "date": 13, "dateInterval": 24, "boolean": 10, "enum": 20}
 _DEFAULT_WIDTH = 24
@@ -64,15 +67,25 @@ def write_read_me(sheet: Any) -> None:
         sheet.append([cell])
 
 
-def header_row(sheet: Any, columns: Sequence[str]) -> list[WriteOnlyCell]:
-    """The header cells of a sheet: bold on a filled background."""
+def header_row(sheet: Any, columns: Sequence[str], read_only: Collection[str] = ()) -> list[WriteOnlyCell]:
+    """The header cells of a sheet: bold on a filled background, grey over the `read_only` columns."""
     cells = []
     for column in columns:
         cell = WriteOnlyCell(sheet, value=column)
         cell.data_type = "s"
-        cell.font, cell.fill = _HEADER_FONT, _HEADER_FILL
+        cell.font, cell.fill = (
+            (_READ_ONLY_HEADER_FONT, _READ_ONLY_FILL) if column in read_only else (_HEADER_FONT, _HEADER_FILL)
+        )
         cells.append(cell)
     return cells
+
+
+def read_only_cell(sheet: Any, text: str) -> WriteOnlyCell:
+    """A cell of a column the import does not read (the other side's relations): grey."""
+    cell = WriteOnlyCell(sheet, value=text)
+    cell.data_type = "s"
+    cell.fill, cell.font = _READ_ONLY_FILL, _READ_ONLY_FONT
+    return cell
 
 
 def prepare(sheet: Any, type_plan: TypePlan, columns: Sequence[str]) -> None:
@@ -80,10 +93,11 @@ def prepare(sheet: Any, type_plan: TypePlan, columns: Sequence[str]) -> None:
     sheet.freeze_panes = "C2"
     kinds = {a.name: a.value_type for a in type_plan.attributes}
     ends = {e.name for e in type_plan.ends}
+    mirrors = {e.name for e in type_plan.mirrors}
     for position, column in enumerate(columns, start=1):
         if column in _WIDTHS:
             width = _WIDTHS[column]
-        elif column in ends:
+        elif column in ends or column in mirrors:
             width = _END_WIDTH
         else:
             width = _WIDTH_BY_VALUE_TYPE.get(kinds.get(column, ""), _DEFAULT_WIDTH)
@@ -102,7 +116,12 @@ class Validations:
         last = get_column_letter(len(columns))
         sheet.auto_filter.ref = f"A1:{last}{rows + 1}"
         by_name = {a.name: a for a in type_plan.attributes}
+        mirrors = {end.name: end for end in type_plan.mirrors}
         for position, column in enumerate(columns, start=1):
+            if column in mirrors:
+                letter = get_column_letter(position)
+                sheet.data_validations.append(_read_only(mirrors[column], f"{letter}2:{letter}{LAST_ROW}"))
+                continue
             attribute = by_name.get(column)
             if attribute is None or attribute.multiple:
                 continue  # several values are one text cell
@@ -155,6 +174,19 @@ class Validations:
         depth = max((len(literals) for _, _, literals in columns), default=0)
         for row in range(depth):
             sheet.append([literals[row] if row < len(literals) else None for _, _, literals in columns])
+
+
+def _read_only(end: RelationEnd, cells: str) -> DataValidation:
+    """A check no entry passes: the column shows relations the other type's sheet holds."""
+    validation = DataValidation(type="custom", formula1="FALSE", allow_blank=True)
+    validation.add(cells)
+    validation.error = (
+        f"This column shows the other side of the relations: change them in the "
+        f"{end.opposite_name} column of the {end.other_type} sheet."
+    )
+    validation.errorTitle = "Read only"
+    validation.showErrorMessage = True
+    return validation
 
 
 def _checked(validation: DataValidation, expected: str) -> DataValidation:
