@@ -679,9 +679,11 @@ def _match_by_id(db: Session, result: _TypeImport, given_ids: dict[int, Any]) ->
     """The records whose id names a stored element of their type describe it (`result.owners`), and those
     that give it a new name rename it (`result.renamed`); each element is claimed by one record."""
     wanted = {
-        index: element_id
+        index: int(element_id)
         for index, element_id in given_ids.items()
-        if isinstance(element_id, int) and not isinstance(element_id, bool)
+        # A spreadsheet may hand a whole number back as a float.
+        if (isinstance(element_id, int) and not isinstance(element_id, bool))
+        or (isinstance(element_id, float) and element_id.is_integer())
     }
     if not wanted:
         return

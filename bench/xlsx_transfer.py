@@ -1,0 +1,93 @@
+"""The xlsx export and import of a large repository: time, elements a second and peak memory, for this
+tree and (with `--baseline`) another source tree in the same run, on the same repository.
+
+    python bench/xlsx_transfer.py --baseline /tmp/base/src         # 100,000 elements, SQLite
+    python bench/xlsx_transfer.py --elements 20000                 # a quicker run, this tree only
+
+The repository is loaded as `bench/massdata_scale.py` loads it (information systems with five attribute
+values and two related components each, one component per 50 systems). Per tree, each command runs as its
+own process (`python -m blockrepo`, Python's start included) and its peak RSS is its own (`wait4`):
+`export FILE.xlsx`, `import` of that workbook into a new empty repository (every element created), and
+`import` of it back into the repository it came from (every element matched, nothing written). Make a
+baseline tree with `git archive <commit> src | tar -x -C /tmp/base`. Prints a table; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from harness import scratch_database
+from massdata_scale import load, running, settle
+
+HERE = Path(__file__).resolve().parents[1] / "src"
+UNCHANGED = re.compile(r"│\s+0\s+│\s+0\s+│\s+0\s+│\s+0\s+│")  # the report: nothing created, updated, deleted
+
+
+def timed(tree: Path, arguments: list[str]) -> tuple[float, float, str]:
+    """(seconds, peak RSS in MiB, output) of `python -m blockrepo ARGUMENTS` run from `tree`."""
+    environment = {**os.environ, "PYTHONPATH": str(tree), "BLOCKREPO_ADMIN_PASSWORD": "Bench-password-42"}
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "blockrepo", *arguments],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=environment,
+    )
+    assert process.stdout is not None
+    output = process.stdout.read().decode()
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{' '.join(arguments)} failed:\n{output[-3000:]}")
+    return seconds, usage.ru_maxrss / 1024, output
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--elements", type=int, default=100_000)
+    parser.add_argument("--baseline", type=Path, help="another source tree (its src/) to measure beside this")
+    args = parser.parse_args()
+    trees = [("this tree", HERE)] + ([("baseline", args.baseline)] if args.baseline else [])
+    rows: list[tuple[str, str, float, float]] = []
+    with tempfile.TemporaryDirectory() as directory:
+        folder = Path(directory)
+        with scratch_database(None, "xlsx_source") as source:
+            with running(source, folder, "xlsx") as server:
+                load(server, args.elements)
+            settle(source)
+            # Alternating trees per step, so that neither always runs on a warmer machine.
+            for step in ("export", "import into an empty repository", "import back, unchanged"):
+                for label, tree in trees:
+                    workbook = folder / f"{label.replace(' ', '-')}.xlsx"
+                    if step == "export":
+                        seconds, rss, _ = timed(tree, ["export", str(workbook), "--database", source])
+                    elif step.startswith("import into"):
+                        with scratch_database(None, "xlsx_target") as target:
+                            Path(target.removeprefix("sqlite:///")).touch()
+                            seconds, rss, _ = timed(tree, ["import", str(workbook), "--database", target])
+                    else:
+                        seconds, rss, output = timed(tree, ["import", str(workbook), "--database", source])
+                        if not UNCHANGED.search(output):
+                            raise RuntimeError(f"the unchanged import wrote something:\n{output[-2000:]}")
+                    rows.append((step, label, seconds, rss))
+    print(f"\n{args.elements:,} information systems (and {args.elements // 50:,} components), SQLite, xlsx\n")
+    header = f"{'step':<34} {'tree':<10} {'seconds':>8} {'elements/s':>11} {'peak RSS MiB':>13}"
+    print(header)
+    print("-" * len(header))
+    total = args.elements + args.elements // 50
+    for step, label, seconds, rss in rows:
+        print(f"{step:<34} {label:<10} {seconds:>8.1f} {total / seconds:>11,.0f} {rss:>13.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
