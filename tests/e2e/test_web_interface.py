@@ -4,6 +4,7 @@ saved as a screenshot under artifacts/screenshots/."""
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from openpyxl import load_workbook
 from playwright.sync_api import Browser, Page, expect
 
 from tests.conftest import ADMIN_PASSWORD, cloned_database
@@ -117,6 +119,14 @@ def test_login_browse_and_search(page: Page, server: LiveServer, api: httpx.Clie
     page.locator('.type-card[data-type="InformationSystem"]').click()
     page.locator("#element-table tbody tr").first.wait_for()
     assert page.locator("#element-table tbody tr").count() == systems
+    # The list offers its type as a workbook to edit in Excel.
+    with page.expect_download() as download:
+        page.locator("#export-workbook").click()
+    assert download.value.suggested_filename.endswith(".xlsx")
+    workbook = load_workbook(io.BytesIO(download.value.path().read_bytes()), read_only=True)
+    assert workbook.sheetnames[:2] == ["Read me", "InformationSystem"]
+    assert len(list(workbook["InformationSystem"].iter_rows(min_row=2))) == systems
+    workbook.close()
     page.fill("#list-search", "erp")
     page.get_by_role("button", name="Apply").click()
     expect(page.locator("#list-filter")).to_contain_text("erp")
@@ -368,6 +378,7 @@ def test_reader_sees_no_finance_and_no_edit_controls(page: Page, api: httpx.Clie
     page.locator("h1", has_text="Information System").wait_for()
     page.locator("#element-table tbody tr").first.wait_for()
     assert page.locator("#create-element").count() == 0
+    assert page.locator("#export-workbook").count() == 0  # the role Reader has no EXPORT
     assert "Annual costs" not in page.content()
 
     open_hash(page, f"#/history/InformationSystem/{erp['id'][0]}")

@@ -165,6 +165,19 @@ function listHead(type, def) {
         `New ${def.displayName}`,
       )
     : null;
+  // A workbook of this type to edit in Excel and import again (POST /api/massdata/import).
+  const workbook = hasFunction("EXPORT")
+    ? h(
+        "a",
+        {
+          class: "button",
+          href: `/api/massdata/export?format=xlsx&types=${encodeURIComponent(type)}`,
+          download: `${type}.xlsx`,
+          id: "export-workbook",
+        },
+        "Export to Excel",
+      )
+    : null;
   return pageHead(
     h(
       "div",
@@ -173,7 +186,7 @@ function listHead(type, def) {
       h("h1", {}, def.displayName),
       def.description ? h("p", { class: "muted" }, def.description) : null,
     ),
-    h("div", { class: "actions" }, create),
+    h("div", { class: "actions" }, workbook, create),
   );
 }
 
