@@ -29,6 +29,7 @@ from blockrepo.api.observed import ObservedRequests
 from blockrepo.api.versions import API_VERSIONS
 from blockrepo.auth.csrf import CsrfMiddleware
 from blockrepo.auth.middleware import AuthMiddleware
+from blockrepo.logs import flush_logs
 from blockrepo.settings import Settings
 from blockrepo.web.challenge import ScriptChallengeMiddleware
 from blockrepo.web.routes import ASSETS_PREFIX, mount_web_interface
@@ -89,6 +90,7 @@ def create_app(settings: Settings) -> FastAPI:
             if services.leave():
                 services.dispose()
                 metrics.worker_stopped(os.getpid())
+            flush_logs()  # a worker stopped by SIGTERM ends without logging.shutdown
 
     app = Application(
         services,

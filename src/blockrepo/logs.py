@@ -145,6 +145,16 @@ class BatchingStreamHandler(logging.StreamHandler[IO[str]]):
         super().close()
 
 
+def flush_logs() -> None:
+    """Write every line a handler still holds. A serving process calls it as it stops: uvicorn ends a
+    server stopped by SIGTERM by raising the signal again, whose default action ends the process without
+    `logging.shutdown`, so the lines `BatchingStreamHandler` gathered in its last 0.2 s would be lost."""
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    for logger in loggers:
+        for handler in getattr(logger, "handlers", ()):
+            handler.flush()
+
+
 def logging_config(level: str, log_format: LogFormat) -> dict[str, Any]:
     """The `logging.config.dictConfig` of a serving process (uvicorn applies it in every worker)."""
     formatter = JsonFormatter if log_format == "json" else TextFormatter

@@ -7,6 +7,9 @@ from __future__ import annotations
 import io
 import logging
 import select
+import signal
+import subprocess
+import sys
 import time
 
 from blockrepo.logs import BatchingStreamHandler
@@ -81,3 +84,36 @@ def test_closing_writes_what_is_gathered() -> None:
     logger.info("last words")
     handler.close()
     assert stream.delivered == ["last words\n"]
+
+
+STOPPED_BY_SIGTERM = """
+import logging, os, signal, sys
+from blockrepo.cli.serve import _flush_logs_then_terminate
+from blockrepo.logs import BatchingStreamHandler
+
+logger = logging.getLogger("blockrepo.access")
+logger.addHandler(BatchingStreamHandler(sys.stderr))
+logger.setLevel(logging.INFO)
+logger.info("the last request before the stop")
+if sys.argv[1] == "flushing":
+    signal.signal(signal.SIGTERM, _flush_logs_then_terminate)
+# As uvicorn ends a server stopped by SIGTERM: the signal raised again once it has shut down.
+signal.raise_signal(signal.SIGTERM)
+"""
+
+
+def test_a_server_stopped_by_sigterm_writes_the_lines_it_still_holds() -> None:
+    """uvicorn ends a gracefully stopped server by raising SIGTERM again, which ends the process without
+    `logging.shutdown`: the serving process's handler writes the gathered lines first, and still ends
+    as SIGTERM ends it."""
+    runs = {
+        mode: subprocess.run(
+            [sys.executable, "-c", STOPPED_BY_SIGTERM, mode], capture_output=True, text=True, timeout=60
+        )
+        for mode in ("flushing", "without")
+    }
+    assert runs["flushing"].returncode == -signal.SIGTERM
+    assert "the last request before the stop" in runs["flushing"].stderr
+    # Without it the line is lost: the check has teeth.
+    assert runs["without"].returncode == -signal.SIGTERM
+    assert "the last request before the stop" not in runs["without"].stderr

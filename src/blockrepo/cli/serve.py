@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -19,7 +21,7 @@ from blockrepo.cli.http_protocol import HeadDeadlineProtocol
 from blockrepo.cli.options import build_settings, console
 from blockrepo.cli.repository import initialize_repository
 from blockrepo.demo import DemoLoadFailed, load_demo
-from blockrepo.logs import logging_config
+from blockrepo.logs import flush_logs, logging_config
 from blockrepo.metrics import MULTIPROCESS_DIRECTORY
 from blockrepo.settings import Settings
 from blockrepo.storage.engine import build_engine
@@ -122,6 +124,9 @@ def metrics_across(workers: int) -> Iterator[None]:
 
 
 def run_uvicorn(settings: Settings, host: str, port: int, workers: int) -> None:
+    # uvicorn restores this handler after a graceful shutdown and raises the signal again: the lines the
+    # log handlers still hold are written first, then the process ends as SIGTERM ends it.
+    signal.signal(signal.SIGTERM, _flush_logs_then_terminate)
     uvicorn.run(
         "blockrepo.app:app_from_environment",
         factory=True,
@@ -145,6 +150,12 @@ def run_uvicorn(settings: Settings, host: str, port: int, workers: int) -> None:
         # A change stream never ends by itself: a stopping server waits this long, then closes it.
         timeout_graceful_shutdown=settings.shutdown_timeout,
     )
+
+
+def _flush_logs_then_terminate(signum: int, _frame: FrameType | None) -> None:
+    flush_logs()
+    signal.signal(signum, signal.SIG_DFL)
+    signal.raise_signal(signum)
 
 
 def load_demo_landscape(settings: Settings, base_url: str) -> None:
