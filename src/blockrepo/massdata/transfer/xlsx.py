@@ -32,6 +32,7 @@ from blockrepo.massdata.listing import begin_snapshot
 from blockrepo.massdata.transfer import xlsx_layout as layout
 from blockrepo.massdata.transfer.document import CellMap, Document, SheetCells
 from blockrepo.massdata.transfer.export import (
+    EXPORT_BATCH,
     Progress,
     iterate_records,
     responsible_logins,
@@ -49,6 +50,9 @@ from blockrepo.massdata.transfer.xlsx_limits import XlsxLimits, check_workbook
 from blockrepo.revisions.repository import revision_mark
 
 INDEX_SHEET = "_index"
+# Elements read at a time for a sheet with read-only columns: the other side of a relation can be long
+# (every system a component serves), and a batch holds every entry of its elements' lists.
+MIRRORED_BATCH = 200
 # The `_index` rows of the columns that show the other side's relations: the reader leaves them out.
 READ_ONLY_KIND = "readOnlyColumn"
 # The `_index` row with the mark of the revision the export was taken at: whose ids the id columns hold.
@@ -189,7 +193,9 @@ def write_workbook(
     for type_plan, sheet, columns in type_sheets:
         multiple = {a.name: a.multiple or a.value_type == "dateInterval" for a in type_plan.attributes}
         done = 0
-        for records in iterate_records(db, type_plan):
+        for records in iterate_records(
+            db, type_plan, batch=MIRRORED_BATCH if type_plan.mirrors else EXPORT_BATCH
+        ):
             logins |= responsible_logins(type_plan, records)
             for record in records:
                 row: list[Any] = [record["id"], text_cell(sheet, record["name"])]
