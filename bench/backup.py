@@ -15,33 +15,11 @@ row counts. Prints a table; asserts nothing.
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-from harness import scratch_database
+from harness import blockrepo_command, scratch_database
 from massdata_scale import load, running, settle
-
-COMMAND = [sys.executable, "-m", "blockrepo"]
-
-
-def timed_command(arguments: list[str]) -> tuple[float, float, str]:
-    """(seconds, peak RSS in MiB, output) of one command run as its own process."""
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        [*COMMAND, *arguments], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ}
-    )
-    assert process.stdout is not None
-    output = process.stdout.read().decode()
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        raise RuntimeError(f"{' '.join(arguments)} failed:\n{output}")
-    return seconds, usage.ru_maxrss / 1024, output
 
 
 def row_count(output: str) -> int:
@@ -69,19 +47,19 @@ def main() -> int:
                 load(server, args.elements)
             settle(source)
             export = folder / "export.json"
-            seconds, rss, _ = timed_command(["export", str(export), "--database", source])
+            seconds, rss, _ = blockrepo_command(["export", str(export), "--database", source])
             rows.append(("export (elements only)", seconds, rss, args.elements, export.stat().st_size))
             backup = folder / "backup.jsonl.gz"
-            seconds, rss, output = timed_command(["backup", str(backup), "--database", source])
+            seconds, rss, output = blockrepo_command(["backup", str(backup), "--database", source])
             backed_up = row_count(output)
             rows.append(("backup", seconds, rss, backed_up, backup.stat().st_size))
             with scratch_database(args.database, "backup_target") as target:
                 if target.startswith("sqlite"):
                     Path(target.removeprefix("sqlite:///")).touch()
-                seconds, rss, output = timed_command(["restore", str(backup), "--database", target])
+                seconds, rss, output = blockrepo_command(["restore", str(backup), "--database", target])
                 rows.append(("restore", seconds, rss, row_count(output), backup.stat().st_size))
                 again = folder / "again.jsonl.gz"
-                _, _, output = timed_command(["backup", str(again), "--database", target])
+                _, _, output = blockrepo_command(["backup", str(again), "--database", target])
                 if row_count(output) != backed_up:
                     raise RuntimeError(
                         f"the restored copy holds {row_count(output):,} rows, not {backed_up:,}"

@@ -5,10 +5,12 @@ The scripts run as `python bench/<script>.py`, so this module is importable as `
 from __future__ import annotations
 
 import math
+import os
 import re
 import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -72,6 +74,30 @@ def wait_for_demo_server(
                 pass
         time.sleep(0.2)
     raise RuntimeError(f"the server did not come up:\n{log_path.read_text()}")
+
+
+def blockrepo_command(
+    arguments: Sequence[str], *, source_tree: Path | None = None
+) -> tuple[float, float, str]:
+    """(seconds, peak RSS in MiB, output) of `python -m blockrepo ARGUMENTS` as a process of its own (its
+    own peak, from `wait4`; Python's start included), run from `source_tree` (a `src/`) when given."""
+    environment = {**os.environ, "BLOCKREPO_ADMIN_PASSWORD": "Bench-password-42"}
+    if source_tree is not None:
+        environment["PYTHONPATH"] = str(source_tree)
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "blockrepo", *arguments],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=environment,
+    )
+    assert process.stdout is not None
+    output = process.stdout.read().decode()
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"blockrepo {' '.join(arguments)} failed:\n{output[-3000:]}")
+    return seconds, usage.ru_maxrss / 1024, output
 
 
 def free_port() -> int:

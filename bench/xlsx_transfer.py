@@ -15,38 +15,15 @@ baseline tree with `git archive <commit> src | tar -x -C /tmp/base`. Prints a ta
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-from harness import scratch_database
+from harness import blockrepo_command, scratch_database
 from massdata_scale import load, running, settle
 
 HERE = Path(__file__).resolve().parents[1] / "src"
 UNCHANGED = re.compile(r"│\s+0\s+│\s+0\s+│\s+0\s+│\s+0\s+│")  # the report: nothing created, updated, deleted
-
-
-def timed(tree: Path, arguments: list[str]) -> tuple[float, float, str]:
-    """(seconds, peak RSS in MiB, output) of `python -m blockrepo ARGUMENTS` run from `tree`."""
-    environment = {**os.environ, "PYTHONPATH": str(tree), "BLOCKREPO_ADMIN_PASSWORD": "Bench-password-42"}
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "blockrepo", *arguments],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env=environment,
-    )
-    assert process.stdout is not None
-    output = process.stdout.read().decode()
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{' '.join(arguments)} failed:\n{output[-3000:]}")
-    return seconds, usage.ru_maxrss / 1024, output
 
 
 def main() -> int:
@@ -69,13 +46,19 @@ def main() -> int:
                 for label, tree in trees:
                     workbook = folder / f"{label.replace(' ', '-')}.xlsx"
                     if step == "export":
-                        seconds, rss, _ = timed(tree, ["export", str(workbook), "--database", source])
+                        seconds, rss, _ = blockrepo_command(
+                            source_tree=tree, arguments=["export", str(workbook), "--database", source]
+                        )
                     elif step.startswith("import into"):
                         with scratch_database(None, "xlsx_target") as target:
                             Path(target.removeprefix("sqlite:///")).touch()
-                            seconds, rss, _ = timed(tree, ["import", str(workbook), "--database", target])
+                            seconds, rss, _ = blockrepo_command(
+                                source_tree=tree, arguments=["import", str(workbook), "--database", target]
+                            )
                     else:
-                        seconds, rss, output = timed(tree, ["import", str(workbook), "--database", source])
+                        seconds, rss, output = blockrepo_command(
+                            source_tree=tree, arguments=["import", str(workbook), "--database", source]
+                        )
                         if not UNCHANGED.search(output):
                             raise RuntimeError(f"the unchanged import wrote something:\n{output[-2000:]}")
                     rows.append((step, label, seconds, rss))
