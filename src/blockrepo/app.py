@@ -24,12 +24,13 @@ from blockrepo.api.known_parameters import refuse_unknown
 from blockrepo.api.lanes.read import ElementReadLane
 from blockrepo.api.lanes.write import ElementWriteLane
 from blockrepo.api.methods import MethodsMiddleware
-from blockrepo.api.middleware import IMPORT_PATH, RequestContextMiddleware
+from blockrepo.api.middleware import IMPORT_PATHS, RequestContextMiddleware
 from blockrepo.api.observed import ObservedRequests
 from blockrepo.api.versions import API_VERSIONS
 from blockrepo.auth.csrf import CsrfMiddleware
 from blockrepo.auth.middleware import AuthMiddleware
 from blockrepo.logs import flush_logs
+from blockrepo.massdata.transfer.archimate.mapping import load_mapping
 from blockrepo.settings import Settings
 from blockrepo.web.challenge import ScriptChallengeMiddleware
 from blockrepo.web.routes import ASSETS_PREFIX, mount_web_interface
@@ -69,6 +70,8 @@ class Application(FastAPI):
 
 def create_app(settings: Settings) -> FastAPI:
     interpreter.configure(enabled=settings.interpreter_tuning)
+    # A mapping file that cannot be read stops the start, rather than every ArchiMate request later.
+    load_mapping(settings.archimate_mapping)
     services = AppServices(settings)
 
     @asynccontextmanager
@@ -120,7 +123,7 @@ def create_app(settings: Settings) -> FastAPI:
     # in front of them all (`Application`).
     if settings.lanes:
         app.add_middleware(ElementWriteLane, services=services)
-    app.add_middleware(WholeBodyFirst, timeout=settings.body_read_timeout, streamed=frozenset({IMPORT_PATH}))
+    app.add_middleware(WholeBodyFirst, timeout=settings.body_read_timeout, streamed=IMPORT_PATHS)
     app.add_middleware(MethodsMiddleware)
     app.add_middleware(CsrfMiddleware, enabled=settings.csrf_enabled)
     app.add_middleware(AuthMiddleware, backends=services.auth, settings=settings)

@@ -143,6 +143,14 @@ class Settings(BaseSettings):
     import_xlsx_max_shared_strings: int = Field(
         1_000_000, ge=1, description="shared strings an imported xlsx may hold"
     )
+    import_archimate_max_concepts: int = Field(
+        1_000_000, ge=1, description="elements and relationships an imported ArchiMate model may hold"
+    )
+    archimate_mapping: str | None = Field(
+        None,
+        description="a JSON file of entries that replace or extend the default mapping between building "
+        "block types and ArchiMate (docs/guide/archimate.md)",
+    )
     token_peppers: SecretStr | None = Field(
         None,
         description="comma-separated secrets API tokens are hashed under, the first current, the others "

@@ -67,6 +67,24 @@ def test_a_renamed_record_renames_its_element(
     assert renames == [{"property": "name", "old": ["ERP"], "new": ["ERP (S/4HANA)"]}]
 
 
+def test_rows_may_name_a_renamed_element_by_its_new_name(
+    client: TestClient, demo: None, app: FastAPI
+) -> None:
+    """A file renamed with search and replace names the element by its new name everywhere: those
+    references are to the renamed element, and touch nothing else."""
+    before = element_count(app)
+    processes = _pointing_at(client, ERP)
+    text = orjson.dumps(export_json(client)).replace(b'"ERP"', b'"ERP (S/4HANA)"')
+    response = import_file(client, text, dryRun="true")
+    assert response.status_code == 200, response.text
+    assert [(row["action"], row["name"]) for row in response.json()["rows"]] == [("update", "ERP (S/4HANA)")]
+    response = import_file(client, text)
+    assert response.status_code == 200, response.text
+    assert response.json()["created"] == 0 and response.json()["updated"] == 1
+    assert element_count(app) == before
+    assert _pointing_at(client, ERP) == processes
+
+
 def test_a_rename_in_the_workbook_is_a_rename(client: TestClient, demo: None, app: FastAPI) -> None:
     before = element_count(app)
     workbook = load_workbook(

@@ -17,12 +17,15 @@ from starlette.testclient import TestClient
 OPENAPI_PATH = "/api/7_4/openapi.json"
 HTTP_METHODS = ("get", "put", "post", "patch", "delete", "head", "options")
 PACKAGE = "blockrepo_client"
-# The generator writes JSON, form and octet-stream bodies; the workbook upload of an import and the
-# plain-text iteraQL query are bytes to it. No hooks: formatting the output needs no ruff on PATH.
+# The generator writes JSON, form and octet-stream bodies; the workbook upload of an import, an ArchiMate
+# file and the plain-text iteraQL query are bytes to it. No hooks: formatting the output needs no ruff on
+# PATH.
 GENERATOR_CONFIG = """\
 content_type_overrides:
   application/vnd.openxmlformats-officedocument.spreadsheetml.sheet: application/octet-stream
   application/gzip: application/octet-stream
+  application/xml: application/octet-stream
+  application/zip: application/octet-stream
   text/plain: application/octet-stream
 post_hooks: []
 """

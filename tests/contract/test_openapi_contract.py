@@ -87,9 +87,11 @@ UNKNOWN_ROLE_REFERENCES = KnownRefusal(
     (("unknown_type", "/typePermissions/"), ("unknown_role", "/subRoles/"), NUL),
 )
 UNKNOWN_ATTRIBUTE_SCOPE = KnownRefusal(
-    "group, type and relation type names must exist; no text may hold NUL",
+    "group, type and relation type names must exist, a number's max may not be below its min; no text may "
+    "hold NUL",
     "validation_failed",
     (
+        ("out_of_range", "/max"),
         ("unknown_group", "/group"),
         ("unknown_type", "/types/"),
         ("unknown_relation_type", "/relationTypes/"),
@@ -147,6 +149,17 @@ BULK_ELEMENT_BODIES = KnownRefusal(
     "each element must fit the metamodel at run time; no text may hold NUL",
     "validation_failed",
     (*((code, "/elements/") for code in ELEMENT_VALUE_CODES), NUL),
+)
+ARCHIMATE_FILE = KnownRefusal(
+    "the body must be an ArchiMate exchange file (a <model> of the 3.x or 2.1 namespace) or a zip of "
+    "Archi's CSV files; the media type says which, the schema cannot",
+    "malformed_body",
+    (
+        ("malformed_body", "body"),
+        ("malformed_body", "elements.csv"),
+        ("malformed_body", "relations.csv"),
+        ("malformed_body", "properties.csv"),
+    ),
 )
 HISTORY_CURSOR = KnownRefusal(
     "a cursor must be one the service issued for this listing",
@@ -271,6 +284,8 @@ KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
         NUL_IN_TEXT,
     ),
     ("POST", "/api/massdata/import"): (NUL_IN_TEXT,),
+    ("GET", "/api/exchange/archimate"): (FUTURE_REVISION,),
+    ("POST", "/api/exchange/archimate"): (ARCHIMATE_FILE,),
     ("POST", "/api/element/{type}"): (ELEMENT_BODY,),
     ("PUT", "/api/element/{type}/{id}"): (ELEMENT_BODY,),
     ("PATCH", "/api/element/{type}/{id}"): (ELEMENT_BODY,),

@@ -19,9 +19,16 @@ from blockrepo.access.actor import SYSTEM_LOGIN, Actor, load_actor
 from blockrepo.auth.passwords import Passwords
 from blockrepo.cli.options import build_settings, console
 from blockrepo.cli.repository import initialize_repository
-from blockrepo.errors import BlockrepoError
+from blockrepo.errors import BadRequest, BlockrepoError
 from blockrepo.interpreter import collector_paused
+from blockrepo.massdata.asof import past_revision
 from blockrepo.massdata.listing import begin_snapshot
+from blockrepo.massdata.transfer.archimate.csv_files import read_archi_csv_zip, write_archi_csv
+from blockrepo.massdata.transfer.archimate.export import write_archimate
+from blockrepo.massdata.transfer.archimate.importer import MappingReport, import_model
+from blockrepo.massdata.transfer.archimate.mapping import load_mapping
+from blockrepo.massdata.transfer.archimate.model import ArchimateModel
+from blockrepo.massdata.transfer.archimate.reader import read_exchange
 from blockrepo.massdata.transfer.document import Document, parse_json_document
 from blockrepo.massdata.transfer.export import json_chunks
 from blockrepo.massdata.transfer.importer import import_document, parse_mode
@@ -40,10 +47,22 @@ DatabaseOption = Annotated[
 UserOption = Annotated[str, typer.Option("--user", help="act as this user (their permissions apply)")]
 
 
+# Formats by name, and by the suffix that implies them: ArchiMate's exchange file and Archi's CSV files
+# (zipped) besides the export's own JSON and workbook.
+FORMATS = {
+    "json": "json",
+    "xlsx": "xlsx",
+    "archimate": "archimate",
+    "xml": "archimate",
+    "archi-csv": "archi-csv",
+}
+FORMATS_BY_SUFFIX = {".json": "json", ".xlsx": "xlsx", ".xml": "archimate", ".zip": "archi-csv"}
+
+
 def _format(path: Path, given: str | None) -> str:
-    fmt = (given or path.suffix.lstrip(".") or "json").lower()
-    if fmt not in ("json", "xlsx"):
-        console.print(f"[red]unknown format {fmt!r}: use json or xlsx[/red]")
+    fmt = FORMATS.get((given or "").lower()) if given else FORMATS_BY_SUFFIX.get(path.suffix.lower(), "json")
+    if fmt is None:
+        console.print(f"[red]unknown format {given!r}: use json, xlsx, archimate or archi-csv[/red]")
         raise typer.Exit(2)
     return fmt
 
@@ -84,12 +103,19 @@ def _progress() -> Progress:
 
 
 def export_command(
-    file: Annotated[Path, typer.Argument(help="where to write: .json or .xlsx")],
+    file: Annotated[
+        Path, typer.Argument(help="where to write: .json, .xlsx, .xml (ArchiMate) or .zip (Archi's CSV)")
+    ],
     format: Annotated[
-        str | None, typer.Option("--format", help="json or xlsx (default: from the suffix)")
+        str | None,
+        typer.Option("--format", help="json, xlsx, archimate or archi-csv (default: from the suffix)"),
     ] = None,
     types: Annotated[
         str | None, typer.Option("--types", help="comma-separated type names (default: all)")
+    ] = None,
+    as_of: Annotated[
+        str | None,
+        typer.Option("--as-of", help="ArchiMate: the state at this revision number or ISO-8601 time"),
     ] = None,
     user: UserOption = SYSTEM_LOGIN,
     database: DatabaseOption = None,
@@ -102,6 +128,10 @@ def export_command(
         with build_session_factory(engine)() as db:
             begin_snapshot(db)
             metamodel, actor = _context(db, user)
+            if fmt in ("archimate", "archi-csv"):
+                _export_archimate(db, metamodel, actor, file, fmt, types, as_of, settings.archimate_mapping)
+                console.print(f"exported to {file}")
+                return
             try:
                 plan = plan_export(
                     metamodel,
@@ -130,8 +160,35 @@ def export_command(
     console.print(f"exported to {file}")
 
 
+def _export_archimate(
+    db: Session,
+    metamodel: Metamodel,
+    actor: Actor,
+    file: Path,
+    fmt: str,
+    types: str | None,
+    as_of: str | None,
+    mapping_file: str | None,
+) -> None:
+    try:
+        plan = plan_export(metamodel, actor, [t.strip() for t in types.split(",")] if types else None)
+        revision = past_revision(db, actor, as_of, "--as-of") if as_of else None
+        chunks = write_archimate(db, plan, load_mapping(mapping_file), actor, as_of=revision)
+        if fmt == "archi-csv":
+            content = write_archi_csv(read_exchange(b"".join(chunks), max_concepts=1 << 62))
+            chunks = iter([content])
+        with file.open("wb") as target:
+            for chunk in chunks:
+                target.write(chunk)
+    except BlockrepoError as exc:
+        raise _fail(exc) from None
+
+
 def import_command(
-    file: Annotated[Path, typer.Argument(help="an export: .json or .xlsx")],
+    file: Annotated[
+        Path,
+        typer.Argument(help="an export (.json, .xlsx), an ArchiMate file (.xml) or Archi's CSV files (.zip)"),
+    ],
     mode: Annotated[
         str, typer.Option("--mode", help="additive or cud (also delete what the file lacks)")
     ] = "additive",
@@ -142,15 +199,24 @@ def import_command(
     """Import an export FILE into the repository, all or nothing."""
     settings = build_settings(database_url=database)
     initialize_repository(settings)
+    fmt = _format(file, None)
+    model: ArchimateModel | None = None
     try:
-        if _format(file, None) == "xlsx":
+        if fmt == "xlsx":
             with file.open("rb") as source:
                 document: Document = read_workbook(source, XlsxLimits.from_settings(settings))
+        elif fmt == "archimate":
+            model = read_exchange(file.read_bytes(), settings.import_archimate_max_concepts)
+        elif fmt == "archi-csv":
+            model = read_archi_csv_zip(file.read_bytes(), settings.import_archimate_max_concepts)
         else:
             document = parse_json_document(file.read_bytes())
         mode = parse_mode(mode)
+        if model is not None and mode != "additive":
+            raise BadRequest("an ArchiMate model is imported additively (--mode additive)")
     except BlockrepoError as exc:
         raise _fail(exc) from None
+    mapped: MappingReport | None = None
     engine = build_engine(settings.database_url)
     write_engine = engine.execution_options(begin_immediate=True)
     passwords = Passwords(settings)
@@ -167,17 +233,29 @@ def import_command(
 
             changes = ChangeLog(user_login=actor.login, request_id=f"cli-import-{uuid.uuid4().hex[:12]}")
             try:
-                report = import_document(
-                    db,
-                    metamodel,
-                    actor,
-                    changes,
-                    document,
-                    mode=mode,
-                    hash_password=passwords.hash,
-                    progress=advance,
-                    list_rows=dry_run,
-                )
+                if model is not None:
+                    report, mapped = import_model(
+                        db,
+                        metamodel,
+                        actor,
+                        changes,
+                        load_mapping(settings.archimate_mapping),
+                        model,
+                        hash_password=passwords.hash,
+                        list_rows=dry_run,
+                    )
+                else:
+                    report = import_document(
+                        db,
+                        metamodel,
+                        actor,
+                        changes,
+                        document,
+                        mode=mode,
+                        hash_password=passwords.hash,
+                        progress=advance,
+                        list_rows=dry_run,
+                    )
             except BlockrepoError as exc:
                 db.rollback()
                 raise _fail(exc) from None
@@ -201,6 +279,8 @@ def import_command(
         table.add_column(column, justify="right")
     table.add_row(str(report.created), str(report.updated), str(report.deleted), str(report.failed))
     console.print(table)
+    if mapped is not None:
+        _print_mapping(mapped)
     if report.rows:
         rows = Table(title="what the import would do")
         for column in ("action", "type", "name", "where"):
@@ -214,6 +294,27 @@ def import_command(
         console.print(rows)
         if report.rows_left_out:
             console.print(f"… and {report.rows_left_out:,} more rows")
+
+
+def _print_mapping(mapped: MappingReport) -> None:
+    summary = Table(
+        title=f"ArchiMate {mapped.format}: {mapped.elements_read} elements, "
+        f"{mapped.relationships_read} relationships read"
+    )
+    summary.add_column("became")
+    summary.add_column("count", justify="right")
+    for name, count in {**mapped.mapped, **mapped.relations}.items():
+        summary.add_row(name, str(count))
+    console.print(summary)
+    if mapped.not_mapped_count:
+        console.print(f"[yellow]{mapped.not_mapped_count} not mapped:[/yellow]")
+        for entry in mapped.not_mapped[:20]:
+            console.print(
+                f"  {escape(entry['identifier'])} ({entry['type']} {escape(entry['name'])!r}): "
+                f"{escape(entry['reason'])}"
+            )
+    if mapped.properties_not_mapped_count:
+        console.print(f"[yellow]{mapped.properties_not_mapped_count} properties not mapped[/yellow]")
 
 
 def register(app: typer.Typer) -> None:

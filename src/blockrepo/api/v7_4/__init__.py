@@ -9,6 +9,7 @@ from blockrepo.api.v7_4 import (
     auth,
     backup,
     elements,
+    exchange,
     history,
     massdata,
     metamodel,
@@ -22,6 +23,18 @@ PATH_SEGMENT = "7_4"
 
 def build_router() -> APIRouter:
     router = APIRouter()
-    for module in (auth, elements, massdata, metamodel, history, administration, tokens, webhooks, backup):
+    modules = (
+        auth,
+        elements,
+        massdata,
+        metamodel,
+        history,
+        administration,
+        tokens,
+        webhooks,
+        backup,
+        exchange,
+    )
+    for module in modules:
         router.include_router(module.router)
     return router

@@ -104,4 +104,6 @@ TAG_DESCRIPTIONS: dict[str, str] = {
     "signed per Standard Webhooks, masked by the owner's rights, retried until a 2xx, with a delivery log "
     "and replay.",
     "operations": "The whole repository as one backup file, for supervisors (`blockrepo restore` reads it).",
+    "exchange": "ArchiMate models in and out: The Open Group's Model Exchange File Format (3.1 written; 3.x "
+    "and 2.1 read) and Archi's CSV files, mapped to building blocks (docs/guide/archimate.md).",
 }

@@ -35,6 +35,9 @@ class Document:
     ids: dict[str, list[Any]] = field(default_factory=dict)
     # An xlsx import: where each record's values are in the workbook (`locate`)
     cells: CellMap | None = None
+    # A model of another tool (ArchiMate): a record holds what that tool knows of an element, so what it
+    # leaves out (attributes, the parent) is kept, not emptied as a record of a whole state would have it.
+    keep_unlisted: bool = False
 
 
 @dataclass

@@ -122,6 +122,7 @@ class _TypeImport:
     renamed: dict[int, str] = field(default_factory=dict)
     doomed: list[int] = field(default_factory=list)
     doomed_names: dict[int, str] = field(default_factory=dict)
+    keep_unlisted: bool = False  # `Document.keep_unlisted`
 
     @property
     def where(self) -> str:
@@ -163,6 +164,8 @@ class _TypeImport:
             # What the record of a stored element leaves out is emptied: the description and parent
             # here, its attributes once it is a draft (`_empty_the_rest`; parsing an empty list per
             # attribute and record would cost a tenth of an import). A created element has none.
+            if self.keep_unlisted:
+                continue
             body.setdefault("description", [""])
             if type_def.hierarchical:
                 body.setdefault("parent", [])
@@ -300,7 +303,9 @@ def import_document(
         for type_name, records in document.elements.items()
     ]
     for type_import in imports:
+        type_import.keep_unlisted = document.keep_unlisted
         type_id = type_import.type_def.id
+        new_names = {index: name for name, index in type_import.names.items()}
         run.unwritten[type_id] = {
             name for name, index in type_import.names.items() if index not in type_import.owners
         }
@@ -310,6 +315,11 @@ def import_document(
         for element_id, old_name in type_import.renamed.items():
             if old_name not in type_import.names:
                 writer.known_names[(type_id, old_name)] = element_id
+        # A reference by the new name (an ArchiMate file names each end by its identifier, so by the
+        # element's new name) is to the renamed element, before the rename is written.
+        for index, element_id in type_import.owners.items():
+            if element_id in type_import.renamed:
+                writer.known_names[(type_id, new_names[index])] = element_id
     done = 0
     # One pipeline for every chunk (SQLite): a chunk's rows and history go in while the next chunk is
     # parsed; a read of the next chunk's validation (the names already taken) waits for them, so no more
@@ -712,7 +722,7 @@ def _empty_the_rest(type_import: _TypeImport, items: Sequence[WriteItem]) -> Non
     """An updated element's writable attributes that its record leaves out are emptied (not by the
     deferred update, which names only what it writes)."""
     builder = type_import.builder
-    if builder is None:
+    if builder is None or type_import.keep_unlisted:
         return
     for item in items:
         if item.draft is not None and not item.creating:

@@ -1,0 +1,221 @@
+"""Reads an ArchiMate exchange file (3.0/3.1, or the older 2.1) and Archi's CSV files into an
+`ArchimateModel`, with a parser that resolves no entity, loads no DTD and touches no network, and within
+bounds on the elements it takes."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+
+from lxml import etree
+
+from blockrepo.errors import BadRequest, ErrorItem, PayloadTooLarge
+from blockrepo.massdata.transfer.archimate.mapping import archimate_type
+from blockrepo.massdata.transfer.archimate.model import ArchimateModel, Concept
+
+NAMESPACE_3 = "http://www.opengroup.org/xsd/archimate/3.0/"
+NAMESPACE_2 = "http://www.opengroup.org/xsd/archimate"
+XSI_TYPE = "{http://www.w3.org/2001/XMLSchema-instance}type"
+XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
+
+
+def _problem(message: str, pointer: str = "body") -> BadRequest:
+    return BadRequest(message, code="malformed_body", errors=[ErrorItem(pointer, "malformed_body", message)])
+
+
+def _too_many(limit: int) -> PayloadTooLarge:
+    return PayloadTooLarge(
+        f"the model holds more than {limit} elements and relationships",
+        extra={"limit": {"name": "import_archimate_max_concepts", "value": limit}},
+    )
+
+
+def _parser_events(body: bytes) -> Iterator[tuple[str, etree._Element]]:
+    # No entity is expanded, no DTD loaded, nothing fetched, no "huge tree" (lxml's depth and text bounds
+    # stay on): a billion laughs, an external entity or a quadratic blow-up ends as a parse error.
+    return etree.iterparse(  # type: ignore[no-any-return]
+        io.BytesIO(body),
+        events=("start", "end"),
+        resolve_entities=False,
+        load_dtd=False,
+        no_network=True,
+        huge_tree=False,
+        remove_comments=True,
+        remove_pis=True,
+    )
+
+
+def _text(node: etree._Element, namespace: str, tag: str) -> str:
+    """The text of `node`'s first child `tag` in English or without a language, else its first."""
+    found = node.findall(f"{{{namespace}}}{tag}")
+    for child in found:
+        if child.get(XML_LANG) in (None, "en"):
+            return (child.text or "").strip()
+    return (found[0].text or "").strip() if found else ""
+
+
+def read_exchange(body: bytes, max_concepts: int) -> ArchimateModel:
+    """The model of an exchange file; 400 for anything that is not one, 413 beyond `max_concepts`."""
+    if b"<!DOCTYPE" in body[:4096] or b"<!ENTITY" in body:
+        raise _problem("a document type declaration (DOCTYPE, ENTITY) is not accepted")
+    model: ArchimateModel | None = None
+    namespace = ""
+    # (identifier, value) of each property by its definition reference, named when the definitions come
+    definitions: dict[str, str] = {}
+    pending: list[tuple[list[tuple[str, str]], int, str]] = []  # (list, index, reference)
+    depth = 0
+    count = 0
+    try:
+        for event, node in _parser_events(body):
+            if event == "start":
+                depth += 1
+                if depth == 1:
+                    tag = etree.QName(node)
+                    if tag.localname != "model" or tag.namespace not in (NAMESPACE_3, NAMESPACE_2):
+                        raise _problem(
+                            f"not an ArchiMate exchange file: the root is {node.tag!r}, not <model> in "
+                            f"{NAMESPACE_3} (3.x) or {NAMESPACE_2} (2.1)"
+                        )
+                    namespace = tag.namespace or ""
+                    model = ArchimateModel(
+                        identifier=node.get("identifier") or "",
+                        format="3.1" if namespace == NAMESPACE_3 else "2.1",
+                    )
+                continue
+            depth -= 1
+            assert model is not None
+            local = etree.QName(node).localname
+            parent = node.getparent()
+            parent_local = etree.QName(parent).localname if parent is not None else ""
+            if local in ("element", "relationship") and parent_local in ("elements", "relationships"):
+                count += 1
+                if count > max_concepts:
+                    raise _too_many(max_concepts)
+                concept = _concept(node, namespace, model.format, pending)
+                if local == "element":
+                    model.elements.append(concept)
+                else:
+                    concept.source, concept.target = node.get("source") or "", node.get("target") or ""
+                    model.relationships.append(concept)
+                node.clear()
+            elif local in ("propertyDefinition", "propertydef"):
+                identifier = node.get("identifier") or ""
+                # 3.x: <name> children; 2.1: a name attribute
+                definitions[identifier] = node.get("name") or _text(node, namespace, "name")
+            elif local == "view" and parent_local in ("diagrams", "views"):
+                model.views += 1
+                node.clear()
+            elif depth == 1 and local in ("name", "label"):
+                model.name = (node.text or "").strip()
+            elif depth == 1 and local == "properties":
+                model.properties = _properties(node, namespace, model.format, pending)
+    except etree.XMLSyntaxError as exc:
+        raise _problem(f"not well-formed XML: {exc}") from exc
+    if model is None:
+        raise _problem("not an ArchiMate exchange file: empty")
+    for target, index, reference in pending:
+        target[index] = (definitions.get(reference, reference), target[index][1])
+    return model
+
+
+def _properties(
+    node: etree._Element, namespace: str, version: str, pending: list[tuple[list[tuple[str, str]], int, str]]
+) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    reference_attribute = "propertyDefinitionRef" if version == "3.1" else "identifierref"
+    for prop in node.iterfind(f"{{{namespace}}}property"):
+        reference = prop.get(reference_attribute) or prop.get("identifierRef") or ""
+        pending.append((found, len(found), reference))
+        found.append((reference, _text(prop, namespace, "value")))
+    return found
+
+
+def _concept(
+    node: etree._Element, namespace: str, version: str, pending: list[tuple[list[tuple[str, str]], int, str]]
+) -> Concept:
+    properties = node.find(f"{{{namespace}}}properties")
+    return Concept(
+        identifier=node.get("identifier") or "",
+        type=archimate_type(node.get(XSI_TYPE) or ""),
+        name=_text(node, namespace, "name" if version == "3.1" else "label"),
+        documentation=_text(node, namespace, "documentation"),
+        properties=_properties(properties, namespace, version, pending) if properties is not None else [],
+    )
+
+
+# Archi's CSV files: elements (and the model as type ArchimateModel), relations, properties.
+ELEMENT_COLUMNS = ("ID", "Type", "Name", "Documentation", "Specialization")
+RELATION_COLUMNS = ("ID", "Type", "Name", "Documentation", "Source", "Target", "Specialization")
+PROPERTY_COLUMNS = ("ID", "Key", "Value")
+
+
+def _rows(text: bytes, columns: tuple[str, ...], file: str) -> Iterator[dict[str, str]]:
+    try:
+        decoded = text.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _problem(f"{file}: not UTF-8 ({exc})", file) from exc
+    reader = csv.reader(io.StringIO(decoded, newline=""), delimiter=_delimiter(decoded))
+    header = next(reader, None)
+    if header is None or tuple(header[: len(columns) - 1]) != columns[: len(columns) - 1]:
+        raise _problem(f"{file}: the header is {', '.join(columns)}", file)
+    for line, row in enumerate(reader, start=2):
+        if not row:
+            continue
+        if len(row) < len(columns) - 1:
+            raise _problem(f"{file}, line {line}: {len(columns) - 1} columns expected", file)
+        yield dict(zip(header, row, strict=False))
+
+
+def _lines(text: str | None) -> str:
+    # Archi on Windows ends lines with CR LF inside a quoted value.
+    return (text or "").replace("\r\n", "\n")
+
+
+def _delimiter(text: str) -> str:
+    # Archi writes commas by default, semicolons or tabs if asked; the header shows which.
+    first = text.split("\n", 1)[0]
+    return max((",", ";", "\t"), key=first.count)
+
+
+def read_archi_csv(
+    elements: bytes, relations: bytes | None, properties: bytes | None, max_concepts: int
+) -> ArchimateModel:
+    """The model of Archi's CSV export: its elements file, and its relations and properties files."""
+    model = ArchimateModel(identifier="", format="csv")
+    by_id: dict[str, Concept] = {}
+    for row in _rows(elements, ELEMENT_COLUMNS, "elements.csv"):
+        if row["Type"] == "ArchimateModel":
+            model.identifier, model.name = row["ID"], row["Name"]
+            continue
+        concept = Concept(
+            row["ID"], archimate_type(row["Type"]), row["Name"], _lines(row.get("Documentation"))
+        )
+        model.elements.append(concept)
+        by_id[concept.identifier] = concept
+        if len(by_id) > max_concepts:
+            raise _too_many(max_concepts)
+    for row in _rows(
+        relations or b'"ID","Type","Name","Documentation","Source","Target"\n',
+        RELATION_COLUMNS,
+        "relations.csv",
+    ):
+        concept = Concept(
+            row["ID"],
+            archimate_type(row["Type"]),
+            row["Name"],
+            _lines(row.get("Documentation")),
+            source=row["Source"],
+            target=row["Target"],
+        )
+        model.relationships.append(concept)
+        by_id[concept.identifier] = concept
+        if len(by_id) > max_concepts:
+            raise _too_many(max_concepts)
+    for row in _rows(properties or b'"ID","Key","Value"\n', PROPERTY_COLUMNS, "properties.csv"):
+        owner = by_id.get(row["ID"])
+        if owner is not None:
+            owner.properties.append((row["Key"], row["Value"]))
+        elif row["ID"] == model.identifier:
+            model.properties.append((row["Key"], row["Value"]))
+    return model
