@@ -412,3 +412,38 @@ def test_no_body_makes_a_server_error(client: TestClient, body: bytes) -> None:
             params={"dryRun": "true"},
         )
         assert response.status_code in (200, 400, 413), response.text
+
+
+def test_an_administrators_own_types_are_named_and_their_relations_go_both_ways(
+    client: TestClient, schema: Any
+) -> None:
+    assert client.post("/api/metamodel/types", json={"name": "DataCenter"}).status_code == 201
+    relation = {
+        "source": "InformationSystem",
+        "sourceEnd": "replicas",
+        "target": "InformationSystem",
+        "targetEnd": "originals",
+    }
+    assert client.post("/api/metamodel/relationtypes", json=relation).status_code == 201
+    assert client.post("/api/element/DataCenter", json={"name": ["Frankfurt"]}).status_code == 201
+    erp = element_named(client, "InformationSystem", "ERP")
+    crm = element_named(client, "InformationSystem", "CRM")
+    response = client.patch(
+        f"/api/element/InformationSystem/{erp['id'][0]}", json={"replicas": [{"name": "CRM"}]}
+    )
+    assert response.status_code == 200, response.text
+    content = _export(client)
+    _valid(schema, content)
+    # A type the mapping gives no element is named in the model's documentation, not silently missing.
+    assert b"Not in this model (no ArchiMate element in the mapping): DataCenter" in content
+    # A relation type without a rule is an association from its source to its target.
+    association = (
+        f'source="br-InformationSystem-{erp["id"][0]}" target="br-InformationSystem-{crm["id"][0]}" '
+        'xsi:type="Association"'
+    )
+    assert association.encode() in content
+    response = client.patch(f"/api/element/InformationSystem/{erp['id'][0]}", json={"replicas": []})
+    assert response.status_code == 200, response.text
+    report = _import(client, content)
+    assert report["mapping"]["notMapped"] == []
+    assert [e["name"] for e in element_named(client, "InformationSystem", "ERP")["replicas"]] == ["CRM"]

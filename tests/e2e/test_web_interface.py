@@ -116,6 +116,12 @@ def test_login_browse_and_search(page: Page, server: LiveServer, api: httpx.Clie
     assert page.locator(".type-card").count() == 14
     shoot(page, "02-landscape")
 
+    # The landscape goes to Archi as an ArchiMate model.
+    with page.expect_download() as download:
+        page.locator("#export-archimate").click()
+    model = download.value.path().read_bytes()
+    assert download.value.suggested_filename.endswith(".xml")
+    assert model.count(b'xsi:type="ApplicationComponent"') == systems
     page.locator('.type-card[data-type="InformationSystem"]').click()
     page.locator("#element-table tbody tr").first.wait_for()
     assert page.locator("#element-table tbody tr").count() == systems
@@ -379,6 +385,9 @@ def test_reader_sees_no_finance_and_no_edit_controls(page: Page, api: httpx.Clie
     page.locator("#element-table tbody tr").first.wait_for()
     assert page.locator("#create-element").count() == 0
     assert page.locator("#export-workbook").count() == 0  # the role Reader has no EXPORT
+    open_hash(page, "#/")
+    page.locator(".type-card").first.wait_for()
+    assert page.locator("#export-archimate").count() == 0
     assert "Annual costs" not in page.content()
 
     open_hash(page, f"#/history/InformationSystem/{erp['id'][0]}")

@@ -5,7 +5,7 @@ blockrepo.massdata.transfer.archimate."""
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -183,9 +183,18 @@ async def _model(request: Request) -> ArchimateModel:
     async for chunk in request.stream():
         raw += chunk
     limit = request.app.state.services.settings.import_archimate_max_concepts
-    if media_type == ZIP:
-        return await run_in_threadpool(read_archi_csv_zip, bytes(raw), limit)
-    return await run_in_threadpool(read_exchange, bytes(raw), limit)
+    # Parsed in a worker thread, from the bytes as they arrived (no copy: a model's file may be 200 MiB);
+    # handed over in a list the reader empties, so that the body goes once the model is read.
+    handed_over = [raw]
+    del raw
+    reader = read_archi_csv_zip if media_type == ZIP else read_exchange
+    return await run_in_threadpool(_read_handed_over, reader, handed_over, limit)
+
+
+def _read_handed_over(
+    reader: Callable[[bytes | bytearray, int], ArchimateModel], handed_over: list[bytearray], limit: int
+) -> ArchimateModel:
+    return reader(handed_over.pop(), limit)
 
 
 @router.post(

@@ -33,10 +33,10 @@ def write_archi_csv(model: ArchimateModel) -> bytes:
     the three files zipped."""
     elements: list[list[str]] = [list(ELEMENT_COLUMNS)]
     elements.append([model.identifier, "ArchimateModel", model.name, "", ""])
-    elements.extend([e.identifier, e.type, e.name, e.documentation, ""] for e in model.elements)
+    elements.extend([e.identifier, e.type, e.name, e.documentation or "", ""] for e in model.elements)
     relations: list[list[str]] = [list(RELATION_COLUMNS)]
     relations.extend(
-        [r.identifier, f"{r.type}Relationship", r.name, r.documentation, r.source, r.target, ""]
+        [r.identifier, f"{r.type}Relationship", r.name, r.documentation or "", r.source, r.target, ""]
         for r in model.relationships
     )
     properties: list[list[str]] = [list(PROPERTY_COLUMNS)]
@@ -54,7 +54,7 @@ def _bad(message: str) -> BadRequest:
     return BadRequest(message, code="malformed_body", errors=[ErrorItem("body", "malformed_body", message)])
 
 
-def read_archi_csv_zip(body: bytes, max_concepts: int) -> ArchimateModel:
+def read_archi_csv_zip(body: bytes | bytearray, max_concepts: int) -> ArchimateModel:
     """The model of a zip of Archi's CSV files (named `elements.csv` … or with Archi's prefix,
     `<prefix>elements.csv` …)."""
     try:

@@ -21,7 +21,7 @@ from blockrepo.elements.service import ElementReader
 from blockrepo.history.asof import element_ids_as_of, read_elements_as_of
 from blockrepo.history.repository import current_revision
 from blockrepo.massdata.listing import begin_snapshot
-from blockrepo.massdata.transfer.archimate.mapping import ArchimateMapping, FlowRule, RelationshipRule
+from blockrepo.massdata.transfer.archimate.mapping import ArchimateMapping, FlowRule
 from blockrepo.massdata.transfer.export import EXPORT_BATCH, hierarchy_order
 from blockrepo.massdata.transfer.plan import ExportPlan, TypePlan
 from blockrepo.metamodel.snapshot import AttributeDef
@@ -155,10 +155,10 @@ def _write_ends(run: _Export, plan: TypePlan, element: dict[str, Any], own: str,
     for end in plan.ends:
         if end.name in skip:
             continue
-        rule: RelationshipRule | None = mapping.relations.get(end.relation_type.name)
+        relation_type = end.relation_type
+        rule = mapping.rule_for(relation_type.name, relation_type.source_type, relation_type.source_end)
         other_type = end.other_type
-        other_flow = mapping.flows.get(other_type)
-        if rule is None or (other_type not in mapping.elements and other_flow is None):
+        if rule is None or (other_type not in mapping.elements and other_type not in mapping.flows):
             continue
         relation_attributes = plan.relation_attributes(end) or ()
         for entry in element.get(end.name) or []:
@@ -373,12 +373,24 @@ def archimate_chunks(
 ) -> Iterator[bytes]:
     """The exchange file in pieces: each batch of elements as it is read, then the rest."""
     mark = revision_mark(db, revision) or ""
+    # Said in the model, so that nothing is left out unnoticed: types the mapping gives no element.
+    left_out = [
+        p.type_def.name
+        for p in plan.types
+        if p.type_def.name not in mapping.elements and p.type_def.name not in mapping.flows
+    ]
+    documentation = (
+        f'<documentation xml:lang="en">Not in this model (no ArchiMate element in the mapping): '
+        f"{xml_text(', '.join(left_out))}</documentation>\n"
+        if left_out
+        else ""
+    )
     extra = [("propid-blockrepo-revision", REVISION_PROPERTY), ("propid-blockrepo-mark", MARK_PROPERTY)]
     yield (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         f'<model xmlns="{NAMESPACE}" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
         f'xsi:schemaLocation="{SCHEMA_LOCATION}" identifier="br-model-{revision}">\n'
-        f'<name xml:lang="en">{xml_text(name)}</name>\n'
+        f'<name xml:lang="en">{xml_text(name)}</name>\n{documentation}'
         '<properties><property propertyDefinitionRef="propid-blockrepo-revision">'
         f'<value xml:lang="en">{revision}</value></property>'
         '<property propertyDefinitionRef="propid-blockrepo-mark">'

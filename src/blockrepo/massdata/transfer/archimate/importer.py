@@ -147,13 +147,18 @@ class _Mapper:
         # whether the ArchiMate source holds the relation's source end)
         self.rules: dict[tuple[str, int, int], tuple[RelationTypeDef, bool]] = {}
         for relation_type in metamodel.relation_types:
-            rule = mapping.relations.get(relation_type.name)
+            rule = mapping.rule_for(relation_type.name, relation_type.source_type, relation_type.source_end)
             if rule is None:
                 continue
             ends = (relation_type.source_type_id, relation_type.target_type_id)
             if rule.reversed:
                 ends = ends[::-1]
             self.rules.setdefault((rule.relationship, *ends), (relation_type, not rule.reversed))
+
+    def named_relation(
+        self, concept: Concept, source: _Target, target: _Target
+    ) -> tuple[RelationTypeDef, bool] | None:
+        return _named_relation_type(self.metamodel, self.mapping, concept, source, target)
 
     def type_of(self, concept: Concept) -> BlockTypeDef | None:
         parsed = parse_identifier(concept.identifier)
@@ -172,7 +177,9 @@ class _Mapper:
             other = self.names[(type_def.id, name)]
             self.report.skip(concept, f"{other.identifier} is a {type_def.name} of this name already")
             return None
-        record: dict[str, Any] = {"name": name, "description": concept.documentation}
+        record: dict[str, Any] = {"name": name}
+        if concept.documentation is not None:
+            record["description"] = concept.documentation
         parsed = parse_identifier(concept.identifier)
         if parsed is not None:
             record["id"] = parsed[1]
@@ -270,7 +277,9 @@ class _Mapper:
                 target.record["parent"] = source.name
                 self.report.relations["parent"] = self.report.relations.get("parent", 0) + 1
                 continue
-            found = self.rules.get((concept.type, source.type_def.id, target.type_def.id))
+            found = self.named_relation(concept, source, target) or self.rules.get(
+                (concept.type, source.type_def.id, target.type_def.id)
+            )
             if found is None:
                 self.report.skip(
                     concept,
@@ -297,13 +306,40 @@ class _Mapper:
             self.report.relations[relation_type.name] = self.report.relations.get(relation_type.name, 0) + 1
 
 
+_RELATIONSHIP_IDENTIFIER = re.compile(r"^br-([A-Za-z][A-Za-z0-9_]*)-\d+-\d+$")
+
+
+def _named_relation_type(
+    metamodel: Metamodel, mapping: ArchimateMapping, concept: Concept, source: _Target, target: _Target
+) -> tuple[RelationTypeDef, bool] | None:
+    """The relation type a blockrepo export's relationship identifier names (`br-<relation type>-…`),
+    when it joins the types its ends became: two relation types may share a rule (an association of two
+    systems: predecessor, or an administrator's own relation), and the identifier tells which."""
+    match = _RELATIONSHIP_IDENTIFIER.match(concept.identifier)
+    relation_type = metamodel.relation_type_named(match.group(1)) if match else None
+    if relation_type is None:
+        return None
+    ends = (relation_type.source_type_id, relation_type.target_type_id)
+    if ends not in ((source.type_def.id, target.type_def.id), (target.type_def.id, source.type_def.id)):
+        return None
+    rule = mapping.rule_for(relation_type.name, relation_type.source_type, relation_type.source_end)
+    if rule is None or rule.relationship != concept.type:
+        return None
+    return relation_type, not rule.reversed
+
+
 def model_document(
     metamodel: Metamodel, actor: Actor, mapping: ArchimateMapping, model: ArchimateModel
 ) -> tuple[Document, MappingReport, dict[str, list[str]]]:
     """The import document of the model, the mapping report and each record's identifier by type."""
     mapper = _Mapper(metamodel, actor, mapping, model)
     mapper.elements()
-    mapper.relationships(mapper.flows())
+    rest = mapper.flows()
+    # The concepts are records now (or reported): let them go before the import takes its memory.
+    model.elements.clear()
+    model.relationships.clear()
+    mapper.relationships(rest)
+    del rest
     properties = dict(model.properties)
     revision = properties.get(REVISION_PROPERTY, "")
     document = Document(

@@ -123,6 +123,9 @@ class RelationshipRule:
     reversed: bool = False
 
 
+ASSOCIATION = RelationshipRule("Association")
+
+
 @dataclass(frozen=True)
 class FlowRule:
     """A building block type written as a relationship between the elements its two ends name (an
@@ -147,6 +150,15 @@ class ArchimateMapping:
     relations: MappingType[str, RelationshipRule]
     flows: MappingType[str, FlowRule] = field(default_factory=dict)
     hierarchy: str = "Composition"
+
+    def rule_for(self, relation_type: str, source_type: str, source_end: str) -> RelationshipRule | None:
+        """The rule of a relation type; one without (an administrator's own) is an association from its
+        source to its target, which ArchiMate allows between any two elements. None for the ends a type
+        written as a relationship joins (an information flow's systems): the relationship is them."""
+        flow = self.flows.get(source_type)
+        if flow is not None and source_end in (flow.source_end, flow.target_end):
+            return None
+        return self.relations.get(relation_type, ASSOCIATION)
 
     def as_json(self) -> dict[str, Any]:
         return {

@@ -5,15 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
-@dataclass
+@dataclass(slots=True)
 class Concept:
     """An element or relationship: its identifier in the file, its ArchiMate 3.1 type, name,
-    documentation and properties (key, value; a key may repeat)."""
+    documentation (None: the file has none, so an import keeps the description) and properties (key,
+    value; a key may repeat)."""
 
     identifier: str
     type: str
     name: str = ""
-    documentation: str = ""
+    documentation: str | None = None
     properties: list[tuple[str, str]] = field(default_factory=list)
     # A relationship's ends (identifiers of elements or of other relationships)
     source: str = ""

@@ -31,12 +31,16 @@ def _too_many(limit: int) -> PayloadTooLarge:
     )
 
 
-def _parser_events(body: bytes) -> Iterator[tuple[str, etree._Element]]:
+def _parser_events(
+    body: bytes | bytearray, events: tuple[str, ...], tag: list[str] | None = None
+) -> Iterator[tuple[str, etree._Element]]:
     # No entity is expanded, no DTD loaded, nothing fetched, no "huge tree" (lxml's depth and text bounds
-    # stay on): a billion laughs, an external entity or a quadratic blow-up ends as a parse error.
+    # stay on): a billion laughs, an external entity or a quadratic blow-up ends as a parse error. `tag`
+    # filters in C, so Python sees only the nodes it takes.
     return etree.iterparse(  # type: ignore[no-any-return]
         io.BytesIO(body),
-        events=("start", "end"),
+        events=events,
+        tag=tag,
         resolve_entities=False,
         load_dtd=False,
         no_network=True,
@@ -46,45 +50,65 @@ def _parser_events(body: bytes) -> Iterator[tuple[str, etree._Element]]:
     )
 
 
-def _text(node: etree._Element, namespace: str, tag: str) -> str:
-    """The text of `node`'s first child `tag` in English or without a language, else its first."""
+def _text(node: etree._Element, namespace: str, tag: str) -> str | None:
+    """The text of `node`'s first child `tag` in English or without a language, else its first; None
+    without such a child."""
     found = node.findall(f"{{{namespace}}}{tag}")
     for child in found:
         if child.get(XML_LANG) in (None, "en"):
             return (child.text or "").strip()
-    return (found[0].text or "").strip() if found else ""
+    return (found[0].text or "").strip() if found else None
 
 
-def read_exchange(body: bytes, max_concepts: int) -> ArchimateModel:
+def _head(body: bytes | bytearray) -> tuple[ArchimateModel, str, list[tuple[str, str]]]:
+    """The model's root and what precedes its elements: its identifier, name and property references."""
+    model: ArchimateModel | None = None
+    namespace = ""
+    properties: list[tuple[str, str]] = []
+    for event, node in _parser_events(body, ("start", "end")):
+        if model is None:
+            tag = etree.QName(node)
+            if tag.localname != "model" or tag.namespace not in (NAMESPACE_3, NAMESPACE_2):
+                raise _problem(
+                    f"not an ArchiMate exchange file: the root is {node.tag!r}, not <model> in "
+                    f"{NAMESPACE_3} (3.x) or {NAMESPACE_2} (2.1)"
+                )
+            namespace = tag.namespace or ""
+            model = ArchimateModel(
+                identifier=node.get("identifier") or "",
+                format="3.1" if namespace == NAMESPACE_3 else "2.1",
+            )
+            continue
+        parent = node.getparent()
+        if parent is None or parent.getparent() is not None:
+            continue  # below the model's children
+        local = etree.QName(node).localname
+        if event == "start":
+            if local in ("elements", "relationships", "organizations", "organization", "views"):
+                break  # the head ends where the content starts
+            continue
+        if local in ("name", "label") and not model.name:
+            model.name = (node.text or "").strip()
+        elif local == "properties":
+            properties = _references(node, namespace, model.format)
+    if model is None:
+        raise _problem("not an ArchiMate exchange file: empty")
+    return model, namespace, properties
+
+
+def read_exchange(body: bytes | bytearray, max_concepts: int) -> ArchimateModel:
     """The model of an exchange file; 400 for anything that is not one, 413 beyond `max_concepts`."""
     if b"<!DOCTYPE" in body[:4096] or b"<!ENTITY" in body:
         raise _problem("a document type declaration (DOCTYPE, ENTITY) is not accepted")
-    model: ArchimateModel | None = None
-    namespace = ""
-    # (identifier, value) of each property by its definition reference, named when the definitions come
-    definitions: dict[str, str] = {}
-    pending: list[tuple[list[tuple[str, str]], int, str]] = []  # (list, index, reference)
-    depth = 0
-    count = 0
     try:
-        for event, node in _parser_events(body):
-            if event == "start":
-                depth += 1
-                if depth == 1:
-                    tag = etree.QName(node)
-                    if tag.localname != "model" or tag.namespace not in (NAMESPACE_3, NAMESPACE_2):
-                        raise _problem(
-                            f"not an ArchiMate exchange file: the root is {node.tag!r}, not <model> in "
-                            f"{NAMESPACE_3} (3.x) or {NAMESPACE_2} (2.1)"
-                        )
-                    namespace = tag.namespace or ""
-                    model = ArchimateModel(
-                        identifier=node.get("identifier") or "",
-                        format="3.1" if namespace == NAMESPACE_3 else "2.1",
-                    )
-                continue
-            depth -= 1
-            assert model is not None
+        model, namespace, model_properties = _head(body)
+        # Each property names its definition, which comes after the elements: (concept, references)
+        # pairs are named once the definitions are read.
+        definitions: dict[str, str] = {}
+        pending: list[list[tuple[str, str]]] = [model_properties]
+        names = ("element", "relationship", "propertyDefinition", "propertydef", "view")
+        count = 0
+        for _, node in _parser_events(body, ("end",), [f"{{{namespace}}}{name}" for name in names]):
             local = etree.QName(node).localname
             parent = node.getparent()
             parent_local = etree.QName(parent).localname if parent is not None else ""
@@ -92,55 +116,53 @@ def read_exchange(body: bytes, max_concepts: int) -> ArchimateModel:
                 count += 1
                 if count > max_concepts:
                     raise _too_many(max_concepts)
-                concept = _concept(node, namespace, model.format, pending)
+                concept = _concept(node, namespace, model.format)
+                if concept.properties:
+                    pending.append(concept.properties)
                 if local == "element":
                     model.elements.append(concept)
                 else:
                     concept.source, concept.target = node.get("source") or "", node.get("target") or ""
                     model.relationships.append(concept)
-                node.clear()
             elif local in ("propertyDefinition", "propertydef"):
-                identifier = node.get("identifier") or ""
                 # 3.x: <name> children; 2.1: a name attribute
-                definitions[identifier] = node.get("name") or _text(node, namespace, "name")
-            elif local == "view" and parent_local in ("diagrams", "views"):
+                definitions[node.get("identifier") or ""] = (
+                    node.get("name") or _text(node, namespace, "name") or ""
+                )
+            elif local == "view":
                 model.views += 1
-                node.clear()
-            elif depth == 1 and local in ("name", "label"):
-                model.name = (node.text or "").strip()
-            elif depth == 1 and local == "properties":
-                model.properties = _properties(node, namespace, model.format, pending)
+            else:
+                continue  # an element inside another (a view's node), taken with its container
+            # What is read is let go, and the parsed nodes before it with it: memory holds one concept.
+            node.clear()
+            while parent is not None and node.getprevious() is not None:
+                del parent[0]
     except etree.XMLSyntaxError as exc:
         raise _problem(f"not well-formed XML: {exc}") from exc
-    if model is None:
-        raise _problem("not an ArchiMate exchange file: empty")
-    for target, index, reference in pending:
-        target[index] = (definitions.get(reference, reference), target[index][1])
+    for references in pending:
+        references[:] = [(definitions.get(reference, reference), value) for reference, value in references]
+    model.properties = model_properties
     return model
 
 
-def _properties(
-    node: etree._Element, namespace: str, version: str, pending: list[tuple[list[tuple[str, str]], int, str]]
-) -> list[tuple[str, str]]:
+def _references(node: etree._Element, namespace: str, version: str) -> list[tuple[str, str]]:
+    """The properties under `node` as (definition reference, value)."""
     found: list[tuple[str, str]] = []
     reference_attribute = "propertyDefinitionRef" if version == "3.1" else "identifierref"
     for prop in node.iterfind(f"{{{namespace}}}property"):
         reference = prop.get(reference_attribute) or prop.get("identifierRef") or ""
-        pending.append((found, len(found), reference))
-        found.append((reference, _text(prop, namespace, "value")))
+        found.append((reference, _text(prop, namespace, "value") or ""))
     return found
 
 
-def _concept(
-    node: etree._Element, namespace: str, version: str, pending: list[tuple[list[tuple[str, str]], int, str]]
-) -> Concept:
+def _concept(node: etree._Element, namespace: str, version: str) -> Concept:
     properties = node.find(f"{{{namespace}}}properties")
     return Concept(
         identifier=node.get("identifier") or "",
         type=archimate_type(node.get(XSI_TYPE) or ""),
-        name=_text(node, namespace, "name" if version == "3.1" else "label"),
+        name=_text(node, namespace, "name" if version == "3.1" else "label") or "",
         documentation=_text(node, namespace, "documentation"),
-        properties=_properties(properties, namespace, version, pending) if properties is not None else [],
+        properties=_references(properties, namespace, version) if properties is not None else [],
     )
 
 

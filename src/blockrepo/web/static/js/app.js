@@ -246,6 +246,19 @@ async function renderHome({ isCurrent }) {
         });
     }
   }
+  // The landscape as an ArchiMate model for Archi and other modelling tools (GET /api/exchange/archimate).
+  const archimate = hasFunction("EXPORT")
+    ? h(
+        "a",
+        {
+          class: "button",
+          href: "/api/exchange/archimate",
+          download: "landscape-archimate.xml",
+          id: "export-archimate",
+        },
+        "Export ArchiMate model",
+      )
+    : null;
   return h(
     "div",
     {},
@@ -256,6 +269,7 @@ async function renderHome({ isCurrent }) {
         h("h1", {}, "Landscape"),
         h("p", { class: "muted" }, `${types.length} building block types`),
       ),
+      h("div", { class: "actions" }, archimate),
     ),
     counted
       ? null
