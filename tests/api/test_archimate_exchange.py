@@ -18,8 +18,10 @@ from hypothesis import settings as settings_of_hypothesis
 from hypothesis import strategies as st
 from lxml import etree
 from starlette.testclient import TestClient
+from typer.testing import CliRunner
 
 from blockrepo.app import create_app
+from blockrepo.cli import app as cli
 from blockrepo.errors import BadRequest
 from tests.api.demo_repository import (
     database_url,
@@ -447,3 +449,29 @@ def test_an_administrators_own_types_are_named_and_their_relations_go_both_ways(
     report = _import(client, content)
     assert report["mapping"]["notMapped"] == []
     assert [e["name"] for e in element_named(client, "InformationSystem", "ERP")["replicas"]] == ["CRM"]
+
+
+def test_the_command_line_exports_and_imports_archimate(
+    client: TestClient, database_url: str, tmp_path: Path
+) -> None:
+    runner = CliRunner()
+    model, csv_files = tmp_path / "landscape.xml", tmp_path / "landscape.zip"
+    revision = newest_revision(client)
+    for target, extra in ((model, []), (csv_files, ["--types", "InformationSystem"])):
+        result = runner.invoke(cli, ["export", str(target), *extra, "--database", database_url])
+        assert result.exit_code == 0, result.output
+    assert model.read_bytes() == _export(client)  # the same file as the API's
+    with zipfile.ZipFile(csv_files) as archive:
+        assert "elements.csv" in archive.namelist()
+    past = tmp_path / "past.xml"
+    result = runner.invoke(cli, ["export", str(past), "--as-of", "1", "--database", database_url])
+    assert result.exit_code == 0, result.output
+    for source in (model, csv_files):
+        result = runner.invoke(cli, ["import", str(source), "--database", database_url])
+        assert result.exit_code == 0, result.output
+        assert "ArchiMate" in result.output
+    assert newest_revision(client) == revision  # an unchanged model writes nothing
+    broken = tmp_path / "broken.xml"
+    broken.write_bytes(BILLION_LAUGHS)
+    result = runner.invoke(cli, ["import", str(broken), "--database", database_url])
+    assert result.exit_code == 1 and "DOCTYPE" in result.output

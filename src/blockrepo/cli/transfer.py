@@ -206,7 +206,8 @@ def import_command(
             with file.open("rb") as source:
                 document: Document = read_workbook(source, XlsxLimits.from_settings(settings))
         elif fmt == "archimate":
-            model = read_exchange(file.read_bytes(), settings.import_archimate_max_concepts)
+            # Parsed as it is read: the file's bytes are never all in memory.
+            model = read_exchange(file, settings.import_archimate_max_concepts)
         elif fmt == "archi-csv":
             model = read_archi_csv_zip(file.read_bytes(), settings.import_archimate_max_concepts)
         else:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from lxml import etree
 
@@ -31,23 +33,43 @@ def _too_many(limit: int) -> PayloadTooLarge:
     )
 
 
-def _parser_events(
-    body: bytes | bytearray, events: tuple[str, ...], tag: list[str] | None = None
-) -> Iterator[tuple[str, etree._Element]]:
-    # No entity is expanded, no DTD loaded, nothing fetched, no "huge tree" (lxml's depth and text bounds
-    # stay on): a billion laughs, an external entity or a quadratic blow-up ends as a parse error. `tag`
-    # filters in C, so Python sees only the nodes it takes.
-    return etree.iterparse(  # type: ignore[no-any-return]
-        io.BytesIO(body),
-        events=events,
-        tag=tag,
-        resolve_entities=False,
-        load_dtd=False,
-        no_network=True,
-        huge_tree=False,
-        remove_comments=True,
-        remove_pis=True,
-    )
+Source = bytes | bytearray | Path  # a file's bytes, or the file (read as it is parsed)
+
+
+def _declares(source: Source, marker: bytes) -> bool:
+    """Whether `marker` occurs in the source, read a megabyte at a time from a file."""
+    if not isinstance(source, Path):
+        return marker in source
+    with source.open("rb") as file:
+        tail = b""
+        while piece := file.read(1 << 20):
+            if marker in tail + piece:
+                return True
+            tail = piece[-len(marker) :]
+    return False
+
+
+@contextmanager
+def _parsing(
+    body: Source, events: tuple[str, ...], tag: list[str] | None = None
+) -> Iterator[Iterator[tuple[str, etree._Element]]]:
+    """The parser's events over the source (a file closed again however the reading ends).
+
+    No entity is expanded, no DTD loaded, nothing fetched, no "huge tree" (lxml's depth and text bounds
+    stay on): a billion laughs, an external entity or a quadratic blow-up ends as a parse error. `tag`
+    filters in C, so Python sees only the nodes it takes."""
+    with body.open("rb") if isinstance(body, Path) else io.BytesIO(body) as stream:
+        yield etree.iterparse(
+            stream,
+            events=events,
+            tag=tag,
+            resolve_entities=False,
+            load_dtd=False,
+            no_network=True,
+            huge_tree=False,
+            remove_comments=True,
+            remove_pis=True,
+        )
 
 
 def _text(node: etree._Element, namespace: str, tag: str) -> str | None:
@@ -60,45 +82,47 @@ def _text(node: etree._Element, namespace: str, tag: str) -> str | None:
     return (found[0].text or "").strip() if found else None
 
 
-def _head(body: bytes | bytearray) -> tuple[ArchimateModel, str, list[tuple[str, str]]]:
+def _head(body: Source) -> tuple[ArchimateModel, str, list[tuple[str, str]]]:
     """The model's root and what precedes its elements: its identifier, name and property references."""
     model: ArchimateModel | None = None
     namespace = ""
     properties: list[tuple[str, str]] = []
-    for event, node in _parser_events(body, ("start", "end")):
-        if model is None:
-            tag = etree.QName(node)
-            if tag.localname != "model" or tag.namespace not in (NAMESPACE_3, NAMESPACE_2):
-                raise _problem(
-                    f"not an ArchiMate exchange file: the root is {node.tag!r}, not <model> in "
-                    f"{NAMESPACE_3} (3.x) or {NAMESPACE_2} (2.1)"
+    with _parsing(body, ("start", "end")) as events:
+        for event, node in events:
+            if model is None:
+                tag = etree.QName(node)
+                if tag.localname != "model" or tag.namespace not in (NAMESPACE_3, NAMESPACE_2):
+                    raise _problem(
+                        f"not an ArchiMate exchange file: the root is {node.tag!r}, not <model> in "
+                        f"{NAMESPACE_3} (3.x) or {NAMESPACE_2} (2.1)"
+                    )
+                namespace = tag.namespace or ""
+                model = ArchimateModel(
+                    identifier=node.get("identifier") or "",
+                    format="3.1" if namespace == NAMESPACE_3 else "2.1",
                 )
-            namespace = tag.namespace or ""
-            model = ArchimateModel(
-                identifier=node.get("identifier") or "",
-                format="3.1" if namespace == NAMESPACE_3 else "2.1",
-            )
-            continue
-        parent = node.getparent()
-        if parent is None or parent.getparent() is not None:
-            continue  # below the model's children
-        local = etree.QName(node).localname
-        if event == "start":
-            if local in ("elements", "relationships", "organizations", "organization", "views"):
-                break  # the head ends where the content starts
-            continue
-        if local in ("name", "label") and not model.name:
-            model.name = (node.text or "").strip()
-        elif local == "properties":
-            properties = _references(node, namespace, model.format)
+                continue
+            parent = node.getparent()
+            if parent is None or parent.getparent() is not None:
+                continue  # below the model's children
+            local = etree.QName(node).localname
+            if event == "start":
+                if local in ("elements", "relationships", "organizations", "organization", "views"):
+                    break  # the head ends where the content starts
+                continue
+            if local in ("name", "label") and not model.name:
+                model.name = (node.text or "").strip()
+            elif local == "properties":
+                properties = _references(node, namespace, model.format)
     if model is None:
         raise _problem("not an ArchiMate exchange file: empty")
     return model, namespace, properties
 
 
-def read_exchange(body: bytes | bytearray, max_concepts: int) -> ArchimateModel:
-    """The model of an exchange file; 400 for anything that is not one, 413 beyond `max_concepts`."""
-    if b"<!DOCTYPE" in body[:4096] or b"<!ENTITY" in body:
+def read_exchange(body: Source, max_concepts: int) -> ArchimateModel:
+    """The model of an exchange file (its bytes, or the file); 400 for anything that is not one, 413
+    beyond `max_concepts`."""
+    if _declares(body, b"<!DOCTYPE") or _declares(body, b"<!ENTITY"):
         raise _problem("a document type declaration (DOCTYPE, ENTITY) is not accepted")
     try:
         model, namespace, model_properties = _head(body)
@@ -108,35 +132,37 @@ def read_exchange(body: bytes | bytearray, max_concepts: int) -> ArchimateModel:
         pending: list[list[tuple[str, str]]] = [model_properties]
         names = ("element", "relationship", "propertyDefinition", "propertydef", "view")
         count = 0
-        for _, node in _parser_events(body, ("end",), [f"{{{namespace}}}{name}" for name in names]):
-            local = etree.QName(node).localname
-            parent = node.getparent()
-            parent_local = etree.QName(parent).localname if parent is not None else ""
-            if local in ("element", "relationship") and parent_local in ("elements", "relationships"):
-                count += 1
-                if count > max_concepts:
-                    raise _too_many(max_concepts)
-                concept = _concept(node, namespace, model.format)
-                if concept.properties:
-                    pending.append(concept.properties)
-                if local == "element":
-                    model.elements.append(concept)
+        tags = [f"{{{namespace}}}{name}" for name in names]
+        with _parsing(body, ("end",), tags) as events:
+            for _, node in events:
+                local = etree.QName(node).localname
+                parent = node.getparent()
+                parent_local = etree.QName(parent).localname if parent is not None else ""
+                if local in ("element", "relationship") and parent_local in ("elements", "relationships"):
+                    count += 1
+                    if count > max_concepts:
+                        raise _too_many(max_concepts)
+                    concept = _concept(node, namespace, model.format)
+                    if concept.properties:
+                        pending.append(concept.properties)
+                    if local == "element":
+                        model.elements.append(concept)
+                    else:
+                        concept.source, concept.target = node.get("source") or "", node.get("target") or ""
+                        model.relationships.append(concept)
+                elif local in ("propertyDefinition", "propertydef"):
+                    # 3.x: <name> children; 2.1: a name attribute
+                    definitions[node.get("identifier") or ""] = (
+                        node.get("name") or _text(node, namespace, "name") or ""
+                    )
+                elif local == "view":
+                    model.views += 1
                 else:
-                    concept.source, concept.target = node.get("source") or "", node.get("target") or ""
-                    model.relationships.append(concept)
-            elif local in ("propertyDefinition", "propertydef"):
-                # 3.x: <name> children; 2.1: a name attribute
-                definitions[node.get("identifier") or ""] = (
-                    node.get("name") or _text(node, namespace, "name") or ""
-                )
-            elif local == "view":
-                model.views += 1
-            else:
-                continue  # an element inside another (a view's node), taken with its container
-            # What is read is let go, and the parsed nodes before it with it: memory holds one concept.
-            node.clear()
-            while parent is not None and node.getprevious() is not None:
-                del parent[0]
+                    continue  # an element inside another (a view's node), taken with its container
+                # What is read is let go, and the parsed nodes before it with it: memory holds one concept.
+                node.clear()
+                while parent is not None and node.getprevious() is not None:
+                    del parent[0]
     except etree.XMLSyntaxError as exc:
         raise _problem(f"not well-formed XML: {exc}") from exc
     for references in pending:
