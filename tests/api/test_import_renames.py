@@ -20,6 +20,7 @@ from blockrepo.demo import load_demo
 from blockrepo.settings import Settings
 from tests.api.massdata_landscape import empty_repository
 from tests.api.test_massdata_transfer import XLSX, element_count, export_json, import_file
+from tests.api.workbooks import header_keys, type_sheet
 from tests.conftest import make_settings
 from tests.helpers import engine_of
 
@@ -90,8 +91,8 @@ def test_a_rename_in_the_workbook_is_a_rename(client: TestClient, demo: None, ap
     workbook = load_workbook(
         io.BytesIO(client.get("/api/massdata/export", params={"format": "xlsx"}).content)
     )
-    sheet = workbook["InformationSystem"]
-    header = [cell.value for cell in sheet[1]]
+    sheet = type_sheet(workbook, "InformationSystem")
+    header = header_keys(workbook, sheet)
     for row in sheet.iter_rows(min_row=2):
         if row[header.index("name")].value == "ERP":
             assert row[header.index("id")].value == ERP
@@ -152,8 +153,8 @@ def test_a_workbook_problem_names_its_sheet_row_and_column(
     workbook = load_workbook(
         io.BytesIO(client.get("/api/massdata/export", params={"format": "xlsx"}).content)
     )
-    sheet = workbook["InformationSystem"]
-    header = [cell.value for cell in sheet[1]]
+    sheet = type_sheet(workbook, "InformationSystem")
+    header = header_keys(workbook, sheet)
     criticality = header.index("Criticality")
     sheet.cell(row=5, column=criticality + 1).value = "catastrophic"
     sheet.insert_rows(3)  # a blank row: the rows below keep the numbers Excel shows
@@ -167,7 +168,7 @@ def test_a_workbook_problem_names_its_sheet_row_and_column(
     )
     letter = chr(ord("A") + criticality)
     assert problem["cell"] == {
-        "sheet": "InformationSystem",
+        "sheet": "Information System",  # as the workbook shows it
         "row": 6,
         "column": letter,
         "header": "Criticality",
@@ -182,8 +183,8 @@ def test_a_dry_run_lists_each_row_it_would_create_update_or_delete(
     before = element_count(app)
     exported = client.get("/api/massdata/export", params={"format": "xlsx"}).content
     workbook = load_workbook(io.BytesIO(exported))
-    sheet = workbook["InformationSystem"]
-    header = [cell.value for cell in sheet[1]]
+    sheet = type_sheet(workbook, "InformationSystem")
+    header = header_keys(workbook, sheet)
     name_of = {sheet.cell(row=r, column=2).value: r for r in range(2, sheet.max_row + 1)}
     sheet.cell(row=name_of["ERP"], column=header.index("description") + 1).value = "The one ERP"
     sheet.cell(row=sheet.max_row + 1, column=2).value = "Data Lake"
@@ -204,9 +205,9 @@ def test_a_dry_run_lists_each_row_it_would_create_update_or_delete(
     by_action = {row["action"]: row for row in report["rows"]}
     update = by_action["update"]
     assert (update["type"], update["name"], update["id"]) == ("InformationSystem", "ERP", ERP)
-    assert update["cell"] == {"sheet": "InformationSystem", "row": name_of["ERP"]}
+    assert update["cell"] == {"sheet": "Information System", "row": name_of["ERP"]}
     assert by_action["create"]["name"] == "Data Lake"
-    assert by_action["create"]["cell"] == {"sheet": "InformationSystem", "row": new_row - 1}
+    assert by_action["create"]["cell"] == {"sheet": "Information System", "row": new_row - 1}
     assert by_action["delete"] == {
         "action": "delete",
         "type": "InformationSystem",
@@ -235,10 +236,15 @@ def test_the_workbook_is_made_for_people(client: TestClient, demo: None) -> None
         "_users",
         "_lists",
     } <= hidden
-    sheet = workbook["InformationSystem"]
+    sheet = workbook["Information System"]  # sheets and headers show display names
     assert sheet.sheet_state == "visible"
-    header = [cell.value for cell in sheet[1]]
+    shown = [cell.value for cell in sheet[1]]
+    assert shown[:4] == ["ID", "Name", "Description", "Parent"]
+    assert {"Version", "Status", "Runtime period", "Criticality", "Technical components"} <= set(shown)
+    assert {"← Business processes", "← Business domains"} <= set(shown)  # the other side, read-only
+    header = header_keys(workbook, sheet)  # the keys they stand for, which `_index` keeps
     assert header[:4] == ["id", "name", "description", "parent"]
+    assert header[shown.index("Runtime period")] == "runtimePeriod"
     assert all(cell.font.b for cell in sheet[1]) and sheet["A1"].fill.fill_type == "solid"
     assert sheet.freeze_panes == "C2"
     assert sheet.auto_filter.ref == f"A1:{get_column_letter(len(header))}{sheet.max_row}"
@@ -270,8 +276,8 @@ def test_the_read_only_columns_are_not_imported(client: TestClient, demo: None) 
     workbook = load_workbook(
         io.BytesIO(client.get("/api/massdata/export", params={"format": "xlsx"}).content)
     )
-    sheet = workbook["InformationSystem"]
-    header = [cell.value for cell in sheet[1]]
+    sheet = type_sheet(workbook, "InformationSystem")
+    header = header_keys(workbook, sheet)
     mirror = header.index("businessProcesses") + 1
     for row in range(2, sheet.max_row + 1):
         sheet.cell(row=row, column=mirror).value = "Order entry"  # read, it would relate every system

@@ -20,6 +20,7 @@ from blockrepo.settings import Settings
 from tests.api.history_support import all_pages
 from tests.api.massdata_landscape import build_landscape, empty_repository
 from tests.api.test_history_replay import replay
+from tests.api.workbooks import header_keys, type_titles
 from tests.conftest import make_settings
 from tests.helpers import client_as, create_role, create_user, engine_of, session_of
 
@@ -121,15 +122,18 @@ def test_imported_elements_read_like_the_originals(
 
 
 def _workbook_rows(content: bytes) -> dict[str, list[list[Any]]]:
+    """Every sheet's rows, a type's under its type name with the keys as its first row."""
     workbook = load_workbook(io.BytesIO(content), read_only=True)
+    types = {title: name for name, title in type_titles(workbook).items()}
     sheets = {}
     for sheet in workbook.worksheets:
         rows = [list(row) for row in sheet.iter_rows(values_only=True)]
-        if rows and rows[0] and rows[0][0] == "id":  # a type sheet: ids differ between repositories
-            rows = [row[1:] for row in rows]
+        if sheet.title in types:
+            rows[0] = list(header_keys(workbook, sheet))
+            rows = [row[1:] for row in rows]  # ids differ between repositories
         if sheet.title == "_index":
             rows = [row for row in rows if row[0] not in ("(export)", "(revisionMark)")]
-        sheets[sheet.title] = rows
+        sheets[types.get(sheet.title, sheet.title)] = rows
     workbook.close()
     return sheets
 

@@ -45,6 +45,7 @@ from starlette.testclient import TestClient
 from blockrepo.app import create_app
 from blockrepo.massdata.transfer.plan import FORMAT, RECORD_KEYS
 from tests.api.access_helpers import PASSWORD
+from tests.api.workbooks import header_keys, type_titles
 from tests.conftest import ADMIN_PASSWORD, PG_URL, _pg_execute, _with_database, make_settings
 
 ACTORS = ("supervisor", "reader", "editor", "nobody", "disabled")
@@ -473,15 +474,18 @@ def check_workbook(world: World, actor: str, content: bytes) -> None:
     try:
         cells: list[Any] = []
         type_sheets = set()
+        types = {title: name for name, title in type_titles(workbook).items()}
         for sheet in workbook.worksheets:
             rows = [list(row) for row in sheet.iter_rows(values_only=True)]
             cells += [sheet.title, *(value for row in rows for value in row if value is not None)]
-            if sheet.title in world.properties:
-                type_sheets.add(sheet.title)
-                assert _may_read_type(actor, sheet.title)
-                header = {str(name) for name in rows[0] if name is not None}
-                allowed = _allowed_record_keys(world, actor, sheet.title)
-                assert header <= allowed, (sheet.title, header - allowed)
+            type_name = types.get(sheet.title)
+            if type_name is not None:
+                assert type_name in world.properties
+                type_sheets.add(type_name)
+                assert _may_read_type(actor, type_name)
+                header = {str(name) for name in header_keys(workbook, sheet) if name is not None}
+                allowed = _allowed_record_keys(world, actor, type_name)
+                assert header <= allowed, (type_name, header - allowed)
     finally:
         workbook.close()
     readable = READABLE_TYPES[actor]

@@ -130,8 +130,8 @@ def test_login_browse_and_search(page: Page, server: LiveServer, api: httpx.Clie
         page.locator("#export-workbook").click()
     assert download.value.suggested_filename.endswith(".xlsx")
     workbook = load_workbook(io.BytesIO(download.value.path().read_bytes()), read_only=True)
-    assert workbook.sheetnames[:2] == ["Read me", "InformationSystem"]
-    assert len(list(workbook["InformationSystem"].iter_rows(min_row=2))) == systems
+    assert workbook.sheetnames[:2] == ["Read me", "Information System"]  # display names
+    assert len(list(workbook["Information System"].iter_rows(min_row=2))) == systems
     workbook.close()
     page.fill("#list-search", "erp")
     page.get_by_role("button", name="Apply").click()

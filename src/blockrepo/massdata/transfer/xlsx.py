@@ -53,6 +53,8 @@ INDEX_SHEET = "_index"
 # Elements read at a time for a sheet with read-only columns: the other side of a relation can be long
 # (every system a component serves), and a batch holds every entry of its elements' lists.
 MIRRORED_BATCH = 200
+# The `_index` rows of a header shown by display name: sheet, HEADER_KIND, the column's key, the header.
+HEADER_KIND = "header"
 # The `_index` rows of the columns that show the other side's relations: the reader leaves them out.
 READ_ONLY_KIND = "readOnlyColumn"
 # The `_index` row with the mark of the revision the export was taken at: whose ids the id columns hold.
@@ -139,8 +141,9 @@ class _Titles:
         }
         self.index: list[tuple[str, str, str]] = []
 
-    def take(self, kind: str, name: str) -> str:
-        base = re.sub(r"[\[\]:*?/\\]", "_", name)[:_SHEET_TITLE_LENGTH]
+    def take(self, kind: str, name: str, shown: str | None = None) -> str:
+        """A sheet title for `name` (read as `shown`, a display name, where given)."""
+        base = re.sub(r"[\[\]:*?/\\]", "_", shown or name)[:_SHEET_TITLE_LENGTH].strip("'") or name
         title, counter = base, 1
         while title.lower() in self.used:
             counter += 1
@@ -169,16 +172,22 @@ def write_workbook(
     read_only: list[tuple[str, str]] = []  # (sheet title, column): the other side's relations, not read
     relation_sheets: dict[int, tuple[Any, list[str]]] = {}
     type_sheets = []
+    headers: list[tuple[str, str, str]] = []  # (sheet title, column, header shown): display names
     for type_plan in plan.types:
-        sheet = workbook.create_sheet(titles.take("type", type_plan.type_def.name))
+        type_def = type_plan.type_def
+        sheet = workbook.create_sheet(titles.take("type", type_def.name, type_def.display_name))
         columns = [
             *RECORD_COLUMNS,
             *(a.name for a in type_plan.attributes),
             *(e.name for e in type_plan.ends),
             *(e.name for e in type_plan.mirrors),
         ]
+        shown = layout.column_headers(type_plan, columns)
+        headers.extend((sheet.title, c, h) for c, h in zip(columns, shown, strict=True) if c != h)
         layout.prepare(sheet, type_plan, columns)
-        sheet.append(layout.header_row(sheet, columns, read_only={e.name for e in type_plan.mirrors}))
+        sheet.append(
+            layout.header_row(sheet, columns, read_only={e.name for e in type_plan.mirrors}, shown=shown)
+        )
         read_only.extend((sheet.title, e.name) for e in type_plan.mirrors)
         type_sheets.append((type_plan, sheet, columns))
         for end in type_plan.ends:
@@ -282,6 +291,15 @@ def write_workbook(
         index.append([text_cell(index, title), text_cell(index, kind), text_cell(index, name)])
     for title, column in read_only:
         index.append([text_cell(index, title), text_cell(index, READ_ONLY_KIND), text_cell(index, column)])
+    for title, column, header in headers:
+        index.append(
+            [
+                text_cell(index, title),
+                text_cell(index, HEADER_KIND),
+                text_cell(index, column),
+                text_cell(index, header),
+            ]
+        )
     if validations.lists:
         validations.write_lists(workbook.create_sheet(LISTS_SHEET))
     workbook.save(target)
@@ -404,10 +422,13 @@ def _read(workbook: Any) -> Document:
     revision: int | None = None
     mark: str | None = None
     read_only: dict[str, set[str]] = {}
+    keys: dict[str, dict[str, str]] = {}  # sheet title -> header shown -> the column's key
     for row in index_rows:
-        title, kind, name = [*row, None, None, None][:3]
+        title, kind, name, header = [*row, None, None, None, None][:4]
         if kind == READ_ONLY_KIND and isinstance(title, str) and isinstance(name, str):
             read_only.setdefault(title, set()).add(name)
+        elif kind == HEADER_KIND and isinstance(title, str) and isinstance(name, str) and header is not None:
+            keys.setdefault(title, {})[str(header)] = name
     for row in index_rows:
         title, kind, name = [*row, None, None, None][:3]
         if title == "(export)" and isinstance(name, str) and name.partition("/")[2].isdigit():
@@ -422,6 +443,7 @@ def _read(workbook: Any) -> Document:
                 value_types,
                 multiple,
                 read_only.get(str(title), set()),
+                keys.get(str(title), {}),
             )
         elif kind == "relationType" and title in workbook.sheetnames:
             relation_sheets.append((str(title), str(name)))
@@ -455,17 +477,21 @@ def _read_type_sheet(
     value_types: dict[str, str],
     multiple: dict[str, bool],
     read_only: set[str],
+    keys: dict[str, str],
 ) -> tuple[list[dict[str, Any]], SheetCells]:
-    """The records of a type's sheet, and where they are in it; the `read_only` columns are left out."""
+    """The records of a type's sheet, and where they are in it; the `read_only` columns are left out.
+    A header shown by display name stands for the key `keys` gives it; any other header is a key (a
+    workbook of an earlier version, or a column added by hand)."""
     rows = _numbered_rows(sheet)
     cells = SheetCells(title)
     first = next(rows, None)
     if first is None:
         return [], cells
-    columns = [None if c is None else str(c) for c in first[1]]
+    shown = [None if c is None else str(c) for c in first[1]]
+    columns = [None if c is None else keys.get(c, c) for c in shown]
     cells.columns = {
-        column: (get_column_letter(position), column)
-        for position, column in enumerate(columns, start=1)
+        column: (get_column_letter(position), header or column)
+        for position, (column, header) in enumerate(zip(columns, shown, strict=True), start=1)
         if column is not None
     }
     records = []

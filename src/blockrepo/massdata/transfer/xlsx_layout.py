@@ -2,13 +2,14 @@
 frozen and filtered header, widths by kind of column, dropdowns of each single-valued enumeration's
 literals and number and date checks within the attribute's limits, the metadata sheets hidden.
 
-None of it changes what the workbook holds: the reader (`xlsx.read_workbook`) finds sheets through
-`_index` and columns by their header, as before. openpyxl's write-only sheets write their view (frozen
-panes) and column widths before the rows, their filter and validations after them: hence `prepare` before
-the first row and `finish` after the last."""
+None of it changes what the workbook holds: sheets and headers show display names, and the reader
+(`xlsx.read_workbook`) finds sheets and the keys of the headers through `_index`. openpyxl's write-only
+sheets write their view (frozen panes) and column widths before the rows, their filter and validations
+after them: hence `prepare` before the first row and `finish` after the last."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -38,13 +39,16 @@ READ_ME = (
     "How to edit this workbook",
     "",
     "Each building block type has a sheet: a row per element, parents before their children.",
-    "id: keep it. It tells the import which element a row describes, so a new name in a row renames that "
+    "ID: keep it. It tells the import which element a row describes, so a new name in a row renames that "
     "element (its history and the relations that point at it stay). Leave it empty in a row you add.",
-    "name is required and unique within its type; parent names an element of the same type.",
+    "Name is required and unique within its type; Parent names an element of the same type.",
     "Several values in one cell are separated by ; (write \\; for a ; inside a value). Relation columns list "
     "the names of the related elements the same way.",
     "Columns of enumerations offer their values in a dropdown; number and date columns check their limits.",
-    "Sheets whose name starts with _ describe the metamodel and are hidden: leave them as they are.",
+    "Grey columns (their header starts with ←) show the other side of a relation: change it on the other "
+    "type's sheet; the import does not read them.",
+    "Sheets whose name starts with _ describe the metamodel and are hidden: leave them as they are. "
+    "Keep the headers as they are too: _index says which property each one is.",
     "",
     "Import the file with POST /api/massdata/import (or `blockrepo import FILE`). Try it first with "
     "?dryRun=true: nothing is written, and the answer lists each row that would be created, updated or "
@@ -67,11 +71,48 @@ def write_read_me(sheet: Any) -> None:
         sheet.append([cell])
 
 
-def header_row(sheet: Any, columns: Sequence[str], read_only: Collection[str] = ()) -> list[WriteOnlyCell]:
-    """The header cells of a sheet: bold on a filled background, grey over the `read_only` columns."""
-    cells = []
+_RECORD_HEADERS = {"id": "ID", "name": "Name", "description": "Description", "parent": "Parent"}
+_WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+
+
+def _words(key: str) -> str:
+    """A camelCase key as words: `runtimePeriod` -> `Runtime period`, `itServices` -> `It services`."""
+    words = _WORD.findall(key) or [key]
+    return " ".join([words[0][:1].upper() + words[0][1:], *(w.lower() for w in words[1:])])
+
+
+def column_headers(type_plan: TypePlan, columns: Sequence[str]) -> list[str]:
+    """What each column's header shows: words for the built-ins and relation ends (`Business processes`,
+    the other side's marked with a leading arrow), an attribute's own name; the key itself wherever a
+    header would repeat another."""
+    mirrors = {e.name for e in type_plan.mirrors}
+    builtins = {a.name for a in type_plan.attributes if a.builtin}
+    shown: list[str] = []
+    taken: set[str] = set()
     for column in columns:
-        cell = WriteOnlyCell(sheet, value=column)
+        if column in _RECORD_HEADERS:
+            header = _RECORD_HEADERS[column]
+        elif column in mirrors:
+            header = f"← {_words(column)}"
+        elif column in builtins or column in type_plan.type_def.ends:
+            header = _words(column)
+        else:
+            header = column
+        if header.lower() in taken:
+            header = column
+        taken.add(header.lower())
+        shown.append(header)
+    return shown
+
+
+def header_row(
+    sheet: Any, columns: Sequence[str], read_only: Collection[str] = (), shown: Sequence[str] | None = None
+) -> list[WriteOnlyCell]:
+    """The header cells of a sheet (`shown`, else the keys): bold on a filled background, grey over the
+    `read_only` columns."""
+    cells = []
+    for position, column in enumerate(columns):
+        cell = WriteOnlyCell(sheet, value=shown[position] if shown is not None else column)
         cell.data_type = "s"
         cell.font, cell.fill = (
             (_READ_ONLY_HEADER_FONT, _READ_ONLY_FILL) if column in read_only else (_HEADER_FONT, _HEADER_FILL)

@@ -217,6 +217,21 @@ function renderLogin(query) {
   username.focus();
 }
 
+// The landscape as an ArchiMate model for Archi and other modelling tools (GET /api/exchange/archimate).
+function archimateExport() {
+  if (!hasFunction("EXPORT")) return null;
+  return h(
+    "a",
+    {
+      class: "button",
+      href: "/api/exchange/archimate",
+      download: "landscape-archimate.xml",
+      id: "export-archimate",
+    },
+    "Export ArchiMate model",
+  );
+}
+
 async function renderHome({ isCurrent }) {
   const types = visibleTypes();
   const counted = hasFunction("MASSDATA");
@@ -246,19 +261,6 @@ async function renderHome({ isCurrent }) {
         });
     }
   }
-  // The landscape as an ArchiMate model for Archi and other modelling tools (GET /api/exchange/archimate).
-  const archimate = hasFunction("EXPORT")
-    ? h(
-        "a",
-        {
-          class: "button",
-          href: "/api/exchange/archimate",
-          download: "landscape-archimate.xml",
-          id: "export-archimate",
-        },
-        "Export ArchiMate model",
-      )
-    : null;
   return h(
     "div",
     {},
@@ -269,7 +271,7 @@ async function renderHome({ isCurrent }) {
         h("h1", {}, "Landscape"),
         h("p", { class: "muted" }, `${types.length} building block types`),
       ),
-      h("div", { class: "actions" }, archimate),
+      h("div", { class: "actions" }, archimateExport()),
     ),
     counted
       ? null
