@@ -34,7 +34,8 @@ from typing import Any, ClassVar
 @dataclass(frozen=True)
 class ErrorItem:
     """One problem in a request, located by a JSON pointer into the body (or a parameter name) and, in an
-    uploaded workbook, by its cell (`{"sheet", "row", "column", "header"}`, the row as Excel numbers it)."""
+    uploaded workbook, by its cell (`{"sheet", "row", "column", "header", "value"}`, the row as Excel numbers
+    it, the value the problem is about)."""
 
     pointer: str
     code: str

@@ -172,6 +172,7 @@ def test_a_workbook_problem_names_its_sheet_row_and_column(
         "row": 6,
         "column": letter,
         "header": "Criticality",
+        "value": "catastrophic",  # what the cell holds
     }
     assert element_count(app) == before
 

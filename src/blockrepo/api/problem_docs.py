@@ -36,6 +36,7 @@ PROBLEM_SCHEMA: dict[str, Any] = {
                             "row": {"type": "integer"},
                             "column": {"type": "string", "example": "F"},
                             "header": {"type": "string"},
+                            "value": {"description": "the value the problem is about, as the file holds it"},
                         },
                     },
                 },

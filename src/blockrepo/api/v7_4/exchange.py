@@ -84,6 +84,26 @@ REPORT_EXAMPLE = {
 }
 
 
+# An exchange file with two systems and the flow between them, as Archi writes one.
+IMPORT_EXAMPLE = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n'
+    '<model xmlns="http://www.opengroup.org/xsd/archimate/3.0/" '
+    'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" identifier="id-model">\n'
+    '  <name xml:lang="en">From Archi</name>\n'
+    "  <elements>\n"
+    '    <element identifier="id-ticketing" xsi:type="ApplicationComponent">'
+    '<name xml:lang="en">Ticketing</name></element>\n'
+    '    <element identifier="id-crm" xsi:type="ApplicationComponent">'
+    '<name xml:lang="en">CRM</name></element>\n'
+    "  </elements>\n"
+    "  <relationships>\n"
+    '    <relationship identifier="id-flow" source="id-ticketing" target="id-crm" xsi:type="Flow">'
+    '<name xml:lang="en">Tickets to CRM</name></relationship>\n'
+    "  </relationships>\n"
+    "</model>\n"
+)
+
+
 def _spooled(chunks: Iterator[bytes]) -> IO[bytes]:
     # Written whole before the first byte goes out: a failure is an error response, not a cut file, and a
     # slow download holds no snapshot open.
@@ -222,8 +242,19 @@ def _read_handed_over(
         "requestBody": {
             "required": True,
             "content": {
-                XML: {"schema": {"type": "string"}},
-                ZIP: {"schema": {"type": "string", "format": "binary"}},
+                XML: {
+                    "schema": {"type": "string", "description": "an ArchiMate Model Exchange File"},
+                    "example": IMPORT_EXAMPLE,
+                },
+                # A zip has no example a description could hold: its schema says what to send.
+                ZIP: {
+                    "schema": {
+                        "type": "string",
+                        "format": "binary",
+                        "description": "a zip of Archi's CSV export: elements.csv, relations.csv and "
+                        "properties.csv (Archi's prefix before each name is allowed)",
+                    }
+                },
             },
         }
     },

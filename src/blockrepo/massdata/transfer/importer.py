@@ -45,7 +45,7 @@ from blockrepo.elements.write import persistence, validation
 from blockrepo.elements.write.items import TypeItems, WriteItem, Writer
 from blockrepo.errors import ErrorItem, Forbidden, UnknownType, ValidationFailed
 from blockrepo.massdata.listing import require_massdata
-from blockrepo.massdata.transfer.document import UNREAD, Document, record_of
+from blockrepo.massdata.transfer.document import UNREAD, CellMap, Document, record_of
 from blockrepo.massdata.transfer.metamodel_sync import apply_metamodel
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
 from blockrepo.revisions.recorder import ChangeLog
@@ -98,10 +98,14 @@ class _Problems:
     def __init__(self) -> None:
         self.errors: list[ErrorItem] = []
         self.forbidden: list[ErrorItem] = []
+        # pointer -> the value a problem is about, where a record held one (a workbook's cell shows it)
+        self.values: dict[str, Any] = {}
 
-    def add(self, pointer_: str, code: str, message: str) -> None:
+    def add(self, pointer_: str, code: str, message: str, value: Any = None) -> None:
         if len(self.errors) < MAX_REPORTED_ERRORS:
             self.errors.append(ErrorItem(pointer_, code, message))
+            if value is not None:
+                self.values[pointer_] = value
         else:
             self.errors[-1] = ErrorItem("", "too_many_errors", f"more than {MAX_REPORTED_ERRORS} problems")
 
@@ -281,6 +285,7 @@ def import_document(
     user_admin.create_missing_users(db, actor, changes, document.users, hash_password)
     writer = Writer(db, metamodel, actor, changes)
     run = _ImportRun(writer, mode)
+    run.keep_values = document.cells is not None
     if list_rows:
         run.written = []
     total = sum(len(records) for records in document.elements.values())
@@ -333,9 +338,9 @@ def import_document(
     run.complete([(t.type_def, t.doomed) for t in imports if t.doomed])
     problems = run.problems
     if document.cells is not None:
-        locate = document.cells.locate
-        problems.errors = [replace(e, cell=locate(e.pointer)) for e in problems.errors]
-        problems.forbidden = [replace(e, cell=locate(e.pointer)) for e in problems.forbidden]
+        located = partial(_cell_with_value, document.cells, problems.values)
+        problems.errors = [replace(e, cell=located(e.pointer)) for e in problems.errors]
+        problems.forbidden = [replace(e, cell=located(e.pointer)) for e in problems.forbidden]
     if problems.forbidden:
         raise Forbidden(
             "; ".join(f"{e.pointer}: {e.message}" for e in problems.forbidden[:5]),
@@ -390,6 +395,9 @@ class _ImportRun:
         self.touched: set[int] = set()  # elements that changed, directly or as a neighbour
         # Kept where the report lists its rows: (type, record index, name, element id, created) each.
         self.written: list[tuple[str, int, str, int | None, bool]] | None = None
+        # A workbook's problems show the value in their cell: a chunk's bodies are kept through their
+        # validation (which lets each go once parsed) to find it.
+        self.keep_values = False
 
     @property
     def writing(self) -> bool:
@@ -495,23 +503,50 @@ class _ImportRun:
 
     def _validate(self, type_import: _TypeImport, items: list[WriteItem]) -> bool:
         """Validate `items` as one write, add their problems; whether they may be written."""
+        bodies = [item.body for item in items] if self.keep_values else None
         validation.validate_types(self.writer, [TypeItems(type_import.type_def, items)], forward=True)
         if self.mode == "cud" and self.doomed:
             _refuse_references_to_doomed(
                 self.writer.metamodel, type_import, items, self.doomed, self.problems
             )
         where = type_import.where
-        for item in items:
+        for position, item in enumerate(items):
             for error in item.errors:
                 pointer = f"{where}/{item.index}{_record_pointer(error.pointer)}"
                 if isinstance(item.error, Forbidden):
                     self.problems.forbidden.append(ErrorItem(pointer, error.code, error.message))
                 elif error.code != "failed_dependency":  # the record it depends on is reported
-                    self.problems.add(pointer, error.code, error.message)
+                    value = _value_at(bodies[position], error.pointer) if bodies is not None else None
+                    self.problems.add(pointer, error.code, error.message, value)
         if not self.writing:
             return False
         _empty_the_rest(type_import, items)
         return True
+
+
+def _value_at(body: dict[str, Any] | None, pointer: str) -> Any:
+    """The value of an element body at a core pointer (`/Criticality/0`, `/businessProcesses/1/name`):
+    a scalar, or a relation entry's name; None where there is none."""
+    parts = pointer.split("/")[1:]
+    if body is None or len(parts) < 2 or not parts[1].isdigit():
+        return None
+    values = body.get(parts[0])
+    index = int(parts[1])
+    if not isinstance(values, list) or index >= len(values):
+        return None
+    value = values[index]
+    if isinstance(value, dict):
+        value = value.get("name")
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)  # a date the reader typed, an interval
+
+
+def _cell_with_value(cells: CellMap, values: dict[str, Any], pointer: str) -> dict[str, Any] | None:
+    cell = cells.locate(pointer)
+    if cell is not None and "column" in cell and pointer in values:
+        cell["value"] = values[pointer]
+    return cell
 
 
 def _listed_rows(
