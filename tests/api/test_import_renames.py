@@ -22,7 +22,7 @@ from tests.api.massdata_landscape import empty_repository
 from tests.api.test_massdata_transfer import XLSX, element_count, export_json, import_file
 from tests.api.workbooks import header_keys, type_sheet
 from tests.conftest import make_settings
-from tests.helpers import engine_of
+from tests.helpers import create_attribute, engine_of
 
 ERP = 128  # the demo's ERP (an information system that processes, domains and flows point at)
 
@@ -287,3 +287,25 @@ def test_the_read_only_columns_are_not_imported(client: TestClient, demo: None) 
     response = import_file(client, edited.getvalue(), XLSX)
     assert response.json()["updated"] == 0 and response.json()["created"] == 0
     assert len(_pointing_at(client, ERP)) > 1
+
+
+def test_a_yes_no_attribute_offers_true_and_false(client: TestClient, demo: None, app: FastAPI) -> None:
+    """A boolean column is a dropdown of TRUE and FALSE, and what is picked from it imports as a boolean."""
+    create_attribute(app, "Cloud ready", "boolean", types=["InformationSystem"])
+    workbook = load_workbook(
+        io.BytesIO(client.get("/api/massdata/export", params={"format": "xlsx"}).content)
+    )
+    sheet = type_sheet(workbook, "InformationSystem")
+    header = header_keys(workbook, sheet)
+    letter = get_column_letter(header.index("Cloud ready") + 1)
+    (validation,) = [
+        v for v in sheet.data_validations.dataValidation if str(v.sqref).startswith(f"{letter}2:")
+    ]
+    assert (validation.type, validation.formula1) == ("list", '"TRUE,FALSE"')
+    erp = next(r for r in range(2, sheet.max_row + 1) if sheet.cell(row=r, column=1).value == ERP)
+    sheet[f"{letter}{erp}"] = "TRUE"  # as the dropdown enters it
+    edited = io.BytesIO()
+    workbook.save(edited)
+    response = import_file(client, edited.getvalue(), XLSX)
+    assert response.status_code == 200, response.text
+    assert client.get(f"/api/element/InformationSystem/{ERP}").json()["Cloud ready"] == [True]

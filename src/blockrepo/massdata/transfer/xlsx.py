@@ -423,14 +423,6 @@ def _read(workbook: Any) -> Document:
     mark: str | None = None
     read_only: dict[str, set[str]] = {}
     keys: dict[str, dict[str, str]] = {}  # sheet title -> header shown -> the column's key
-    names_read: dict[str, list[Any]] = {}
-    ids_read: dict[str, list[Any]] = {}
-    relation_types_by_name = {r["name"]: r for r in metamodel.get("relationTypes", [])}
-    merged_sources = {
-        str(relation_types_by_name[row[2]]["source"])
-        for row in index_rows
-        if len(row) > 2 and row[1] == "relationType" and row[2] in relation_types_by_name
-    }
     for row in index_rows:
         title, kind, name, header = [*row, None, None, None, None][:4]
         if kind == READ_ONLY_KIND and isinstance(title, str) and isinstance(name, str):
@@ -444,11 +436,6 @@ def _read(workbook: Any) -> Document:
         elif title == MARK_ROW and kind == "revisionMark" and isinstance(name, str):
             mark = name
         elif kind == "type" and title in workbook.sheetnames:
-            # A type whose records no relation sheet adds to keeps each as its JSON text, parsed when its
-            # chunk is imported (as the JSON import does): a record's text takes a fifth of its dict.
-            compact = str(name) not in merged_sources
-            sheet_names: list[Any] | None = [] if compact else None
-            sheet_ids: list[Any] | None = [] if compact else None
             elements[str(name)], cells.types[str(name)] = _read_type_sheet(
                 workbook[title],
                 str(title),
@@ -457,15 +444,12 @@ def _read(workbook: Any) -> Document:
                 multiple,
                 read_only.get(str(title), set()),
                 keys.get(str(title), {}),
-                names=sheet_names,
-                ids=sheet_ids,
             )
-            if sheet_names is not None and sheet_ids is not None:
-                names_read[str(name)], ids_read[str(name)] = sheet_names, sheet_ids
         elif kind == "relationType" and title in workbook.sheetnames:
             relation_sheets.append((str(title), str(name)))
+    relation_types = {r["name"]: r for r in metamodel.get("relationTypes", [])}
     for title, name in relation_sheets:
-        relation_type = relation_types_by_name.get(name)
+        relation_type = relation_types.get(name)
         if relation_type is None:
             raise _bad(title, f"relation type {name!r} is not in the _relationTypes sheet")
         _merge_relation_sheet(workbook[title], title, relation_type, elements, value_types)
@@ -479,11 +463,9 @@ def _read(workbook: Any) -> Document:
     return Document(
         metamodel=metamodel or None,
         elements=elements,
-        names=names_read,
         users=users,
         revision=revision,
         revision_mark=mark,
-        ids=ids_read,
         cells=cells,
     )
 
@@ -496,14 +478,10 @@ def _read_type_sheet(
     multiple: dict[str, bool],
     read_only: set[str],
     keys: dict[str, str],
-    *,
-    names: list[Any] | None = None,
-    ids: list[Any] | None = None,
-) -> tuple[list[Any], SheetCells]:
+) -> tuple[list[dict[str, Any]], SheetCells]:
     """The records of a type's sheet, and where they are in it; the `read_only` columns are left out.
     A header shown by display name stands for the key `keys` gives it; any other header is a key (a
-    workbook of an earlier version, or a column added by hand). With `names` and `ids` each record is
-    kept as its JSON text (`document.record_of` parses it), its name and id added to those lists."""
+    workbook of an earlier version, or a column added by hand)."""
     rows = _numbered_rows(sheet)
     cells = SheetCells(title)
     first = next(rows, None)
@@ -516,7 +494,7 @@ def _read_type_sheet(
         for position, (column, header) in enumerate(zip(columns, shown, strict=True), start=1)
         if column is not None
     }
-    records: list[Any] = []
+    records = []
     for number, row in rows:
         cells.rows.append(number)
         record: dict[str, Any] = {}
@@ -538,12 +516,7 @@ def _read_type_sheet(
                 record[column] = [_typed(value_type, item) for item in items]
             else:  # a relation end: names
                 record[column] = split_values(_cell_text(value))
-        if names is None or ids is None:
-            records.append(record)
-        else:
-            names.append(record.get("name"))
-            ids.append(record.get("id"))
-            records.append(memoryview(orjson.dumps(record)))
+        records.append(record)
     return records, cells
 
 

@@ -200,6 +200,11 @@ class Validations:
                 if attribute.min_value is not None or attribute.max_value is not None
                 else "a number",
             )
+        if kind == "boolean":
+            # Excel takes TRUE and FALSE picked from the list as its own booleans; the reader reads either.
+            return _checked(
+                DataValidation(type="list", formula1='"TRUE,FALSE"', allow_blank=True), "TRUE or FALSE"
+            )
         if kind == "date":
             # Excel counts days from 1900; any day after that is a date.
             return _checked(
