@@ -475,3 +475,35 @@ def test_the_command_line_exports_and_imports_archimate(
     broken.write_bytes(BILLION_LAUGHS)
     result = runner.invoke(cli, ["import", str(broken), "--database", database_url])
     assert result.exit_code == 1 and "DOCTYPE" in result.output
+
+
+def _archi_model(systems: dict[str, str]) -> bytes:
+    """An exchange file of another tool's model `id-model-1` with application components (id -> name)."""
+    elements = "".join(
+        f'<element identifier="{identifier}" xsi:type="ApplicationComponent"><name>{name}</name></element>'
+        for identifier, name in systems.items()
+    )
+    return (
+        '<model xmlns="http://www.opengroup.org/xsd/archimate/3.0/" '
+        'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" identifier="id-model-1"><name>m</name>'
+        f"<elements>{elements}</elements></model>"
+    ).encode()
+
+
+def test_another_tools_identifiers_are_remembered(client: TestClient) -> None:
+    """Imported once, a model's elements are known by its identifiers: renamed in Archi, an element stays
+    the same element; deleted here, its identifier names nothing again."""
+    assert _import(client, _archi_model({"id-a": "Ticketing", "id-b": "Chat"}), dryRun="true")["created"] == 2
+    assert _import(client, _archi_model({"id-a": "Ticketing", "id-b": "Chat"}))["created"] == 2
+    ticketing = element_named(client, "InformationSystem", "Ticketing")
+    report = _import(client, _archi_model({"id-a": "Service Desk Tickets", "id-b": "Chat"}))
+    assert (report["created"], report["updated"]) == (0, 1)
+    assert element_named(client, "InformationSystem", "Service Desk Tickets")["id"] == ticketing["id"]
+    chat = element_named(client, "InformationSystem", "Chat")["id"][0]
+    assert client.delete(f"/api/element/InformationSystem/{chat}").status_code in (200, 204)
+    report = _import(client, _archi_model({"id-a": "Service Desk Tickets", "id-b": "Chat"}))
+    assert (report["created"], report["updated"]) == (1, 0)
+    # A dry run remembers nothing: the identifier of a model never imported names no element.
+    _import(client, _archi_model({"id-c": "Ticketing"}).replace(b"id-model-1", b"id-model-2"), dryRun="true")
+    report = _import(client, _archi_model({"id-c": "Pager"}).replace(b"id-model-1", b"id-model-2"))
+    assert report["created"] == 1

@@ -53,6 +53,7 @@ ALLOWED = {
     ("blockrepo.storage.migrations.env", "blockrepo.access.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.auth.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.elements.models"),
+    ("blockrepo.storage.migrations.env", "blockrepo.massdata.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.revisions.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.metamodel.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.tokens.models"),

@@ -226,7 +226,8 @@ def _read_handed_over(
     "Elements become building blocks by the mapping in force (docs/guide/archimate.md), properties the "
     "attributes of the same name, relationships relation ends (composition between two of one type: the "
     "parent; a flow between two systems: an information flow). Elements are created or updated: by the "
-    "identifiers of a blockrepo export where the file is this repository's, else by name; attributes the "
+    "identifiers of a blockrepo export where the file is this repository's, by the identifiers an earlier "
+    "import of the same model remembered, else by name; attributes the "
     "file holds no property for are kept. Whatever is not mapped is listed in `mapping.notMapped` (never "
     "dropped silently). `dryRun=true` reports without writing. Needs IMPORT (checked before the body is "
     "read) and create and update on the types. Not part of LUY 7.4 (API.md section 11).",

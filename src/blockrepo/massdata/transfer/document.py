@@ -38,6 +38,9 @@ class Document:
     # A model of another tool (ArchiMate): a record holds what that tool knows of an element, so what it
     # leaves out (attributes, the parent) is kept, not emptied as a record of a whole state would have it.
     keep_unlisted: bool = False
+    # The records' ids name stored elements, whatever the revision mark (the caller resolved them: an
+    # ArchiMate import, by identifiers it checked).
+    ids_trusted: bool = False
 
 
 @dataclass

@@ -289,7 +289,7 @@ def import_document(
     if list_rows:
         run.written = []
     total = sum(len(records) for records in document.elements.values())
-    own_ids = (
+    own_ids = document.ids_trusted or (
         document.revision is not None
         and document.revision_mark is not None
         and revision_mark(db, document.revision) == document.revision_mark

@@ -8,6 +8,7 @@ from alembic import context
 from blockrepo.access import models as _access_models  # noqa: F401
 from blockrepo.auth import models as _auth_models  # noqa: F401
 from blockrepo.elements import models as _element_models  # noqa: F401
+from blockrepo.massdata import models as _massdata_models  # noqa: F401
 from blockrepo.metamodel import models as _metamodel_models  # noqa: F401
 from blockrepo.revisions import models as _revision_models  # noqa: F401
 from blockrepo.storage.base import Base

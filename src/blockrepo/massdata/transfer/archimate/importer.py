@@ -13,8 +13,10 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
+from blockrepo.elements.repository import ids_by_name as element_ids_by_name
 from blockrepo.elements.values import ValueProblem, check_name
 from blockrepo.errors import BlockrepoError
+from blockrepo.massdata.transfer.archimate import repository
 from blockrepo.massdata.transfer.archimate.export import MARK_PROPERTY, REVISION_PROPERTY, parse_identifier
 from blockrepo.massdata.transfer.archimate.mapping import ArchimateMapping
 from blockrepo.massdata.transfer.archimate.model import ArchimateModel, Concept
@@ -22,6 +24,7 @@ from blockrepo.massdata.transfer.document import Document
 from blockrepo.massdata.transfer.importer import ImportReport, import_document
 from blockrepo.metamodel.snapshot import AttributeDef, BlockTypeDef, Metamodel, RelationTypeDef
 from blockrepo.revisions.recorder import ChangeLog
+from blockrepo.revisions.repository import revision_mark
 
 # Entries of each list of the report at most; the rest are counted.
 MAX_LISTED = 1000
@@ -130,9 +133,20 @@ def _converter(attribute: AttributeDef) -> Callable[[str], Any]:
 
 class _Mapper:
     def __init__(
-        self, metamodel: Metamodel, actor: Actor, mapping: ArchimateMapping, model: ArchimateModel
+        self,
+        metamodel: Metamodel,
+        actor: Actor,
+        mapping: ArchimateMapping,
+        model: ArchimateModel,
+        *,
+        own: bool = False,
+        known: dict[str, int] | None = None,
     ) -> None:
         self.metamodel, self.actor, self.mapping, self.model = metamodel, actor, mapping, model
+        # Whose identifiers name stored elements: a blockrepo export of this repository's (`own`), and
+        # those an earlier import of the model remembered (`known`: identifier -> element id).
+        self.own = own
+        self.known = known or {}
         self.report = MappingReport(
             model.format,
             elements_read=len(model.elements),
@@ -181,8 +195,10 @@ class _Mapper:
         if concept.documentation is not None:
             record["description"] = concept.documentation
         parsed = parse_identifier(concept.identifier)
-        if parsed is not None:
-            record["id"] = parsed[1]
+        if parsed is not None and self.own:
+            record["id"] = parsed[1]  # a blockrepo export of this repository: the id names the element
+        elif concept.identifier in self.known:
+            record["id"] = self.known[concept.identifier]  # imported from this model before
         target = _Target(type_def, name, record, concept.identifier)
         self.names[(type_def.id, name)] = target
         self.targets[concept.identifier] = target
@@ -329,10 +345,19 @@ def _named_relation_type(
 
 
 def model_document(
-    metamodel: Metamodel, actor: Actor, mapping: ArchimateMapping, model: ArchimateModel
+    metamodel: Metamodel,
+    actor: Actor,
+    mapping: ArchimateMapping,
+    model: ArchimateModel,
+    *,
+    own: bool = False,
+    known: dict[str, int] | None = None,
 ) -> tuple[Document, MappingReport, dict[str, list[str]]]:
-    """The import document of the model, the mapping report and each record's identifier by type."""
-    mapper = _Mapper(metamodel, actor, mapping, model)
+    """The import document of the model, the mapping report and each record's identifier by type. A
+    record's `id` is set where its identifier names a stored element (`own`: the model is a blockrepo
+    export of this repository; `known`: identifiers an earlier import remembered), and the document says
+    its ids are to be trusted."""
+    mapper = _Mapper(metamodel, actor, mapping, model, own=own, known=known)
     mapper.elements()
     rest = mapper.flows()
     # The concepts are records now (or reported): let them go before the import takes its memory.
@@ -340,16 +365,48 @@ def model_document(
     model.relationships.clear()
     mapper.relationships(rest)
     del rest
-    properties = dict(model.properties)
-    revision = properties.get(REVISION_PROPERTY, "")
-    document = Document(
-        metamodel=None,
-        elements=mapper.records,
-        revision=int(revision) if revision.isdigit() else None,
-        revision_mark=properties.get(MARK_PROPERTY) or None,
-        keep_unlisted=True,
-    )
+    document = Document(metamodel=None, elements=mapper.records, keep_unlisted=True, ids_trusted=True)
     return document, mapper.report, mapper.identifiers
+
+
+def _is_own(db: Session, model: ArchimateModel) -> bool:
+    """Whether the model is a blockrepo export of this repository (or of a restored copy): the mark of
+    the revision it names is this repository's mark of that revision."""
+    properties = dict(model.properties)
+    revision, mark = properties.get(REVISION_PROPERTY, ""), properties.get(MARK_PROPERTY)
+    return bool(mark) and revision.isdigit() and revision_mark(db, int(revision)) == mark
+
+
+def _remembered_model(model: ArchimateModel) -> str | None:
+    """The key an import remembers the model's identifiers under: its identifier, unless it has none or
+    is a blockrepo export (whose identifiers carry their ids)."""
+    identifier = model.identifier
+    if not identifier or identifier.startswith("br-model-") or len(identifier) > 255:
+        return None
+    return identifier
+
+
+def _remember(
+    db: Session,
+    metamodel: Metamodel,
+    model: str,
+    identifiers: dict[str, list[str]],
+    names: dict[str, list[str]],
+) -> None:
+    """Keep which element each identifier of the model now stands for (its records' elements, found by
+    their names), so that the next import of the model updates them whatever they are called then."""
+    pairs: list[tuple[str, int]] = []
+    for type_name, listed in identifiers.items():
+        type_def = metamodel.type_named(type_name)
+        if type_def is None:
+            continue
+        found = element_ids_by_name(db, type_def.id, names[type_name])
+        pairs.extend(
+            (identifier, found[name])
+            for identifier, name in zip(listed, names[type_name], strict=True)
+            if name in found and len(identifier) <= 255
+        )
+    repository.remember(db, model, pairs)
 
 
 def _pointer_of(identifiers: dict[str, list[str]], pointer: str) -> str:
@@ -378,7 +435,14 @@ def import_model(
     file names are created or updated (by the identifiers a blockrepo export wrote, where the file is
     this repository's, else by name), attributes it holds no property for are kept. Problems name the
     file's identifiers."""
-    document, report, identifiers = model_document(metamodel, actor, mapping, model)
+    remembered = _remembered_model(model)
+    known = repository.identities(db, remembered) if remembered else {}
+    document, report, identifiers = model_document(
+        metamodel, actor, mapping, model, own=_is_own(db, model), known=known
+    )
+    names = {
+        type_name: [record["name"] for record in records] for type_name, records in document.elements.items()
+    }
     try:
         imported = import_document(
             db,
@@ -393,6 +457,8 @@ def import_model(
     except BlockrepoError as exc:
         exc.errors = [replace(e, pointer=_pointer_of(identifiers, e.pointer)) for e in exc.errors]
         raise
+    if remembered and not list_rows:
+        _remember(db, metamodel, remembered, identifiers, names)
     if imported.rows:
         for row in imported.rows:
             listed = identifiers.get(row.get("type", ""), [])
