@@ -1,7 +1,11 @@
-"""JSON Schema of query parameters several routes share, as `json_schema_extra` of their `Query`."""
+"""Query parameters several routes share: their JSON Schema (`json_schema_extra` of a `Query`), or the
+whole parameter."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from fastapi import Query
 from pydantic.config import JsonDict
 
 # Revisions are 32-bit integer columns in the repository.
@@ -18,6 +22,15 @@ REVISION_OR_TIME_BRANCHES: list[JsonDict] = [
 # In a JSON body a revision may also come as a string of digits (nine, so that it stays a 32-bit revision).
 REVISION_TEXT: JsonDict = {"type": "string", "pattern": "^[0-9]{1,9}$"}
 REVISION_OR_TIME: JsonDict = {"anyOf": list(REVISION_OR_TIME_BRANCHES)}
+# `asOf` of a read of many elements: the state as it was at a revision or a time.
+AsOfQuery = Annotated[
+    str | None,
+    Query(
+        alias="asOf",
+        description="a revision number or an ISO-8601 time: the state as it was then; empty: today",
+        json_schema_extra=REVISION_OR_TIME,
+    ),
+]
 
 
 def given(value: str | None) -> str | None:

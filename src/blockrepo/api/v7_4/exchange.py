@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response, StreamingResponse
 
 from blockrepo.api.context import RequestContext, open_read_context, principal_of, request_context
-from blockrepo.api.parameters import REVISION_OR_TIME
+from blockrepo.api.parameters import AsOfQuery
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.errors import BadRequest, ErrorItem, UnsupportedMediaType
@@ -153,14 +153,7 @@ def export_archimate(
     types: Annotated[
         str | None, Query(description="comma-separated type names (default: every readable type)")
     ] = None,
-    as_of: Annotated[
-        str | None,
-        Query(
-            alias="asOf",
-            description="a revision number or an ISO-8601 time: the state as it was then; empty: today",
-            json_schema_extra=REVISION_OR_TIME,
-        ),
-    ] = None,
+    as_of: AsOfQuery = None,
     format: Annotated[
         str, Query(description="xml (default) or csv", json_schema_extra={"enum": ["xml", "csv"]})
     ] = "xml",

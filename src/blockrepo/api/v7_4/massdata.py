@@ -20,7 +20,7 @@ from blockrepo.api.context import (
 )
 from blockrepo.api.cursors import MASSDATA
 from blockrepo.api.limits import PAGE_SIZE_BOUNDS
-from blockrepo.api.parameters import REVISION_OR_TIME, REVISION_OR_TIME_BRANCHES, REVISION_TEXT
+from blockrepo.api.parameters import REVISION_OR_TIME, REVISION_OR_TIME_BRANCHES, REVISION_TEXT, AsOfQuery
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse, aliased_json_response
 from blockrepo.elements.service import Writer
@@ -440,14 +440,7 @@ def list_elements(
     ] = None,
     cursor: Annotated[str | None, Query(description="`nextCursor` of the previous page")] = None,
     count: Annotated[bool, Query(description="also return `total`, the number of matches")] = False,
-    as_of: Annotated[
-        str | None,
-        Query(
-            alias="asOf",
-            description="a revision number or an ISO-8601 time: the state as it was then; empty: today",
-            json_schema_extra=REVISION_OR_TIME,
-        ),
-    ] = None,
+    as_of: AsOfQuery = None,
 ) -> Response:
     prepared = listing.prepare_listing(
         ctx.metamodel,

@@ -156,7 +156,7 @@ def _write_ends(run: _Export, plan: TypePlan, element: dict[str, Any], own: str,
         if end.name in skip:
             continue
         relation_type = end.relation_type
-        rule = mapping.rule_for(relation_type.name, relation_type.source_type, relation_type.source_end)
+        rule = mapping.rule_for(relation_type)
         other_type = end.other_type
         if rule is None or (other_type not in mapping.elements and other_type not in mapping.flows):
             continue

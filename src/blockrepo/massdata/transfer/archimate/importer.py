@@ -161,7 +161,7 @@ class _Mapper:
         # whether the ArchiMate source holds the relation's source end)
         self.rules: dict[tuple[str, int, int], tuple[RelationTypeDef, bool]] = {}
         for relation_type in metamodel.relation_types:
-            rule = mapping.rule_for(relation_type.name, relation_type.source_type, relation_type.source_end)
+            rule = mapping.rule_for(relation_type)
             if rule is None:
                 continue
             ends = (relation_type.source_type_id, relation_type.target_type_id)
@@ -338,7 +338,7 @@ def _named_relation_type(
     ends = (relation_type.source_type_id, relation_type.target_type_id)
     if ends not in ((source.type_def.id, target.type_def.id), (target.type_def.id, source.type_def.id)):
         return None
-    rule = mapping.rule_for(relation_type.name, relation_type.source_type, relation_type.source_end)
+    rule = mapping.rule_for(relation_type)
     if rule is None or rule.relationship != concept.type:
         return None
     return relation_type, not rule.reversed

@@ -11,6 +11,8 @@ from typing import Any
 import orjson
 
 from blockrepo.errors import BadRequest, ErrorItem
+from blockrepo.metamodel.defaults import DEFAULT_RELATIONS
+from blockrepo.metamodel.snapshot import RelationTypeDef
 
 # The element types of ArchiMate 3.1 (the exchange format's ElementTypeEnum, junctions apart).
 ELEMENT_TYPES = frozenset(
@@ -151,14 +153,14 @@ class ArchimateMapping:
     flows: MappingType[str, FlowRule] = field(default_factory=dict)
     hierarchy: str = "Composition"
 
-    def rule_for(self, relation_type: str, source_type: str, source_end: str) -> RelationshipRule | None:
+    def rule_for(self, relation_type: RelationTypeDef) -> RelationshipRule | None:
         """The rule of a relation type; one without (an administrator's own) is an association from its
         source to its target, which ArchiMate allows between any two elements. None for the ends a type
         written as a relationship joins (an information flow's systems): the relationship is them."""
-        flow = self.flows.get(source_type)
-        if flow is not None and source_end in (flow.source_end, flow.target_end):
+        flow = self.flows.get(relation_type.source_type)
+        if flow is not None and relation_type.source_end in (flow.source_end, flow.target_end):
             return None
-        return self.relations.get(relation_type, ASSOCIATION)
+        return self.relations.get(relation_type.name, ASSOCIATION)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -179,11 +181,6 @@ class ArchimateMapping:
             },
             "hierarchy": self.hierarchy,
         }
-
-
-def _domain(domain: str, members: tuple[str, ...]) -> dict[str, RelationshipRule]:
-    # A domain groups its members: the Grouping aggregates them.
-    return {f"{domain}_{member}": RelationshipRule("Aggregation") for member in members}
 
 
 _DEFAULT_ELEMENTS = {
@@ -212,44 +209,29 @@ _MORE_SOURCES = {
     "Device": "InfrastructureElement",
     "ApplicationInteraction": "InformationFlow",
 }
-_SELF_TYPES = (
-    "InformationSystem",
-    "TechnicalComponent",
-    "InfrastructureElement",
-    "BusinessFunction",
-    "BusinessProcess",
-    "ItService",
-    "InformationFlow",
-)
+# How each end of a relation of a type with itself reads in ArchiMate, by its source end: a predecessor is
+# associated with its successor; a base component serves those that use it; a business object
+# specialises its generalisation.
+_SELF_RULES = {
+    "predecessors": RelationshipRule("Association", reversed=True),
+    "baseComponents": RelationshipRule("Serving", reversed=True),
+    "generalisation": RelationshipRule("Specialization"),
+}
+# The relations between two types of the default metamodel, each by name; those a domain or a project
+# holds by rule (a domain groups its members: its Grouping aggregates them; a project is associated with
+# what it changes), the others one by one.
 _DEFAULT_RELATIONS: dict[str, RelationshipRule] = {
-    **_domain(
-        "BusinessDomain",
-        (
-            "BusinessProcess",
-            "BusinessFunction",
-            "BusinessObject",
-            "BusinessUnit",
-            "Product",
-            "InformationSystem",
-            "ItService",
-            "InformationFlow",
-        ),
-    ),
-    **_domain(
-        "InformationSystemDomain",
-        (
-            "InformationSystem",
-            "BusinessObject",
-            "InformationFlow",
-            "ItService",
-            "TechnicalComponent",
-            "InfrastructureElement",
-            "BusinessFunction",
-        ),
-    ),
-    **_domain(
-        "ArchitecturalDomain", ("InfrastructureElement", "InformationFlow", "ItService", "InformationSystem")
-    ),
+    **{
+        spec.name: RelationshipRule("Aggregation")
+        for spec in DEFAULT_RELATIONS
+        if _DEFAULT_ELEMENTS.get(spec.source) == "Grouping" and spec.source != spec.target
+    },
+    **{spec.name: RelationshipRule("Association") for spec in DEFAULT_RELATIONS if spec.source == "Project"},
+    **{
+        spec.name: _SELF_RULES[spec.source_end]
+        for spec in DEFAULT_RELATIONS
+        if spec.source == spec.target and spec.source_end in _SELF_RULES
+    },
     "BusinessFunction_BusinessObject": RelationshipRule("Association"),
     "BusinessFunction_InformationSystem": RelationshipRule("Realization", reversed=True),
     "BusinessObject_InformationSystem": RelationshipRule("Access", reversed=True),
@@ -264,24 +246,6 @@ _DEFAULT_RELATIONS: dict[str, RelationshipRule] = {
     "InformationFlow_TechnicalComponent": RelationshipRule("Association"),
     "TechnicalComponent_ArchitecturalDomain": RelationshipRule("Aggregation", reversed=True),
     "TechnicalComponent_InfrastructureElement": RelationshipRule("Assignment", reversed=True),
-    **{
-        f"Project_{target}": RelationshipRule("Association")
-        for target in (
-            "BusinessObject",
-            "InformationFlow",
-            "ItService",
-            "TechnicalComponent",
-            "InfrastructureElement",
-        )
-    },
-    # A predecessor is associated with its successor; a base component serves those that use it; a
-    # business object specialises its generalisation.
-    **{f"{name}_successors": RelationshipRule("Association", reversed=True) for name in _SELF_TYPES},
-    **{
-        f"{name}_parentComponents": RelationshipRule("Serving", reversed=True)
-        for name in ("InformationSystem", "TechnicalComponent")
-    },
-    "BusinessObject_specialisations": RelationshipRule("Specialization"),
 }
 _DEFAULT_FLOWS = {
     "InformationFlow": FlowRule("Flow", "sourceSystem", "targetSystem", otherwise="ApplicationInteraction")
