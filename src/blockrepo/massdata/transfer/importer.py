@@ -310,7 +310,6 @@ def import_document(
     for type_import in imports:
         type_import.keep_unlisted = document.keep_unlisted
         type_id = type_import.type_def.id
-        new_names = {index: name for name, index in type_import.names.items()}
         run.unwritten[type_id] = {
             name for name, index in type_import.names.items() if index not in type_import.owners
         }
@@ -322,9 +321,11 @@ def import_document(
                 writer.known_names[(type_id, old_name)] = element_id
         # A reference by the new name (an ArchiMate file names each end by its identifier, so by the
         # element's new name) is to the renamed element, before the rename is written.
-        for index, element_id in type_import.owners.items():
-            if element_id in type_import.renamed:
-                writer.known_names[(type_id, new_names[index])] = element_id
+        if type_import.renamed:
+            owners, renamed = type_import.owners, type_import.renamed
+            for name, index in type_import.names.items():
+                if owners.get(index) in renamed:
+                    writer.known_names[(type_id, name)] = owners[index]
     done = 0
     # One pipeline for every chunk (SQLite): a chunk's rows and history go in while the next chunk is
     # parsed; a read of the next chunk's validation (the names already taken) waits for them, so no more
