@@ -541,12 +541,15 @@ def check_archimate(world: World, actor: str, content: bytes) -> None:
 
 
 def archimate_model(prefix: str) -> Callable[[World, str], Any]:
-    """An exchange file with one business process, named after the case and the caller."""
+    """An exchange file with one business process, named after the case and the caller: a model of its
+    own (an import remembers a model's identifiers, so a model shared by the cases would update what an
+    earlier case created)."""
+    model = prefix.replace(" ", "-")
     return lambda _world, actor: (
         '<model xmlns="http://www.opengroup.org/xsd/archimate/3.0/" '
-        'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" identifier="m-1"><name>m</name><elements>'
-        f'<element identifier="e-1" xsi:type="BusinessProcess"><name>{prefix} {actor}</name></element>'
-        "</elements></model>"
+        f'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" identifier="m-{model}-{actor}"><name>m</name>'
+        f'<elements><element identifier="e-1" xsi:type="BusinessProcess"><name>{prefix} {actor}</name>'
+        "</element></elements></model>"
     ).encode()
 
 
