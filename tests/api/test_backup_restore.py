@@ -233,7 +233,7 @@ def _damaged(backup: bytes, change: Any) -> bytes:
         pytest.param(lambda b: _damaged(b, lambda ls: ls[:-1]), id="no end"),
         pytest.param(lambda b: _damaged(b, lambda ls: ls[:-40] + ls[-39:]), id="a row missing"),
         pytest.param(
-            lambda b: _damaged(b, lambda ls: [ls[0].replace(b'"0012"', b'"9999"'), *ls[1:]]), id="newer"
+            lambda b: _damaged(b, lambda ls: [ls[0].replace(b'"0013"', b'"9999"'), *ls[1:]]), id="newer"
         ),
         pytest.param(lambda b: _damaged(b, lambda ls: [*ls[:5], b'[1, "x"]\n', *ls[5:]]), id="short row"),
         pytest.param(lambda b: _damaged(b, lambda ls: [*ls[:3], b"{broken\n", *ls[3:]]), id="not JSON"),

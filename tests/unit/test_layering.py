@@ -40,6 +40,7 @@ FEATURE_PACKAGES = (
     "massdata",
     "metamodel",
     "revisions",
+    "scenarios",
     "tokens",
     "webhooks",
 )
@@ -55,6 +56,7 @@ ALLOWED = {
     ("blockrepo.storage.migrations.env", "blockrepo.elements.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.massdata.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.revisions.models"),
+    ("blockrepo.storage.migrations.env", "blockrepo.scenarios.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.metamodel.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.tokens.models"),
     ("blockrepo.storage.migrations.env", "blockrepo.webhooks.models"),

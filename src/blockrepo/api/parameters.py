@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Query
+from fastapi import Header, Query
 from pydantic.config import JsonDict
+
+from blockrepo.errors import ErrorItem, ValidationFailed
 
 # Revisions are 32-bit integer columns in the repository.
 LARGEST_REVISION = 2**31 - 1
@@ -36,3 +38,32 @@ AsOfQuery = Annotated[
 def given(value: str | None) -> str | None:
     """A query parameter's value, with an empty one taken as not given."""
     return value or None
+
+
+# A planning scenario a request works in (API.md section 11): the query parameter or the header.
+SCENARIO_HEADER = "Blockrepo-Scenario"
+SCENARIO_KEY: JsonDict = {"type": "string", "minLength": 1, "maxLength": 64}
+ScenarioQuery = Annotated[
+    str | None,
+    Query(
+        alias="scenario",
+        description="a planning scenario's key: read or write the element there, not in main (or send "
+        "the `Blockrepo-Scenario` header)",
+        json_schema_extra=SCENARIO_KEY,
+    ),
+]
+ScenarioHeader = Annotated[
+    str | None,
+    Header(alias=SCENARIO_HEADER, description="a planning scenario's key, as the `scenario` parameter"),
+]
+
+
+def scenario_named(query: str | None, header: str | None) -> str | None:
+    """The scenario a request names (None: main); 400 when the parameter and the header name two."""
+    query, header = given(query), given(header)
+    if query is not None and header is not None and query != header:
+        raise ValidationFailed(
+            "the scenario parameter and the Blockrepo-Scenario header name different scenarios",
+            errors=[ErrorItem("query:scenario", "two_scenarios", f"{query!r} and {header!r}")],
+        )
+    return query or header

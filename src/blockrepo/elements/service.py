@@ -22,8 +22,9 @@ from blockrepo.elements.read.reader import ElementReader
 from blockrepo.elements.read.repository import LoadedElement, load_elements
 from blockrepo.elements.read.view import ElementView
 from blockrepo.elements.write import persistence, validation
+from blockrepo.elements.write.changesets import Changesets
 from blockrepo.elements.write.items import WriteItem, Writer
-from blockrepo.elements.write.record import ElementRecorder
+from blockrepo.elements.write.record import ElementRecorder, draft_state
 from blockrepo.errors import (
     Conflict,
     Forbidden,
@@ -34,7 +35,7 @@ from blockrepo.errors import (
     UnknownType,
 )
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
-from blockrepo.revisions.recorder import ChangeLog, ElementState
+from blockrepo.revisions.recorder import Change, ChangeLog, ElementState, ElementUpdate
 
 # Other features read elements in the JSON the element API gives (history's `asOf`, mass data's listings
 # and exports) with the view and the reader of `elements.read`, named here so that they meet the elements
@@ -46,8 +47,10 @@ __all__ = [
     "Writer",
     "create_element",
     "delete_element",
+    "planned_changesets",
     "record_changed_elements",
     "update_element",
+    "validated_state",
 ]
 
 RevisionCheck = Callable[[int], bool]
@@ -200,3 +203,40 @@ def record_changed_elements(
         (metamodel.type_by_id(type_id), element_id, {"name": [name], **before}, {"name": [name], **after})
         for element_id, (type_id, name, before, after) in changed.items()
     )
+
+
+# Keys of an element's JSON that no write sets (a body may carry them; they are not part of a state it
+# validates): the element's identity and stamps, and `children` (each child names its parent).
+READ_ONLY_KEYS = frozenset(
+    {"id", "type", "revision", "children", "lastModificationTime", "lastModificationUser"}
+)
+
+
+def validated_state(
+    writer: Writer, type_def: BlockTypeDef, body: dict[str, Any], element_id: int | None
+) -> ElementState:
+    """Check `body` as a write of the element (`element_id` None: a new one) would, against the stored
+    elements and with the actor's rights, and give the state it describes (the properties `body` names;
+    writes nothing). The body must hold the name. 403 / 400 / 409 as the write would answer."""
+    item = WriteItem(0, {key: value for key, value in body.items() if key not in READ_ONLY_KEYS}, element_id)
+    validation.validate(writer, type_def, [item])
+    if item.error is not None:
+        raise item.error
+    return draft_state(view_of(writer.metamodel, None, type_def), item)
+
+
+def planned_changesets(
+    type_def: BlockTypeDef, element_id: int, before: ElementState | None, after: ElementState | None
+) -> tuple[list[Change], list[ElementUpdate]]:
+    """What a write from `before` to `after` (None: the element is not there) records: the element's own
+    changes, and the changesets of the elements at the other end of its relations and of its parents."""
+    changesets = Changesets(skip={element_id})
+    own: list[Change]
+    if before is None:
+        assert after is not None
+        own = list(changesets.created(type_def, element_id, after))
+    elif after is None:
+        own = list(changesets.deleted(type_def, element_id, before))
+    else:
+        own = changesets.diff(type_def, element_id, before, after)
+    return own, list(changesets.neighbours())

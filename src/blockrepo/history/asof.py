@@ -13,7 +13,7 @@ since a change was recorded are read under today's name, deleted ones not at all
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,6 +156,46 @@ def element_ids_as_of(db: Session, type_def: BlockTypeDef, revision: int) -> lis
     return repository.element_ids_alive_at(db, type_def.name, revision)
 
 
+@dataclass(frozen=True)
+class Overlay:
+    """Change rows recorded after `revision` somewhere else than main (a planning scenario's), folded
+    after main's rows of the same elements; `names`: what it renamed, by element id."""
+
+    rows: Sequence[ChangesetRow] = ()
+    names: Mapping[int, str] = field(default_factory=dict)
+
+    def of(self, ids: Iterable[int]) -> list[ChangesetRow]:
+        wanted = set(ids)
+        return [row for row in self.rows if row.element_id in wanted]
+
+
+@dataclass(frozen=True)
+class StateAt:
+    """An element as its change rows describe it: its type, its state (the recorded properties, `name`
+    first, as the write core's states) and how many changesets made it (its revision)."""
+
+    type_name: str
+    state: dict[str, list[Any]]
+    changesets: int
+
+
+def states_as_of(
+    db: Session, metamodel: Metamodel, ids: Iterable[int], revision: int, overlay: Overlay | None = None
+) -> dict[int, StateAt]:
+    """The states of `ids` that existed at `revision` (with `overlay`'s rows folded on top), by id."""
+    ids = list(ids)
+    rows = repository.element_changesets_up_to(db, ids, revision)
+    if overlay is not None:
+        rows = [*rows, *overlay.of(ids)]
+    return {
+        element_id: StateAt(
+            element.type_name, {"name": [element.name], **element.properties}, element.changesets
+        )
+        for element_id, element in fold_elements(rows, attribute_names(db, metamodel)).items()
+        if element.exists and element.type_name is not None
+    }
+
+
 def read_elements_as_of(
     db: Session,
     metamodel: Metamodel,
@@ -166,16 +206,19 @@ def read_elements_as_of(
     fields: Iterable[str] | None = None,
     *,
     view: ElementView | None = None,
+    overlay: Overlay | None = None,
 ) -> list[dict[str, Any]]:
     """The element JSON of `ids` (in that order) as it stood at `revision`, as `actor` may see it; ids that
     did not exist then as elements of this type are skipped. The counterpart of
     `ElementView.render` of the loaded elements (same arguments plus the revision, same JSON): three queries
     per 1,000 ids. The keys shown follow today's metamodel and permissions (a property since deleted from the
-    metamodel is not shown). Checks no type permission itself."""
+    metamodel is not shown). Checks no type permission itself. With `overlay`, its rows are folded after
+    main's: the elements as a planning scenario has them."""
     view = view or ElementView.build(metamodel, actor, type_def, fields)
-    folded = fold_elements(
-        repository.element_changesets_up_to(db, ids, revision), attribute_names(db, metamodel)
-    )
+    rows = repository.element_changesets_up_to(db, ids, revision)
+    if overlay is not None:
+        rows = [*rows, *overlay.of(ids)]
+    folded = fold_elements(rows, attribute_names(db, metamodel))
     alive = [
         folded[i]
         for i in dict.fromkeys(ids)
@@ -189,6 +232,8 @@ def read_elements_as_of(
         if isinstance(entry, dict) and "id" in entry
     }
     names = {i: name for i, (name, _) in repository.names_at(db, referenced, revision).items()}
+    if overlay is not None:
+        names.update(overlay.names)
     return [_render(view, element, names) for element in alive]
 
 

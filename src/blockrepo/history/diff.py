@@ -40,7 +40,7 @@ _SUMMARY_BATCH = 1000
 
 
 @dataclass
-class _Ends:
+class EndChanges:
     """A relation end's (or `children`') entries added and removed over the range, by related id."""
 
     added: dict[Any, Any] = field(default_factory=dict)
@@ -72,7 +72,7 @@ def _merged(before: Any, after: Any) -> Any:
 
 
 @dataclass
-class _Net:
+class NetChange:
     """One element's changes over the range, folded."""
 
     element_id: int
@@ -81,18 +81,19 @@ class _Net:
     first_operation: str
     last_operation: str = ""
     values: dict[str, list[list[Any]]] = field(default_factory=dict)  # field -> [base, main]
-    ends: dict[str, _Ends] = field(default_factory=dict)
+    ends: dict[str, EndChanges] = field(default_factory=dict)
+
+    @property
+    def action(self) -> str | None:
+        """created, deleted or updated over the range; None: created and deleted within it."""
+        if self.first_operation == "created":
+            return None if self.last_operation == "deleted" else "created"
+        return "deleted" if self.last_operation == "deleted" else "updated"
 
     def item(self) -> dict[str, Any] | None:
-        if self.first_operation == "created" and self.last_operation == "deleted":
+        action = self.action
+        if action is None:
             return None  # neither at the start nor at the end
-        action = (
-            "created"
-            if self.first_operation == "created"
-            else "deleted"
-            if self.last_operation == "deleted"
-            else "updated"
-        )
         fields: list[dict[str, Any]] = []
         for name, (base, main) in self.values.items():
             if base != main:
@@ -116,18 +117,18 @@ class _Net:
         }
 
 
-def _fold(
+def fold_changes(
     rows: Iterable[ChangesetRow], visibility: PropertyVisibility, identities: AttributeIdentities
-) -> list[_Net]:
+) -> list[NetChange]:
     """The rows (ordered by element, then revision) folded per element, with what the reader may not see
     left out and attributes named as they are named today (their former names fold into one field)."""
-    folded: list[_Net] = []
-    current: _Net | None = None
+    folded: list[NetChange] = []
+    current: NetChange | None = None
     for row in rows:
         if row.element_id is None or row.type_name is None:
             continue
         if current is None or current.element_id != row.element_id:
-            current = _Net(row.element_id, row.type_name, row.element_name or "", row.operation)
+            current = NetChange(row.element_id, row.type_name, row.element_name or "", row.operation)
             folded.append(current)
         current.last_operation = row.operation
         current.name = row.element_name or current.name
@@ -138,12 +139,12 @@ def _fold(
             if bearer is not None and bearer.attribute is not None:
                 name = bearer.attribute.name
             if "added" in change or "removed" in change:
-                current.ends.setdefault(name, _Ends()).apply(change)
+                current.ends.setdefault(name, EndChanges()).apply(change)
             elif _whole_end(block_type, name, change):
                 # A creation or deletion records a relation end's whole list as old/new: in the diff it is
                 # entries added or removed, as for an update, so that a client reads one shape per field.
                 whole = {"added": change.get("new") or [], "removed": change.get("old") or []}
-                current.ends.setdefault(name, _Ends()).apply(whole)
+                current.ends.setdefault(name, EndChanges()).apply(whole)
             elif "old" in change or "new" in change:
                 before_and_after = current.values.get(name)
                 if before_and_after is None:
@@ -229,7 +230,9 @@ def landscape_diff(
 
     def items_of(element_ids: list[int]) -> list[dict[str, Any]]:
         rows = repository.element_changesets_between(db, element_ids, start, end)
-        return [item for net in _fold(rows, visibility, identities) if (item := net.item()) is not None]
+        return [
+            item for net in fold_changes(rows, visibility, identities) if (item := net.item()) is not None
+        ]
 
     page: dict[str, Any] = {"from": {"revision": start}, "to": {"revision": end}}
     items: list[dict[str, Any]] = []
@@ -262,3 +265,30 @@ def landscape_diff(
     page["items"] = items
     page["nextCursor"] = encode_cursor(scope, items[-1]["element"]["id"], 0) if more and items else None
     return page
+
+
+@dataclass(frozen=True)
+class Folding:
+    """Folds change rows per element for one reader (what `actor` may not see left out, attributes under
+    today's names): given rows, or main's rows of some elements over a range of revisions."""
+
+    visibility: PropertyVisibility
+    identities: AttributeIdentities
+
+    def fold(self, rows: Iterable[ChangesetRow]) -> list[NetChange]:
+        return fold_changes(rows, self.visibility, self.identities)
+
+    def between(self, db: Session, element_ids: list[int], start: int, end: int) -> list[NetChange]:
+        """Main's changes of `element_ids` in (`start`, `end`], folded."""
+        if start >= end or not element_ids:
+            return []
+        return self.fold(repository.element_changesets_between(db, element_ids, start, end))
+
+
+def folding(db: Session, actor: Actor, metamodel: Metamodel) -> Folding:
+    return Folding(property_visibility(db, actor, metamodel), attribute_identities(db, metamodel))
+
+
+def newest_revision(db: Session) -> int:
+    """The newest revision of main that history shows."""
+    return repository.current_revision(db)

@@ -41,6 +41,7 @@ class ChangesetRow:
     user_login: str
     request_id: str
     via: str | None = None
+    scenario: str | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ def _changeset_select() -> Select[Any]:
         Revision.user_login,
         Revision.request_id,
         Revision.via,
+        Revision.scenario,
     ).join(Revision, Revision.id == Change.revision)
 
 

@@ -47,6 +47,9 @@ class Changeset(BaseModel):
         description="what authenticated the change: `basic`, `session` or `token:<public id>` (null: the "
         "command line, the service itself, or a change older than this record)",
     )
+    viaScenario: str | None = Field(
+        None, description="the planning scenario whose merge made the change (its key; null: made in main)"
+    )
     entity: Literal["element", "metamodel", "administration"]
     operation: Literal["created", "updated", "deleted"]
     type: str | None = Field(description="building block type (element changes)")

@@ -239,6 +239,7 @@ def changeset_json(row: ChangesetRow, visibility: PropertyVisibility) -> dict[st
         "user": row.user_login,
         "requestId": row.request_id,
         "via": row.via,
+        "viaScenario": row.scenario,
         "entity": row.entity,
         "operation": row.operation,
         "type": row.type_name if element else None,

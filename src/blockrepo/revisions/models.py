@@ -40,6 +40,8 @@ class Revision(Base):
     # What authenticated the write: "basic", "session", "token:<public id>" (None: written before
     # migration 0010, or by the command line and the service itself).
     via: Mapped[str | None] = mapped_column(String(96), nullable=True)
+    # The planning scenario whose merge made the revision (its key; None: written in main directly).
+    scenario: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class Change(Base):

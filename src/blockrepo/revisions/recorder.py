@@ -280,6 +280,7 @@ class ChangeLog:
     user_login: str
     request_id: str
     via: str | None = None  # what authenticated the request (`Revision.via`)
+    scenario: str | None = None  # the planning scenario a merge brings in (`Revision.scenario`)
     now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     metamodel_changed: bool = False
     access_changed: bool = False
@@ -469,6 +470,7 @@ class ChangeLog:
             user_login=self.user_login,
             request_id=self.request_id,
             via=self.via,
+            scenario=self.scenario,
             changes=changes,
         )
 

@@ -29,6 +29,7 @@ def next_revision(
     user_login: str,
     request_id: str,
     via: str | None = None,
+    scenario: str | None = None,
     changes: Mapping[str, Sequence[Any]] | None = None,
 ) -> int:
     """Allocate the next revision (and move the metamodel and access revisions when those changed) and
@@ -48,6 +49,7 @@ def next_revision(
             "user_login": user_login,
             "request_id": request_id,
             "via": via,
+            "scenario": scenario,
         }
         if changes and changes["changes"]:
             # The claim and the change rows in one statement: a round trip less for every write.
@@ -68,6 +70,7 @@ def next_revision(
             "user_login": user_login,
             "request_id": request_id,
             "via": via,
+            "scenario": scenario,
         },
     )
     if changes:
@@ -95,9 +98,9 @@ def visible_revision(db: Session | Connection) -> int:
 
 
 _CLAIM_SQL = (
-    "INSERT INTO revision (id, created_at, user_login, request_id, via)"
+    "INSERT INTO revision (id, created_at, user_login, request_id, via, scenario)"
     " SELECT claim.id, %(created_at)s::timestamptz, %(user_login)s::varchar, %(request_id)s::varchar,"
-    " %(via)s::varchar"
+    " %(via)s::varchar, %(scenario)s::varchar"
     " FROM (SELECT nextval('revision_id_seq')::integer AS id) AS claim,"
     f" LATERAL (SELECT pg_advisory_xact_lock({REVISION_CLAIMS}, claim.id)) AS held"
     " RETURNING id"
@@ -156,6 +159,7 @@ _INSERT_REVISION = TypedStatement(
         user_login=bindparam("user_login"),
         request_id=bindparam("request_id"),
         via=bindparam("via"),
+        scenario=bindparam("scenario"),
     )
 )
 

@@ -13,6 +13,7 @@ from blockrepo.api.v7_4 import (
     history,
     massdata,
     metamodel,
+    scenarios,
     tokens,
     webhooks,
 )
@@ -29,6 +30,7 @@ def build_router() -> APIRouter:
         massdata,
         metamodel,
         history,
+        scenarios,
         administration,
         tokens,
         webhooks,

@@ -19,13 +19,15 @@ from blockrepo.api.context import (
 )
 from blockrepo.api.element_answers import element_response, element_writer, update_element, view_tag_of
 from blockrepo.api.etag import element_etag, if_match_check, not_modified
-from blockrepo.api.parameters import REVISION_OR_TIME, given
+from blockrepo.api.parameters import REVISION_OR_TIME, ScenarioHeader, ScenarioQuery, given, scenario_named
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.elements import service
 from blockrepo.elements.read import by_id as reading
+from blockrepo.errors import ErrorItem, ValidationFailed
 from blockrepo.history import asof
 from blockrepo.history.schemas import AS_OF_DESCRIPTION
+from blockrepo.scenarios import service as scenarios
 
 router = APIRouter(tags=["Elements"])
 
@@ -183,16 +185,26 @@ def get_element(
     as_of: Annotated[
         str | None, Query(alias="asOf", description=AS_OF_DESCRIPTION, json_schema_extra=REVISION_OR_TIME)
     ] = None,
+    scenario: ScenarioQuery = None,
+    scenario_header: ScenarioHeader = None,
 ) -> Response:
     # Most GETs never get here: `ElementReadLane` (api/lanes/read.py) answers them. This answers the rest
-    # (`asOf`, HEAD, an id out of range is a 400 from the parameter, errors, sessions that need a write),
-    # in a worker thread: history replay may take long.
-    as_of = given(as_of)
+    # (`asOf`, a scenario, HEAD, an id out of range is a 400 from the parameter, errors, sessions that need
+    # a write), in a worker thread: history replay may take long.
+    as_of, key = given(as_of), scenario_named(scenario, scenario_header)
+    if as_of is not None and key is not None:
+        raise ValidationFailed(
+            "asOf and scenario cannot be combined: a scenario is read as it is now",
+            errors=[ErrorItem("query:asOf", "not_with_scenario", "leave out asOf or the scenario")],
+        )
     services: AppServices = request.app.state.services
     with open_read_context(services, principal_of(request)) as ctx:
         type_def = reading.readable_type(ctx.metamodel, ctx.actor, type_name)
         view_tag = reading.view_tag(ctx.metamodel, ctx.actor, type_def)
-        if as_of is None:
+        if key is not None:
+            with services.read_sessions() as db:
+                element = scenarios.read_element(db, ctx.actor, ctx.metamodel, key, type_name, element_id)
+        elif as_of is None:
             element = reading.read_element(ctx.connection, ctx.metamodel, ctx.actor, type_name, element_id)
         else:
             with services.read_sessions() as db:
@@ -223,7 +235,16 @@ def update_element_route(
     body: Annotated[dict[str, Any], Depends(json_body)],  # parsed before the write lock is taken
     ctx: Annotated[RequestContext, Depends(element_write_context)],
     if_match: IfMatch = None,
+    scenario: ScenarioQuery = None,
+    scenario_header: ScenarioHeader = None,
 ) -> JsonResponse:
+    key = scenario_named(scenario, scenario_header)
+    if key is not None:
+        element = scenarios.update_element(
+            element_writer(ctx), key, type_name, element_id, body, if_match=if_match_check(if_match)
+        )
+        ctx.commit()
+        return element_response(element, view_tag_of(ctx, element))
     return element_response(*update_element(ctx, type_name, element_id, body, if_match))
 
 
@@ -264,10 +285,18 @@ def post_element(
     type_name: TypeName,
     body: Annotated[dict[str, Any], Depends(json_body)],  # parsed before the write lock is taken
     ctx: Annotated[RequestContext, Depends(element_write_context)],
+    scenario: ScenarioQuery = None,
+    scenario_header: ScenarioHeader = None,
 ) -> JsonResponse:
-    element = service.create_element(element_writer(ctx), type_name, body)
+    key = scenario_named(scenario, scenario_header)
+    if key is not None:
+        element = scenarios.create_element(element_writer(ctx), key, type_name, body)
+    else:
+        element = service.create_element(element_writer(ctx), type_name, body)
     ctx.commit()
     location = f"/api/element/{element['type'][0]}/{element['id'][0]}"
+    if key is not None:
+        location += f"?scenario={key}"
     return element_response(element, view_tag_of(ctx, element), 201, {"Location": location})
 
 
@@ -288,9 +317,17 @@ def delete_element(
     ctx: Annotated[RequestContext, Depends(element_write_context)],
     if_match: IfMatch = None,
     recursive: Annotated[bool, Query(description="also delete every descendant")] = False,
+    scenario: ScenarioQuery = None,
+    scenario_header: ScenarioHeader = None,
 ) -> Response:
-    service.delete_element(
-        element_writer(ctx), type_name, element_id, recursive=recursive, if_match=if_match_check(if_match)
-    )
+    key = scenario_named(scenario, scenario_header)
+    if key is not None:
+        scenarios.delete_element(
+            element_writer(ctx), key, type_name, element_id, if_match=if_match_check(if_match)
+        )
+    else:
+        service.delete_element(
+            element_writer(ctx), type_name, element_id, recursive=recursive, if_match=if_match_check(if_match)
+        )
     ctx.commit()
     return Response(status_code=204)

@@ -184,6 +184,11 @@ class _DraftStates:
         return state
 
 
+def draft_state(view: ElementView, item: WriteItem) -> dict[str, Any]:
+    """The state of one validated item as the write core would record it, from its draft alone."""
+    return _DraftStates(view).state(item, None)
+
+
 def _listed(
     other_id: int | None,
     other_name: str | None,

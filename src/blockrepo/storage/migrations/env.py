@@ -11,6 +11,7 @@ from blockrepo.elements import models as _element_models  # noqa: F401
 from blockrepo.massdata import models as _massdata_models  # noqa: F401
 from blockrepo.metamodel import models as _metamodel_models  # noqa: F401
 from blockrepo.revisions import models as _revision_models  # noqa: F401
+from blockrepo.scenarios import models as _scenario_models  # noqa: F401
 from blockrepo.storage.base import Base
 from blockrepo.tokens import models as _token_models  # noqa: F401
 from blockrepo.webhooks import models as _webhook_models  # noqa: F401

@@ -1,0 +1,267 @@
+"""Routes of the scenario API (API.md section 11): create scenarios, compare them with main, settle their
+conflicts and merge them. Elements are read and written in a scenario through the element routes."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Path, Query
+from fastapi.openapi.models import Example
+from starlette.responses import Response
+
+from blockrepo.api.body import require_json_body
+from blockrepo.api.context import RequestContext, element_write_context, read_context, request_context
+from blockrepo.api.element_answers import element_writer
+from blockrepo.api.parameters import SCENARIO_KEY
+from blockrepo.api.problem_docs import problem_responses
+from blockrepo.api.responses import JsonResponse, model_response
+from blockrepo.scenarios import service
+from blockrepo.scenarios.schemas import MergeIn, ResolutionIn, ResolutionOut, ScenarioCreate, ScenarioOut
+
+router = APIRouter(prefix="/api/scenarios", tags=["scenarios"])
+
+Key = Annotated[str, Path(description="the scenario's key", json_schema_extra=SCENARIO_KEY)]
+JSON_BODY = [Depends(require_json_body)]
+
+# Request examples (tests/api/test_request_examples.py sends each to a demo repository).
+CREATE_EXAMPLES: dict[str, Example] = {
+    "now": {
+        "summary": "A scenario from main as it is now, effective on a date",
+        "value": {
+            "name": "ERP migration",
+            "description": "The landscape once the old ERP is switched off",
+            "effectiveDate": "2027-07-01",
+        },
+    },
+    "past": {
+        "summary": "A scenario from an earlier revision of main",
+        "value": {"name": "Option B", "base": 1},
+    },
+}
+RESOLUTION_EXAMPLES: dict[str, Example] = {
+    "scenario": {
+        "summary": "Keep the scenario's value of a field changed on both sides",
+        "value": {"element": 128, "field": "Criticality", "take": "scenario"},
+    },
+    "value": {
+        "summary": "Settle it with a third value",
+        "value": {"element": 128, "field": "Criticality", "take": "value", "value": ["medium"]},
+    },
+}
+MERGE_EXAMPLES: dict[str, Example] = {
+    "dryRun": {"summary": "What the merge would write, writing nothing", "value": {"dryRun": True}},
+    "merge": {"summary": "Merge into main", "value": {}},
+}
+DIFF_EXAMPLE: dict[str, Any] = {
+    "scenario": {"key": "erp-migration-3f9a1c", "baseRevision": 120, "behindMain": 4},
+    "summary": {"InformationSystem": {"updated": 1}},
+    "openConflicts": 1,
+    "items": [
+        {
+            "element": {"id": 128, "type": "InformationSystem", "name": "ERP"},
+            "action": "updated",
+            "fields": [
+                {
+                    "field": "Criticality",
+                    "base": ["medium"],
+                    "scenario": ["low"],
+                    "main": ["high"],
+                    "state": "conflict",
+                },
+                {
+                    "field": "businessDomains",
+                    "added": [{"id": 3, "name": "Finance"}],
+                    "removed": [],
+                    "state": "unchanged-in-main",
+                },
+            ],
+            "conflicts": [
+                {
+                    "kind": "bothChanged",
+                    "field": "Criticality",
+                    "message": "Criticality was changed in main and in the scenario",
+                }
+            ],
+        }
+    ],
+    "nextCursor": None,
+}
+
+
+def _errors(*statuses: int) -> dict[int | str, Any]:
+    return problem_responses(*sorted({401, 403, *statuses}))
+
+
+@router.post(
+    "",
+    operation_id="createScenario",
+    status_code=201,
+    response_model=ScenarioOut,
+    responses=_errors(400, 415),
+    dependencies=JSON_BODY,
+    summary="Create a planning scenario",
+)
+def create_scenario(
+    body: Annotated[ScenarioCreate, Body(openapi_examples=CREATE_EXAMPLES)],
+    ctx: RequestContext = Depends(element_write_context),
+) -> Response:
+    """A scenario from main now or from an earlier revision or time (`base`). Work in it with the element
+    API and `?scenario=<key>` (or the `Blockrepo-Scenario` header): writes there never touch main."""
+    scenario = service.create_scenario(ctx.db, ctx.actor, body)
+    ctx.commit()
+    return model_response(scenario, status_code=201, headers={"Location": f"/api/scenarios/{scenario.key}"})
+
+
+@router.get(
+    "",
+    operation_id="listScenarios",
+    response_model=list[ScenarioOut],
+    responses=_errors(),
+    summary="The caller's planning scenarios",
+)
+def list_scenarios(
+    everyone: Annotated[bool, Query(description="every account's scenarios (a supervisor only)")] = False,
+    ended: Annotated[bool, Query(description="merged and closed scenarios too")] = False,
+    ctx: RequestContext = Depends(read_context),
+) -> Response:
+    """Newest first, each with how far main has moved on since its base (`behindMain`)."""
+    return model_response(service.list_scenarios(ctx.db, ctx.actor, everyone=everyone, include_ended=ended))
+
+
+@router.get(
+    "/{key}",
+    operation_id="getScenario",
+    response_model=ScenarioOut,
+    responses=_errors(404),
+    summary="One planning scenario",
+)
+def get_scenario(key: Key, ctx: RequestContext = Depends(read_context)) -> Response:
+    """Unknown, or not the caller's (only its owner and supervisors see a scenario): 404."""
+    return model_response(service.scenario_out(ctx.db, service.visible_scenario(ctx.db, ctx.actor, key)))
+
+
+def _set_state(key: str, state: str, ctx: RequestContext) -> Response:
+    scenario = service.set_state(ctx.db, ctx.actor, key, state)
+    ctx.commit()
+    return model_response(scenario)
+
+
+@router.post(
+    "/{key}/close",
+    operation_id="closeScenario",
+    response_model=ScenarioOut,
+    responses=_errors(404, 409),
+    summary="Close a planning scenario",
+)
+def close_scenario(key: Key, ctx: RequestContext = Depends(element_write_context)) -> Response:
+    """A closed scenario takes no writes and cannot be merged; it stays readable and can be reopened."""
+    return _set_state(key, "closed", ctx)
+
+
+@router.post(
+    "/{key}/reopen",
+    operation_id="reopenScenario",
+    response_model=ScenarioOut,
+    responses=_errors(404, 409),
+    summary="Reopen a closed planning scenario",
+)
+def reopen_scenario(key: Key, ctx: RequestContext = Depends(element_write_context)) -> Response:
+    """A merged scenario stays merged (409)."""
+    return _set_state(key, "open", ctx)
+
+
+@router.get(
+    "/{key}/diff",
+    operation_id="diffScenario",
+    responses={
+        200: {
+            "description": "A page of the scenario's elements compared",
+            "content": {"application/json": {"example": DIFF_EXAMPLE}},
+        },
+        **_errors(400, 404),
+    },
+    response_class=JsonResponse,
+    summary="Compare a scenario with main or with its base",
+)
+def diff_scenario(
+    key: Key,
+    against: Annotated[
+        str, Query(description="`main` (three ways: base, scenario, main) or `base`")
+    ] = "main",
+    limit: Annotated[int | None, Query(ge=1, le=1000, description="elements a page (default 100)")] = None,
+    cursor: Annotated[
+        str | None, Query(max_length=200, description="`nextCursor` of the page before")
+    ] = None,
+    ctx: RequestContext = Depends(read_context),
+) -> JsonResponse:
+    """Per element and field: the value at the base, in the scenario and in main, with a state:
+    `unchanged-in-main` (only the scenario changed it), `changed` (main changed it too, alike, or a
+    relation end both changed: merged as sets) or `conflict`. Relation ends come as entries `added` and
+    `removed`. Conflicts are listed per element with their kind (`bothChanged`, `deletedInMain`,
+    `changedInMain`, `relationToDeleted`) and resolution. What the caller may not read is left out, as in
+    history. The first page counts elements by type and action and the open conflicts."""
+    return JsonResponse(
+        service.diff(ctx.db, ctx.actor, ctx.metamodel, key, against=against, limit=limit, cursor=cursor)
+    )
+
+
+@router.get(
+    "/{key}/resolutions",
+    operation_id="listScenarioResolutions",
+    response_model=list[ResolutionOut],
+    responses=_errors(404),
+    summary="How a scenario's conflicts are settled",
+)
+def list_resolutions(key: Key, ctx: RequestContext = Depends(read_context)) -> Response:
+    return model_response(service.list_resolutions(ctx.db, ctx.actor, key))
+
+
+@router.post(
+    "/{key}/resolutions",
+    operation_id="resolveScenarioConflict",
+    response_model=ResolutionOut,
+    responses=_errors(400, 404, 409, 415),
+    dependencies=JSON_BODY,
+    summary="Settle a conflict of a scenario",
+)
+def resolve_conflict(
+    key: Key,
+    body: Annotated[ResolutionIn, Body(openapi_examples=RESOLUTION_EXAMPLES)],
+    ctx: RequestContext = Depends(element_write_context),
+) -> Response:
+    """`take`: `scenario`, `main`, or `value` with the field's values. Stored with the scenario and
+    honoured by its diff and its merge; settling the same field again replaces it."""
+    resolution = service.resolve(ctx.db, ctx.actor, ctx.metamodel, key, body)
+    ctx.commit()
+    return model_response(resolution)
+
+
+@router.post(
+    "/{key}/merge",
+    operation_id="mergeScenario",
+    responses={
+        200: {"description": "What was (or, with `dryRun`, would be) written into main"},
+        **_errors(400, 404, 409, 415),
+    },
+    response_class=JsonResponse,
+    dependencies=JSON_BODY,
+    summary="Merge a scenario into main",
+)
+def merge_scenario(
+    key: Key,
+    body: Annotated[MergeIn, Body(openapi_examples=MERGE_EXAMPLES)],
+    ctx: RequestContext = Depends(request_context),
+) -> JsonResponse:
+    """The scenario's net field state written into main in one transaction and one revision: elements it
+    created, then its changes (relation ends as additions and removals on main's current ends), then its
+    deletions, each checked as any write is. Open conflicts: 409 `scenario_conflicts` listing them;
+    a change main refuses (a name taken meanwhile, a cycle): 409 `merge_refused` naming the element.
+    Elements created in the scenario get their id in main at the merge (`created` maps them)."""
+    ctx.changes.scenario = key
+    answer = service.merge(element_writer(ctx), key, body)
+    if not body.dry_run:
+        revision = ctx.changes.flush(ctx.db)
+        service.record_merge(ctx.db, key, revision)
+        answer["revision"] = revision
+    ctx.commit()
+    return JsonResponse(answer)

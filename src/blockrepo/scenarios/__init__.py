@@ -1,0 +1,1 @@
+"""Planning scenarios: a future landscape kept beside main as changes on top of a base revision."""

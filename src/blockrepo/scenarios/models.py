@@ -1,0 +1,73 @@
+"""The tables of planning scenarios: the scenario, its change rows and the resolutions of its conflicts."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import JSON, Date, DateTime, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from blockrepo.storage.base import Base
+
+
+class Scenario(Base):
+    """A planned landscape: main as of `base_revision` with the scenario's own change rows on top. Open
+    until merged (then `merged_revision` names main's revision that took its changes) or closed."""
+
+    __tablename__ = "scenario"
+    __table_args__ = {"sqlite_autoincrement": True}
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key: Mapped[str] = mapped_column(String(64), nullable=False, unique=True)
+    name: Mapped[str] = mapped_column(String(255), nullable=False)
+    description: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    effective_date: Mapped[dt.date | None] = mapped_column(Date, nullable=True)
+    base_revision: Mapped[int] = mapped_column(Integer, nullable=False)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("app_user.id", ondelete="CASCADE"), nullable=False)
+    owner_login: Mapped[str] = mapped_column(String(255), nullable=False)
+    state: Mapped[str] = mapped_column(String(16), nullable=False)  # open, merged, closed
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    # Moved by every write in the scenario: what its element versions and its ETag follow.
+    version: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    merged_revision: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    merged_by: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    merged_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class ScenarioChange(Base):
+    """What one write in a scenario did to one element, in the shape of main's change rows
+    (`revisions.models.Change`): the element's own changeset, or the one its neighbours and parent see.
+    `main_revision` is main's revision when it was written (the attribute names it uses are those of
+    then, as history's are)."""
+
+    __tablename__ = "scenario_change"
+    __table_args__ = (Index("ix_scenario_change_scenario_element", "scenario_id", "element_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    scenario_id: Mapped[int] = mapped_column(ForeignKey("scenario.id", ondelete="CASCADE"), nullable=False)
+    element_id: Mapped[int] = mapped_column(Integer, nullable=False)
+    type_name: Mapped[str] = mapped_column(String(255), nullable=False)
+    element_name: Mapped[str] = mapped_column(String(255), nullable=False)
+    operation: Mapped[str] = mapped_column(String(16), nullable=False)
+    changes: Mapped[list[dict[str, Any]]] = mapped_column(JSON, nullable=False)
+    main_revision: Mapped[int] = mapped_column(Integer, nullable=False)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    user_login: Mapped[str] = mapped_column(String(255), nullable=False)
+    request_id: Mapped[str] = mapped_column(String(128), nullable=False)
+
+
+class ScenarioResolution(Base):
+    """How a conflict of a scenario's element is settled: `take` "scenario", "main" or "value" (then
+    `value`, the field's values). `field` "*" settles the element as a whole (deleted on one side,
+    changed on the other)."""
+
+    __tablename__ = "scenario_resolution"
+
+    scenario_id: Mapped[int] = mapped_column(ForeignKey("scenario.id", ondelete="CASCADE"), primary_key=True)
+    element_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    field: Mapped[str] = mapped_column(String(255), primary_key=True)
+    take: Mapped[str] = mapped_column(String(16), nullable=False)
+    value: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
+    resolved_by: Mapped[str] = mapped_column(String(255), nullable=False)
+    resolved_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False)

@@ -1,0 +1,152 @@
+"""All SQL of planning scenarios: the scenarios, their change rows and resolutions, and the ids they take."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy.orm import Session
+
+from blockrepo.scenarios.models import Scenario, ScenarioChange, ScenarioResolution
+
+
+def add_scenario(db: Session, scenario: Scenario) -> Scenario:
+    db.add(scenario)
+    db.flush()
+    return scenario
+
+
+def scenario_keyed(db: Session, key: str, *, lock: bool = False) -> Scenario | None:
+    """The scenario of `key`; with `lock`, its row locked until the transaction ends (writes in one
+    scenario take their turns; a merge waits for the write before it)."""
+    statement = select(Scenario).where(Scenario.key == key)
+    return db.scalar(statement.with_for_update() if lock else statement)
+
+
+def listed_scenarios(db: Session, owner_id: int | None, states: Sequence[str]) -> list[Scenario]:
+    """Scenarios in `states`, of one owner (every owner's with None), newest first."""
+    statement = select(Scenario).where(Scenario.state.in_(states))
+    if owner_id is not None:
+        statement = statement.where(Scenario.owner_id == owner_id)
+    return list(db.scalars(statement.order_by(Scenario.id.desc())))
+
+
+def change_counts(db: Session, scenario_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
+    """(change rows, elements changed) of each scenario, by id."""
+    if not scenario_ids:
+        return {}
+    statement = (
+        select(
+            ScenarioChange.scenario_id,
+            func.count(ScenarioChange.id),
+            func.count(ScenarioChange.element_id.distinct()),
+        )
+        .where(ScenarioChange.scenario_id.in_(scenario_ids))
+        .group_by(ScenarioChange.scenario_id)
+    )
+    return {int(row[0]): (int(row[1]), int(row[2])) for row in db.execute(statement)}
+
+
+def add_changes(db: Session, rows: Sequence[dict[str, Any]]) -> None:
+    if rows:
+        db.execute(insert(ScenarioChange), list(rows))
+
+
+def bump_version(db: Session, scenario_id: int) -> None:
+    db.execute(update(Scenario).where(Scenario.id == scenario_id).values(version=Scenario.version + 1))
+
+
+def change_rows(
+    db: Session, scenario_id: int, element_ids: Iterable[int] | None = None
+) -> list[ScenarioChange]:
+    """The change rows of a scenario (of some elements only), by element, oldest first."""
+    statement = select(ScenarioChange).where(ScenarioChange.scenario_id == scenario_id)
+    if element_ids is not None:
+        statement = statement.where(ScenarioChange.element_id.in_(sorted(set(element_ids))))
+    return list(db.scalars(statement.order_by(ScenarioChange.element_id, ScenarioChange.id)))
+
+
+def changed_element_ids(db: Session, scenario_id: int) -> list[int]:
+    statement = (
+        select(ScenarioChange.element_id)
+        .where(ScenarioChange.scenario_id == scenario_id)
+        .distinct()
+        .order_by(ScenarioChange.element_id)
+    )
+    return [int(element_id) for element_id in db.scalars(statement)]
+
+
+def created_element_ids(db: Session, scenario_id: int) -> set[int]:
+    statement = select(ScenarioChange.element_id).where(
+        ScenarioChange.scenario_id == scenario_id, ScenarioChange.operation == "created"
+    )
+    return {int(element_id) for element_id in db.scalars(statement)}
+
+
+def names_in_scenario(db: Session, scenario_id: int, type_name: str) -> dict[str, int]:
+    """The newest name of each element of a type the scenario wrote (name -> id), deleted ones included."""
+    newest = (
+        select(func.max(ScenarioChange.id))
+        .where(ScenarioChange.scenario_id == scenario_id, ScenarioChange.type_name == type_name)
+        .group_by(ScenarioChange.element_id)
+    )
+    statement = select(
+        ScenarioChange.element_name, ScenarioChange.element_id, ScenarioChange.operation
+    ).where(ScenarioChange.id.in_(newest))
+    return {
+        name: int(element_id)
+        for name, element_id, operation in db.execute(statement)
+        if operation != "deleted"
+    }
+
+
+def resolutions(db: Session, scenario_id: int) -> list[ScenarioResolution]:
+    statement = select(ScenarioResolution).where(ScenarioResolution.scenario_id == scenario_id)
+    return list(db.scalars(statement))
+
+
+def set_resolution(db: Session, resolution: ScenarioResolution) -> None:
+    db.merge(resolution)
+    db.flush()
+
+
+def remove_resolution(db: Session, scenario_id: int, element_id: int, field: str) -> bool:
+    result = db.execute(
+        delete(ScenarioResolution).where(
+            ScenarioResolution.scenario_id == scenario_id,
+            ScenarioResolution.element_id == element_id,
+            ScenarioResolution.field == field,
+        )
+    )
+    return bool(getattr(result, "rowcount", 0))
+
+
+def mark_merged(db: Session, scenario: Scenario, revision: int | None, login: str, now: dt.datetime) -> None:
+    scenario.state = "merged"
+    scenario.merged_revision = revision
+    scenario.merged_by = login
+    scenario.merged_at = now
+    db.flush()
+
+
+def reserve_element_id(db: Session) -> int:
+    """An element id from main's own sequence, so that an element created in a scenario keeps an id no
+    element of main or of another scenario ever gets. SQLite: AUTOINCREMENT's counter moved past it
+    (the write transaction is the only writer); PostgreSQL: the id sequence."""
+    connection = db.connection()
+    if connection.dialect.name == "postgresql":
+        return int(db.execute(text("SELECT nextval(pg_get_serial_sequence('element', 'id'))")).scalar_one())
+    next_id = int(
+        db.execute(
+            text(
+                "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'element'), 0), "
+                "coalesce((SELECT max(id) FROM element), 0)) + 1"
+            )
+        ).scalar_one()
+    )
+    moved = db.execute(text("UPDATE sqlite_sequence SET seq = :id WHERE name = 'element'"), {"id": next_id})
+    if not getattr(moved, "rowcount", 0):
+        db.execute(text("INSERT INTO sqlite_sequence (name, seq) VALUES ('element', :id)"), {"id": next_id})
+    return next_id

@@ -1,0 +1,81 @@
+"""Request and response bodies of the scenario API (API.md section 11)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from blockrepo.metamodel.schemas import ApiModel
+
+
+class ScenarioCreate(ApiModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "ERP migration",
+                    "description": "The landscape once the old ERP is switched off",
+                    "effectiveDate": "2027-07-01",
+                }
+            ]
+        }
+    )
+
+    name: str = Field(min_length=1, max_length=255)
+    description: str = Field("", max_length=10_000)
+    base: int | str | None = Field(
+        None,
+        description="main's revision (a number) or time (ISO 8601) to start from; default: main as it is now",
+    )
+    effective_date: str | None = Field(
+        None, max_length=10, description="the day the planned changes take effect (YYYY-MM-DD)"
+    )
+
+
+class ScenarioOut(ApiModel):
+    key: str = Field(description="names the scenario: `?scenario=<key>` or the `Blockrepo-Scenario` header")
+    name: str
+    description: str
+    effective_date: str | None
+    base_revision: int = Field(description="main's revision the scenario starts from")
+    behind_main: int = Field(description="revisions main has moved on since the base")
+    owner: str
+    state: Literal["open", "merged", "closed"]
+    created_at: str
+    version: int = Field(description="moves with every write in the scenario")
+    changes: int = Field(description="change rows written in the scenario")
+    changed_elements: int
+    merged_revision: int | None = None
+    merged_by: str | None = None
+    merged_at: str | None = None
+
+
+class ResolutionIn(ApiModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"element": 128, "field": "Criticality", "take": "scenario"}]}
+    )
+
+    element: int = Field(ge=1, le=2**31 - 1, description="the element's id")
+    field: str = Field(
+        min_length=1,
+        max_length=255,
+        description='the conflicting field, or "*" for the element as a whole (deleted on one side)',
+    )
+    take: Literal["scenario", "main", "value"]
+    value: list[Any] | None = Field(None, description='with `take: "value"`: the field\'s values')
+
+
+class ResolutionOut(ApiModel):
+    element: int
+    field: str
+    take: str
+    value: list[Any] | None = None
+    resolved_by: str
+    resolved_at: str
+
+
+class MergeIn(ApiModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"dryRun": True}]})
+
+    dry_run: bool = Field(False, description="list what the merge would do and change nothing")

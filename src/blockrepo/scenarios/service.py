@@ -1,0 +1,901 @@
+"""Planning scenarios: create them, work in them with the element API, compare them with main and merge them.
+
+A scenario is main as of its base revision with the scenario's own change rows folded on top, in the very
+shape of main's history (`scenarios.models.ScenarioChange`): reading an element in it is history's `asOf`
+fold of main's rows up to the base followed by the scenario's rows, and a write in it is checked by the
+write core against the stored elements and the actor's rights, then recorded as the changesets a write in
+main would record (the element's own, and the mirrored ones of its neighbours and parents), without
+touching main. Because both sides are change rows, the diff against main is two folds of the same kind:
+the scenario's rows (base -> scenario) and main's rows since the base (base -> main), compared field by
+field. The merge writes the scenario's net field state into main through the write core in one
+transaction: creates, then updates, then deletes; relation ends as set additions and removals on main's
+current ends, so two additions to the same end never conflict.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+import secrets
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from blockrepo.access.actor import Actor
+from blockrepo.elements import service as elements
+from blockrepo.errors import (
+    BlockrepoError,
+    Conflict,
+    ErrorItem,
+    Forbidden,
+    HasChildren,
+    NameConflict,
+    NotFound,
+    PreconditionFailed,
+    ValidationFailed,
+)
+from blockrepo.history import asof
+from blockrepo.history.diff import Folding, NetChange, folding, newest_revision
+from blockrepo.history.repository import ChangesetRow
+from blockrepo.history.service import decode_cursor, encode_cursor
+from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
+from blockrepo.scenarios import repository
+from blockrepo.scenarios.models import Scenario, ScenarioChange, ScenarioResolution
+from blockrepo.scenarios.schemas import MergeIn, ResolutionIn, ResolutionOut, ScenarioCreate, ScenarioOut
+
+# States a scenario is listed in by default; a merged or closed one is still readable by its key.
+OPEN_STATES = ("open",)
+ALL_STATES = ("open", "merged", "closed")
+DIFF_LIMIT, DIFF_MAX_LIMIT = 100, 1000
+RevisionCheck = Callable[[int], bool]
+# Where a diff compares a scenario: main as it is now, or the scenario's own base.
+AGAINST = ("main", "base")
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _stamp(moment: dt.datetime | None) -> str | None:
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# --- the scenarios themselves --------------------------------------------------------------------------
+
+
+def _may_see(actor: Actor, scenario: Scenario) -> bool:
+    return actor.supervisor or scenario.owner_id == actor.user_id
+
+
+def visible_scenario(db: Session, actor: Actor, key: str, *, lock: bool = False) -> Scenario:
+    """The scenario of `key` if `actor` may see it (its owner, a supervisor); 404 otherwise, so that a key
+    tells nothing to whoever may not see it."""
+    scenario = repository.scenario_keyed(db, key, lock=lock)
+    if scenario is None or not _may_see(actor, scenario):
+        raise NotFound(f"there is no scenario {key!r}", code="unknown_scenario")
+    return scenario
+
+
+def _open(scenario: Scenario) -> Scenario:
+    if scenario.state != "open":
+        raise Conflict(
+            f"scenario {scenario.key!r} is {scenario.state}: it takes no more changes",
+            code="scenario_not_open",
+            extra={"state": scenario.state},
+        )
+    return scenario
+
+
+def scenario_out(db: Session, scenario: Scenario, newest: int | None = None) -> ScenarioOut:
+    counts = repository.change_counts(db, [scenario.id]).get(scenario.id, (0, 0))
+    return _out(scenario, newest_revision(db) if newest is None else newest, counts)
+
+
+def _out(scenario: Scenario, newest: int, counts: tuple[int, int]) -> ScenarioOut:
+    return ScenarioOut(
+        key=scenario.key,
+        name=scenario.name,
+        description=scenario.description,
+        effective_date=None if scenario.effective_date is None else scenario.effective_date.isoformat(),
+        base_revision=scenario.base_revision,
+        behind_main=max(0, newest - scenario.base_revision),
+        owner=scenario.owner_login,
+        state=scenario.state,  # type: ignore[arg-type]
+        created_at=_stamp(scenario.created_at) or "",
+        version=scenario.version,
+        changes=counts[0],
+        changed_elements=counts[1],
+        merged_revision=scenario.merged_revision,
+        merged_by=scenario.merged_by,
+        merged_at=_stamp(scenario.merged_at),
+    )
+
+
+def _key_for(name: str) -> str:
+    """A key people can read in a URL: the name's words, lower case, and a random tail that keeps keys of
+    equally named scenarios apart (and unguessable)."""
+    words = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40].strip("-")
+    return f"{words or 'scenario'}-{secrets.token_hex(3)}"
+
+
+def _effective_date(raw: str | None) -> dt.date | None:
+    if raw is None:
+        return None
+    try:
+        return dt.date.fromisoformat(raw)
+    except ValueError:
+        raise ValidationFailed(
+            "effectiveDate must be a date (YYYY-MM-DD)",
+            errors=[ErrorItem("/effectiveDate", "invalid_date", f"not a date: {raw!r}")],
+        ) from None
+
+
+def create_scenario(db: Session, actor: Actor, body: ScenarioCreate) -> ScenarioOut:
+    """A new open scenario owned by `actor`, based on main now or at `base` (a revision or a time)."""
+    newest = newest_revision(db)
+    base = newest
+    if body.base is not None:
+        if isinstance(body.base, bool):
+            raise ValidationFailed("base must be a revision number or an ISO-8601 time")
+        base = asof.resolve_as_of(db, str(body.base), "/base")
+    scenario = repository.add_scenario(
+        db,
+        Scenario(
+            key=_key_for(body.name),
+            name=body.name,
+            description=body.description,
+            effective_date=_effective_date(body.effective_date),
+            base_revision=base,
+            owner_id=actor.user_id,
+            owner_login=actor.login,
+            state="open",
+            created_at=_now(),
+            version=0,
+        ),
+    )
+    return _out(scenario, newest, (0, 0))
+
+
+def list_scenarios(db: Session, actor: Actor, *, everyone: bool, include_ended: bool) -> list[ScenarioOut]:
+    """The caller's scenarios (with `everyone`, a supervisor's view of all), newest first; merged and
+    closed ones only with `include_ended`."""
+    if everyone and not actor.supervisor:
+        raise Forbidden("only a supervisor lists every account's scenarios")
+    scenarios = repository.listed_scenarios(
+        db, None if everyone else actor.user_id, ALL_STATES if include_ended else OPEN_STATES
+    )
+    newest = newest_revision(db)
+    counts = repository.change_counts(db, [s.id for s in scenarios])
+    return [_out(s, newest, counts.get(s.id, (0, 0))) for s in scenarios]
+
+
+def set_state(db: Session, actor: Actor, key: str, state: str) -> ScenarioOut:
+    """Close an open scenario or reopen a closed one (a merged one stays merged)."""
+    scenario = visible_scenario(db, actor, key, lock=True)
+    if scenario.state == "merged":
+        raise Conflict(f"scenario {key!r} is merged", code="scenario_not_open", extra={"state": "merged"})
+    scenario.state = state
+    db.flush()
+    return scenario_out(db, scenario)
+
+
+# --- elements in a scenario ----------------------------------------------------------------------------
+
+
+def _changeset_rows(rows: Iterable[ScenarioChange]) -> list[ChangesetRow]:
+    """A scenario's change rows in the shape of main's history rows, recorded at main's revision of then."""
+    return [
+        ChangesetRow(
+            change_id=row.id,
+            revision=row.main_revision,
+            entity="element",
+            operation=row.operation,
+            type_name=row.type_name,
+            element_id=row.element_id,
+            element_name=row.element_name,
+            subject=None,
+            changes=list(row.changes),
+            created_at=row.created_at,
+            user_login=row.user_login,
+            request_id=row.request_id,
+        )
+        for row in rows
+    ]
+
+
+def _overlay(db: Session, scenario: Scenario, element_ids: Iterable[int]) -> asof.Overlay:
+    rows = repository.change_rows(db, scenario.id, element_ids)
+    names = {row.element_id: row.element_name for row in repository.change_rows(db, scenario.id)}
+    return asof.Overlay(_changeset_rows(rows), names)
+
+
+def _states(
+    db: Session, metamodel: Metamodel, scenario: Scenario, element_ids: Sequence[int]
+) -> dict[int, asof.StateAt]:
+    return asof.states_as_of(
+        db, metamodel, element_ids, scenario.base_revision, _overlay(db, scenario, element_ids)
+    )
+
+
+def read_element(
+    db: Session, actor: Actor, metamodel: Metamodel, key: str, type_name: str, element_id: int
+) -> dict[str, Any]:
+    """GET /api/element/{type}/{id} in a scenario: the element as the scenario has it, as `actor` may see
+    it (the same JSON as in main; `revision` counts its changesets in main up to the base and in the
+    scenario)."""
+    scenario = visible_scenario(db, actor, key)
+    type_def = elements.resolve_type(metamodel, actor, type_name)
+    found = asof.read_elements_as_of(
+        db,
+        metamodel,
+        actor,
+        type_def,
+        [element_id],
+        scenario.base_revision,
+        overlay=_overlay(db, scenario, [element_id]),
+    )
+    if not found:
+        raise NotFound(f"there is no {type_name} with id {element_id} in scenario {key!r}")
+    return found[0]
+
+
+def _record(
+    writer: elements.Writer,
+    scenario: Scenario,
+    type_def: BlockTypeDef,
+    element_id: int,
+    operation: str,
+    before: Mapping[str, Any] | None,
+    after: Mapping[str, Any] | None,
+) -> bool:
+    """Record one write in the scenario: the element's changeset and its neighbours'. False when it
+    changes nothing."""
+    own, neighbours = elements.planned_changesets(type_def, element_id, before, after)
+    if not own and operation == "updated":
+        return False
+    main_revision, now = newest_revision(writer.db), _now()
+    common = {
+        "scenario_id": scenario.id,
+        "main_revision": main_revision,
+        "created_at": now,
+        "user_login": writer.actor.login,
+        "request_id": writer.changes.request_id,
+    }
+    state = after if after is not None else before
+    assert state is not None
+    rows = [
+        {
+            **common,
+            "element_id": element_id,
+            "type_name": type_def.name,
+            "element_name": state["name"][0],
+            "operation": operation,
+            "changes": own,
+        }
+    ]
+    for neighbour in neighbours:
+        rows.append(
+            {
+                **common,
+                "element_id": neighbour.element_id,
+                "type_name": neighbour.type_name,
+                "element_name": neighbour.element_name,
+                "operation": "updated",
+                "changes": neighbour.changes,
+            }
+        )
+    repository.add_changes(writer.db, rows)
+    repository.bump_version(writer.db, scenario.id)
+    return True
+
+
+def _writable(writer: elements.Writer, key: str) -> Scenario:
+    return _open(visible_scenario(writer.db, writer.actor, key, lock=True))
+
+
+def _check_precondition(
+    type_name: str, element_id: int, current: asof.StateAt | None, if_match: RevisionCheck | None
+) -> asof.StateAt:
+    if current is None or current.type_name != type_name:
+        raise NotFound(f"there is no {type_name} with id {element_id} in the scenario")
+    if if_match is not None and not if_match(current.changesets):
+        raise PreconditionFailed(
+            f"the element is at revision {current.changesets}; If-Match does not match",
+            extra={"currentRevision": current.changesets},
+        )
+    return current
+
+
+def _body_of(state: Mapping[str, Any]) -> dict[str, Any]:
+    """A write body that sets every property of a state (references by id)."""
+    body: dict[str, Any] = {}
+    for key, values in state.items():
+        if key in elements.READ_ONLY_KEYS:
+            continue
+        body[key] = [_reference(v) if isinstance(v, dict) and "id" in v else v for v in values]
+    return body
+
+
+def _reference(entry: Mapping[str, Any]) -> dict[str, Any]:
+    reference: dict[str, Any] = {"id": entry["id"]}
+    if "attributes" in entry:
+        reference["attributes"] = entry["attributes"]
+    return reference
+
+
+def _in_main_at_base(db: Session, metamodel: Metamodel, scenario: Scenario, element_id: int) -> bool:
+    return element_id in asof.states_as_of(db, metamodel, [element_id], scenario.base_revision)
+
+
+def _check_name(
+    db: Session, scenario: Scenario, type_def: BlockTypeDef, name: str, element_id: int | None
+) -> None:
+    taken = repository.names_in_scenario(db, scenario.id, type_def.name).get(name)
+    if taken is not None and taken != element_id:
+        raise NameConflict(f"the scenario already has a {type_def.name} named {name!r}")
+
+
+def update_element(
+    writer: elements.Writer,
+    key: str,
+    type_name: str,
+    element_id: int,
+    body: dict[str, Any],
+    *,
+    if_match: RevisionCheck | None = None,
+) -> dict[str, Any]:
+    """PUT / PATCH in a scenario: the properties in `body` change in the scenario only."""
+    scenario = _writable(writer, key)
+    type_def = elements.resolve_type(writer.metamodel, writer.actor, type_name, "update")
+    current = _check_precondition(
+        type_name,
+        element_id,
+        _states(writer.db, writer.metamodel, scenario, [element_id]).get(element_id),
+        if_match,
+    )
+    before = current.state
+    given = {k: v for k, v in body.items() if k not in elements.READ_ONLY_KEYS}
+    if "id" in body and body["id"] != [element_id] and body["id"] != element_id:
+        raise ValidationFailed(
+            "id must match the path", errors=[ErrorItem("/id", "id_mismatch", "the id is the path's")]
+        )
+    if _in_main_at_base(writer.db, writer.metamodel, scenario, element_id):
+        checked = elements.validated_state(writer, type_def, {"name": before["name"], **given}, element_id)
+    else:  # created in the scenario: checked as the creation it will be in main
+        checked = elements.validated_state(writer, type_def, {**_body_of(before), **given}, None)
+    after = dict(before)
+    for name in given:
+        if name in checked:
+            after[name] = list(checked[name])
+        else:
+            after.pop(name, None)
+    if after["name"] != before["name"]:
+        _check_name(writer.db, scenario, type_def, after["name"][0], element_id)
+    _record(writer, scenario, type_def, element_id, "updated", before, after)
+    return read_element(writer.db, writer.actor, writer.metamodel, key, type_name, element_id)
+
+
+def create_element(writer: elements.Writer, key: str, type_name: str, body: dict[str, Any]) -> dict[str, Any]:
+    """POST in a scenario: a new element there, with an id from main's sequence (never another's)."""
+    scenario = _writable(writer, key)
+    type_def = elements.resolve_type(writer.metamodel, writer.actor, type_name, "create")
+    after = dict(elements.validated_state(writer, type_def, body, None))
+    _check_name(writer.db, scenario, type_def, after["name"][0], None)
+    element_id = repository.reserve_element_id(writer.db)
+    _record(writer, scenario, type_def, element_id, "created", None, after)
+    return read_element(writer.db, writer.actor, writer.metamodel, key, type_name, element_id)
+
+
+def delete_element(
+    writer: elements.Writer,
+    key: str,
+    type_name: str,
+    element_id: int,
+    *,
+    if_match: RevisionCheck | None = None,
+) -> None:
+    """DELETE in a scenario: the element and its relations go, in the scenario only. An element with
+    children in the scenario gets 409 `has_children` (delete them first)."""
+    scenario = _writable(writer, key)
+    type_def = elements.resolve_type(writer.metamodel, writer.actor, type_name, "delete")
+    current = _check_precondition(
+        type_name,
+        element_id,
+        _states(writer.db, writer.metamodel, scenario, [element_id]).get(element_id),
+        if_match,
+    )
+    children = current.state.get("children") or []
+    if children:
+        raise HasChildren(
+            f"{type_name} {element_id} has children in the scenario; delete them first",
+            extra={"children": len(children)},
+        )
+    _record(writer, scenario, type_def, element_id, "deleted", current.state, None)
+
+
+# --- the diff ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Resolutions:
+    by_field: dict[tuple[int, str], ScenarioResolution]
+
+    def of(self, element_id: int, field: str) -> ScenarioResolution | None:
+        return self.by_field.get((element_id, field))
+
+
+def _resolution_json(resolution: ScenarioResolution) -> dict[str, Any]:
+    out: dict[str, Any] = {"take": resolution.take}
+    if resolution.take == "value":
+        out["value"] = resolution.value
+    return out
+
+
+@dataclass
+class ElementDiff:
+    """One element of a scenario compared with main (three ways) or with its base."""
+
+    net: NetChange
+    action: str
+    fields: list[dict[str, Any]]
+    conflicts: list[dict[str, Any]]
+
+    @property
+    def open_conflicts(self) -> list[dict[str, Any]]:
+        return [c for c in self.conflicts if "resolution" not in c]
+
+    def item(self) -> dict[str, Any]:
+        item: dict[str, Any] = {
+            "element": {"id": self.net.element_id, "type": self.net.type_name, "name": self.net.name},
+            "action": self.action,
+            "fields": self.fields,
+        }
+        if self.conflicts:
+            item["conflicts"] = self.conflicts
+        return item
+
+
+def _conflict(kind: str, message: str, field: str, resolution: ScenarioResolution | None) -> dict[str, Any]:
+    conflict: dict[str, Any] = {"kind": kind, "field": field, "message": message}
+    if resolution is not None:
+        conflict["resolution"] = _resolution_json(resolution)
+    return conflict
+
+
+def _compare(
+    scenario_net: NetChange,
+    main_net: NetChange | None,
+    gone_from_main: set[int],
+    resolutions: _Resolutions,
+    *,
+    against_main: bool,
+) -> ElementDiff | None:
+    action = scenario_net.action
+    if action is None:
+        return None  # created and deleted in the scenario: nothing to compare
+    element_id = scenario_net.element_id
+    fields: list[dict[str, Any]] = []
+    conflicts: list[dict[str, Any]] = []
+    main_values = {} if main_net is None else main_net.values
+    main_ends = {} if main_net is None else main_net.ends
+    # An element deleted on either side conflicts as a whole (or not at all), never field by field.
+    deleted_somewhere = action == "deleted" or (main_net is not None and main_net.action == "deleted")
+    for name, (base, planned) in scenario_net.values.items():
+        if base == planned or name == "children":
+            continue
+        entry: dict[str, Any] = {"field": name, "base": base, "scenario": planned}
+        if against_main:
+            main_side = main_values.get(name)
+            main = base if main_side is None else main_side[1]
+            entry["main"] = main
+            if main == base:
+                entry["state"] = "unchanged-in-main"
+            elif main == planned or deleted_somewhere:
+                entry["state"] = "changed"
+            else:
+                entry["state"] = "conflict"
+                resolution = resolutions.of(element_id, name)
+                if resolution is not None:
+                    entry["resolution"] = _resolution_json(resolution)
+                conflicts.append(
+                    _conflict(
+                        "bothChanged", f"{name} was changed in main and in the scenario", name, resolution
+                    )
+                )
+        else:
+            entry["state"] = "changed"
+        fields.append(entry)
+    for name, ends in scenario_net.ends.items():
+        if name == "children" or not (ends.added or ends.removed):
+            continue
+        entry = {"field": name, "added": list(ends.added.values()), "removed": list(ends.removed.values())}
+        if against_main:
+            in_main = main_ends.get(name)
+            touched = in_main is not None and bool(in_main.added or in_main.removed)
+            entry["state"] = "changed" if touched else "unchanged-in-main"
+            if in_main is not None and touched:
+                entry["mainAdded"] = list(in_main.added.values())
+                entry["mainRemoved"] = list(in_main.removed.values())
+            dangling = [e for e in ends.added.values() if e["id"] in gone_from_main]
+            for gone in dangling:
+                field = f"{name}/{gone['id']}"
+                resolution = resolutions.of(element_id, field)
+                conflicts.append(
+                    _conflict(
+                        "relationToDeleted",
+                        f"{name} relates to {gone.get('name', gone['id'])}, deleted in main",
+                        field,
+                        resolution,
+                    )
+                )
+        else:
+            entry["state"] = "changed"
+        fields.append(entry)
+    if against_main and main_net is not None:
+        whole = resolutions.of(element_id, "*")
+        # Relation ends alone changed on an element main deleted: the relation is the other element's
+        # conflict (`relationToDeleted`), reported once, there.
+        if action == "updated" and main_net.action == "deleted" and any(
+            "base" in field for field in fields
+        ):
+            conflicts.append(
+                _conflict("deletedInMain", "changed in the scenario, deleted in main", "*", whole)
+            )
+        elif action == "deleted" and main_net.action == "updated" and main_net.item() is not None:
+            conflicts.append(
+                _conflict("changedInMain", "deleted in the scenario, changed in main", "*", whole)
+            )
+    if action == "updated" and not fields:
+        return None  # changed and changed back
+    return ElementDiff(scenario_net, action, fields, conflicts)
+
+
+def _compared(
+    db: Session,
+    metamodel: Metamodel,
+    scenario: Scenario,
+    fold: Folding,
+    element_ids: list[int],
+    *,
+    against_main: bool,
+    newest: int,
+) -> list[ElementDiff]:
+    """The scenario's elements among `element_ids` compared, in id order."""
+    rows = _changeset_rows(repository.change_rows(db, scenario.id, element_ids))
+    planned = [net for net in fold.fold(rows) if fold.visibility.can_read_type(net.type_name)]
+    main_nets: dict[int, NetChange] = {}
+    gone: set[int] = set()
+    if against_main:
+        main_nets = {
+            net.element_id: net for net in fold.between(db, element_ids, scenario.base_revision, newest)
+        }
+        related = {
+            entry["id"] for net in planned for ends in net.ends.values() for entry in ends.added.values()
+        }
+        alive = asof.states_as_of(db, metamodel, related, newest) if related else {}
+        created_here = repository.created_element_ids(db, scenario.id) if related else set()
+        gone = {i for i in related if i not in alive and i not in created_here}
+    resolutions = _Resolutions({(r.element_id, r.field): r for r in repository.resolutions(db, scenario.id)})
+    compared = []
+    for net in planned:
+        diff = _compare(net, main_nets.get(net.element_id), gone, resolutions, against_main=against_main)
+        if diff is not None:
+            compared.append(diff)
+    return compared
+
+
+def diff(
+    db: Session,
+    actor: Actor,
+    metamodel: Metamodel,
+    key: str,
+    *,
+    against: str = "main",
+    limit: int | None = None,
+    cursor: str | None = None,
+) -> dict[str, Any]:
+    """GET /api/scenarios/{key}/diff: the scenario's elements, a page in id order, each with its fields at
+    the base, in the scenario and (against main) in main with a state: `unchanged-in-main` (only the
+    scenario changed it: it merges as it is), `changed` (main changed it too, to the same value, or a
+    relation end both changed: they merge as sets) or `conflict` (settled by a resolution). The first page
+    counts the elements by type and action and the open conflicts."""
+    scenario = visible_scenario(db, actor, key)
+    if against not in AGAINST:
+        raise ValidationFailed(
+            f"against must be one of {', '.join(AGAINST)}",
+            errors=[ErrorItem("query:against", "invalid_value", f"not one of {', '.join(AGAINST)}")],
+        )
+    size = DIFF_LIMIT if limit is None else limit
+    if not 1 <= size <= DIFF_MAX_LIMIT:
+        raise ValidationFailed(
+            f"limit must be between 1 and {DIFF_MAX_LIMIT}",
+            errors=[ErrorItem("query:limit", "out_of_range", f"1 to {DIFF_MAX_LIMIT}")],
+        )
+    scope = f"s{scenario.id}-{against}"
+    after = decode_cursor(cursor, scope)[0] if cursor is not None else 0
+    newest = newest_revision(db)
+    fold = folding(db, actor, metamodel)
+    element_ids = [i for i in repository.changed_element_ids(db, scenario.id) if i > after]
+    page: dict[str, Any] = {"scenario": scenario_out(db, scenario, newest).model_dump(by_alias=True)}
+    items: list[dict[str, Any]] = []
+    more = False
+    summary: dict[str, dict[str, int]] = {}
+    conflicts = 0
+    for start in range(0, len(element_ids), DIFF_MAX_LIMIT):
+        batch = element_ids[start : start + DIFF_MAX_LIMIT]
+        for compared in _compared(
+            db, metamodel, scenario, fold, batch, against_main=against == "main", newest=newest
+        ):
+            if cursor is None:
+                counts = summary.setdefault(compared.net.type_name, {})
+                counts[compared.action] = counts.get(compared.action, 0) + 1
+                conflicts += len(compared.open_conflicts)
+            if len(items) < size:
+                items.append(compared.item())
+            else:
+                more = True
+                if cursor is not None:
+                    break
+        if more and cursor is not None:
+            break
+    if cursor is None:
+        page["summary"] = summary
+        page["openConflicts"] = conflicts
+    page["items"] = items
+    page["nextCursor"] = encode_cursor(scope, items[-1]["element"]["id"], 0) if more and items else None
+    return page
+
+
+# --- resolutions ---------------------------------------------------------------------------------------
+
+
+def resolve(db: Session, actor: Actor, metamodel: Metamodel, key: str, body: ResolutionIn) -> ResolutionOut:
+    """Settle one open or settled conflict of the scenario (it must be a conflict now)."""
+    scenario = _open(visible_scenario(db, actor, key, lock=True))
+    if scenario.owner_id != actor.user_id and not actor.supervisor:
+        raise Forbidden("only the scenario's owner or a supervisor settles its conflicts")
+    found = _compared(
+        db,
+        metamodel,
+        scenario,
+        folding(db, actor, metamodel),
+        [body.element],
+        against_main=True,
+        newest=newest_revision(db),
+    )
+    kinds = {c["field"]: c["kind"] for diff in found for c in diff.conflicts}
+    if body.field not in kinds:
+        raise ValidationFailed(
+            f"element {body.element} has no conflict at {body.field!r}",
+            errors=[ErrorItem("/field", "no_conflict", "not a conflict of the scenario now")],
+        )
+    if body.take == "value" and (body.value is None or kinds[body.field] != "bothChanged"):
+        raise ValidationFailed(
+            'take "value" needs `value` and a field changed on both sides',
+            errors=[ErrorItem("/value", "value_required", "the field's values, as a write sends them")],
+        )
+    if kinds[body.field] in ("deletedInMain", "relationToDeleted") and body.take != "main":
+        raise ValidationFailed(
+            "an element deleted in main cannot be kept or related to by the merge; take main, or create "
+            "it again in the scenario",
+            errors=[ErrorItem("/take", "cannot_restore", "take main")],
+        )
+    now = _now()
+    resolution = ScenarioResolution(
+        scenario_id=scenario.id,
+        element_id=body.element,
+        field=body.field,
+        take=body.take,
+        value=body.value if body.take == "value" else None,
+        resolved_by=actor.login,
+        resolved_at=now,
+    )
+    repository.set_resolution(db, resolution)
+    repository.bump_version(db, scenario.id)
+    return _resolution_out(resolution)
+
+
+def _resolution_out(resolution: ScenarioResolution) -> ResolutionOut:
+    return ResolutionOut(
+        element=resolution.element_id,
+        field=resolution.field,
+        take=resolution.take,
+        value=resolution.value,
+        resolved_by=resolution.resolved_by,
+        resolved_at=_stamp(resolution.resolved_at) or "",
+    )
+
+
+def list_resolutions(db: Session, actor: Actor, key: str) -> list[ResolutionOut]:
+    scenario = visible_scenario(db, actor, key)
+    return [_resolution_out(r) for r in repository.resolutions(db, scenario.id)]
+
+
+# --- the merge -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Step:
+    operation: str  # create, update, delete
+    type_def: BlockTypeDef
+    element_id: int
+    name: str
+    body: dict[str, Any]
+
+
+def _entries_after(main: list[Any], added: Iterable[Any], removed: Iterable[Any]) -> list[Any]:
+    """Main's entries of an end with the scenario's additions and removals applied, by related id."""
+    removed_ids = {entry["id"] for entry in removed}
+    entries = {entry["id"]: entry for entry in main if entry["id"] not in removed_ids}
+    for entry in added:
+        entries[entry["id"]] = entry
+    return list(entries.values())
+
+
+def _plan(
+    db: Session, metamodel: Metamodel, scenario: Scenario, compared: list[ElementDiff], newest: int
+) -> list[_Step]:
+    """The writes that bring the scenario's net field state into main: creates, updates, deletes."""
+    creates, updates, deletes = [], [], []
+    resolutions = {(r.element_id, r.field): r for r in repository.resolutions(db, scenario.id)}
+    created_ids = [d.net.element_id for d in compared if d.action == "created"]
+    planned_states = _states(db, metamodel, scenario, created_ids) if created_ids else {}
+    updated_ids = [d.net.element_id for d in compared if d.action == "updated"]
+    main_states = asof.states_as_of(db, metamodel, updated_ids, newest) if updated_ids else {}
+    for compared_element in compared:
+        net = compared_element.net
+        type_def = metamodel.type_named(net.type_name)
+        if type_def is None:
+            raise Conflict(
+                f"type {net.type_name} is no longer in the metamodel",
+                code="scenario_conflicts",
+                extra={
+                    "conflicts": [{"kind": "metamodel", "element": net.element_id, "type": net.type_name}]
+                },
+            )
+        whole = resolutions.get((net.element_id, "*"))
+        if compared_element.action == "created":
+            state = planned_states.get(net.element_id)
+            if state is not None:
+                creates.append(_Step("create", type_def, net.element_id, net.name, _body_of(state.state)))
+        elif compared_element.action == "deleted":
+            if whole is None or whole.take == "scenario":
+                deletes.append(_Step("delete", type_def, net.element_id, net.name, {}))
+        else:
+            if whole is not None and whole.take == "main":
+                continue
+            main_state = main_states.get(net.element_id)
+            if main_state is None:
+                continue  # gone from main, settled as main has it
+            body: dict[str, Any] = {}
+            for field in compared_element.fields:
+                name = field["field"]
+                resolution = resolutions.get((net.element_id, name))
+                if "added" in field:
+                    dropped = {
+                        int(c["field"].split("/")[-1])
+                        for c in compared_element.conflicts
+                        if c["kind"] == "relationToDeleted" and c["field"].startswith(f"{name}/")
+                    }
+                    added = [e for e in field["added"] if e["id"] not in dropped]
+                    entries = _entries_after(main_state.state.get(name, []), added, field["removed"])
+                    body[name] = [_reference(e) for e in entries]
+                elif resolution is not None and resolution.take == "main":
+                    continue
+                elif resolution is not None and resolution.take == "value":
+                    body[name] = resolution.value
+                else:
+                    value = field["scenario"]
+                    body[name] = [_reference(v) if isinstance(v, dict) and "id" in v else v for v in value]
+            if body:
+                updates.append(_Step("update", type_def, net.element_id, net.name, body))
+    return [*creates, *updates, *deletes]
+
+
+def _remap(value: Any, ids: Mapping[int, int]) -> Any:
+    """References to elements created in the scenario, pointed at the ids main gave them."""
+    if isinstance(value, list):
+        return [_remap(v, ids) for v in value]
+    if isinstance(value, dict) and "id" in value and value["id"] in ids:
+        return {**value, "id": ids[value["id"]]}
+    return value
+
+
+def _apply(writer: elements.Writer, steps: Sequence[_Step]) -> dict[int, int]:
+    """Write the steps into main; a step the write core refuses fails the whole merge (409 naming it)."""
+    created: dict[int, int] = {}
+    for step in steps:
+        body = {key: _remap(value, created) for key, value in step.body.items()}
+        try:
+            if step.operation == "create":
+                element = elements.create_element(writer, step.type_def.name, body)
+                created[step.element_id] = int(element["id"][0])
+            elif step.operation == "update":
+                elements.update_element(writer, step.type_def.name, step.element_id, body)
+            else:
+                elements.delete_element(writer, step.type_def.name, step.element_id)
+        except BlockrepoError as error:
+            if error.status >= 500:
+                raise
+            raise Conflict(
+                f"the merge cannot {step.operation} {step.type_def.name} {step.element_id} "
+                f"({step.name}): {error.detail}",
+                code="merge_refused",
+                errors=error.errors,
+                extra={
+                    "element": {"id": step.element_id, "type": step.type_def.name, "name": step.name},
+                    "operation": step.operation,
+                    "reason": error.instance_code,
+                },
+            ) from error
+    return created
+
+
+def merge(writer: elements.Writer, key: str, body: MergeIn) -> dict[str, Any]:
+    """POST /api/scenarios/{key}/merge: the scenario's net changes written into main in one transaction
+    (the caller's), or, with `dryRun`, what would be written. Open conflicts: 409 listing them."""
+    db, actor, metamodel = writer.db, writer.actor, writer.metamodel
+    scenario = _open(visible_scenario(db, actor, key, lock=True))
+    if scenario.owner_id != actor.user_id and not actor.supervisor:
+        raise Forbidden("only the scenario's owner or a supervisor merges it")
+    newest = newest_revision(db)
+    # The merge writes all of the scenario: compared as a supervisor sees it (the writes check the
+    # merger's rights on every element and property).
+    seeing_all = dataclasses.replace(actor, supervisor=True, restriction=None)
+    fold = folding(db, seeing_all, metamodel)
+    compared: list[ElementDiff] = []
+    element_ids = repository.changed_element_ids(db, scenario.id)
+    for start in range(0, len(element_ids), DIFF_MAX_LIMIT):
+        compared.extend(
+            _compared(
+                db,
+                metamodel,
+                scenario,
+                fold,
+                element_ids[start : start + DIFF_MAX_LIMIT],
+                against_main=True,
+                newest=newest,
+            )
+        )
+    conflicts = [{"element": d.item()["element"], **c} for d in compared for c in d.open_conflicts]
+    if conflicts:
+        raise Conflict(
+            f"scenario {key!r} has {len(conflicts)} open conflict(s); settle each with a resolution",
+            code="scenario_conflicts",
+            extra={"conflicts": conflicts},
+        )
+    steps = _plan(db, metamodel, scenario, compared, newest)
+    planned = [
+        {
+            "operation": step.operation,
+            "element": {"id": step.element_id, "type": step.type_def.name, "name": step.name},
+            "fields": sorted(step.body),
+        }
+        for step in steps
+    ]
+    counts = {
+        operation: sum(1 for s in steps if s.operation == operation)
+        for operation in ("create", "update", "delete")
+    }
+    answer: dict[str, Any] = {"dryRun": body.dry_run, "counts": counts, "steps": planned}
+    if body.dry_run:
+        return answer
+    created = _apply(writer, steps)
+    repository.mark_merged(db, scenario, None, actor.login, _now())
+    answer["created"] = [{"scenarioId": old, "id": new} for old, new in created.items()]
+    return answer
+
+
+def record_merge(db: Session, key: str, revision: int | None) -> None:
+    """Name the revision of main that took a scenario's changes (once it is allocated, before commit)."""
+    scenario = repository.scenario_keyed(db, key)
+    if scenario is not None:
+        scenario.merged_revision = revision
+        db.flush()

@@ -1,0 +1,100 @@
+"""Planning scenarios
+
+`scenario` holds each planned landscape (its base revision in main, owner and state), `scenario_change` the
+change rows of writes made in it, `scenario_resolution` how its conflicts with main are settled; `revision.scenario` names the scenario whose
+merge made a revision.
+
+Revision ID: 0013
+Revises: 0012
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0013"
+down_revision = "0012"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("revision") as batch:
+        batch.add_column(sa.Column("scenario", sa.String(length=64), nullable=True))
+    op.create_table(
+        "scenario",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("key", sa.String(length=64), nullable=False),
+        sa.Column("name", sa.String(length=255), nullable=False),
+        sa.Column("description", sa.Text(), nullable=False),
+        sa.Column("effective_date", sa.Date(), nullable=True),
+        sa.Column("base_revision", sa.Integer(), nullable=False),
+        sa.Column("owner_id", sa.Integer(), nullable=False),
+        sa.Column("owner_login", sa.String(length=255), nullable=False),
+        sa.Column("state", sa.String(length=16), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("version", sa.Integer(), nullable=False),
+        sa.Column("merged_revision", sa.Integer(), nullable=True),
+        sa.Column("merged_by", sa.String(length=255), nullable=True),
+        sa.Column("merged_at", sa.DateTime(timezone=True), nullable=True),
+        sa.ForeignKeyConstraint(
+            ["owner_id"], ["app_user.id"], name=op.f("fk_scenario_owner_id_app_user"), ondelete="CASCADE"
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_scenario")),
+        sa.UniqueConstraint("key", name=op.f("uq_scenario_key")),
+        sqlite_autoincrement=True,
+    )
+    op.create_table(
+        "scenario_change",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("scenario_id", sa.Integer(), nullable=False),
+        sa.Column("element_id", sa.Integer(), nullable=False),
+        sa.Column("type_name", sa.String(length=255), nullable=False),
+        sa.Column("element_name", sa.String(length=255), nullable=False),
+        sa.Column("operation", sa.String(length=16), nullable=False),
+        sa.Column("changes", sa.JSON(), nullable=False),
+        sa.Column("main_revision", sa.Integer(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("user_login", sa.String(length=255), nullable=False),
+        sa.Column("request_id", sa.String(length=128), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["scenario_id"],
+            ["scenario.id"],
+            name=op.f("fk_scenario_change_scenario_id_scenario"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_scenario_change")),
+    )
+    op.create_index(
+        "ix_scenario_change_scenario_element",
+        "scenario_change",
+        ["scenario_id", "element_id", "id"],
+        unique=False,
+    )
+    op.create_table(
+        "scenario_resolution",
+        sa.Column("scenario_id", sa.Integer(), nullable=False),
+        sa.Column("element_id", sa.Integer(), nullable=False),
+        sa.Column("field", sa.String(length=255), nullable=False),
+        sa.Column("take", sa.String(length=16), nullable=False),
+        sa.Column("value", sa.JSON(), nullable=True),
+        sa.Column("resolved_by", sa.String(length=255), nullable=False),
+        sa.Column("resolved_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["scenario_id"],
+            ["scenario.id"],
+            name=op.f("fk_scenario_resolution_scenario_id_scenario"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("scenario_id", "element_id", "field", name=op.f("pk_scenario_resolution")),
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("scenario_resolution")
+    op.drop_index("ix_scenario_change_scenario_element", table_name="scenario_change")
+    op.drop_table("scenario_change")
+    op.drop_table("scenario")
+    with op.batch_alter_table("revision") as batch:
+        batch.drop_column("scenario")

@@ -1,0 +1,321 @@
+"""Planning scenarios (issue 25, API.md section 11): work in a scenario with the element API, compare it with
+main three ways, settle conflicts, merge it; main never sees a scenario's writes before the merge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.testclient import TestClient
+
+from tests.helpers import client_as, create_attribute, create_group, create_role, create_user
+
+SCENARIOS = "/api/scenarios"
+
+
+def _create(client: TestClient, type_name: str, body: dict[str, Any], scenario: str | None = None) -> int:
+    params = {} if scenario is None else {"scenario": scenario}
+    response = client.post(f"/api/element/{type_name}", json=body, params=params)
+    assert response.status_code == 201, response.text
+    return int(response.json()["id"][0])
+
+
+def _put(
+    client: TestClient, type_name: str, element_id: int, body: dict[str, Any], scenario: str | None = None
+) -> dict[str, Any]:
+    params = {} if scenario is None else {"scenario": scenario}
+    response = client.patch(f"/api/element/{type_name}/{element_id}", json=body, params=params)
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def _get(client: TestClient, type_name: str, element_id: int, scenario: str | None = None) -> dict[str, Any]:
+    params = {} if scenario is None else {"scenario": scenario}
+    response = client.get(f"/api/element/{type_name}/{element_id}", params=params)
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def _scenario(client: TestClient, name: str = "ERP migration", **extra: Any) -> str:
+    response = client.post(SCENARIOS, json={"name": name, **extra})
+    assert response.status_code == 201, response.text
+    return str(response.json()["key"])
+
+
+def _diff(client: TestClient, key: str, **params: Any) -> dict[str, Any]:
+    response = client.get(f"{SCENARIOS}/{key}/diff", params=params)
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def _fields(page: dict[str, Any], element_id: int) -> dict[str, dict[str, Any]]:
+    item = next(i for i in page["items"] if i["element"]["id"] == element_id)
+    return {entry["field"]: entry for entry in item["fields"]}
+
+
+def _ids(entries: list[dict[str, Any]]) -> set[int]:
+    return {int(entry["id"]) for entry in entries}
+
+
+def test_writes_in_a_scenario_stay_there_until_the_merge(app: FastAPI, client: TestClient) -> None:
+    create_attribute(app, "Costs", "number", types=["InformationSystem"])
+    erp = _create(client, "InformationSystem", {"name": ["ERP"], "Costs": [100]})
+    finance = _create(client, "BusinessDomain", {"name": ["Finance"]})
+    old = _create(client, "InformationSystem", {"name": ["Mainframe"]})
+    key = _scenario(client, description="after the migration", effectiveDate="2027-07-01")
+
+    changed = _put(client, "InformationSystem", erp, {"Costs": [80], "businessDomains": [finance]}, key)
+    assert changed["Costs"] == [80] and _ids(changed["businessDomains"]) == {finance}
+    crm = _create(client, "InformationSystem", {"name": ["CRM"], "businessDomains": [finance]}, key)
+    assert client.delete(f"/api/element/InformationSystem/{old}", params={"scenario": key}).status_code == 204
+
+    # Main is as it was; the scenario shows its own changes, the domain sees both systems come.
+    assert _get(client, "InformationSystem", erp)["Costs"] == [100]
+    assert client.get(f"/api/element/InformationSystem/{crm}").status_code == 404
+    assert _get(client, "InformationSystem", old)["name"] == ["Mainframe"]
+    assert _ids(_get(client, "BusinessDomain", finance)["informationSystems"]) == set()
+    in_scenario = _get(client, "BusinessDomain", finance, key)
+    assert _ids(in_scenario["informationSystems"]) == {erp, crm}
+    assert client.get(f"/api/element/InformationSystem/{old}", params={"scenario": key}).status_code == 404
+    header = client.get(f"/api/element/InformationSystem/{erp}", headers={"Blockrepo-Scenario": key})
+    assert header.status_code == 200 and header.json()["Costs"] == [80]
+
+    page = _diff(client, key)
+    assert page["summary"] == {
+        "InformationSystem": {"updated": 1, "created": 1, "deleted": 1},
+        "BusinessDomain": {"updated": 1},
+    }
+    assert page["openConflicts"] == 0
+    fields = _fields(page, erp)
+    assert fields["Costs"] == {
+        "field": "Costs",
+        "base": [100],
+        "scenario": [80],
+        "main": [100],
+        "state": "unchanged-in-main",
+    }
+    assert _ids(fields["businessDomains"]["added"]) == {finance}
+
+    dry = client.post(f"{SCENARIOS}/{key}/merge", json={"dryRun": True})
+    assert dry.status_code == 200, dry.text
+    assert dry.json()["counts"] == {"create": 1, "update": 2, "delete": 1}
+    assert _get(client, "InformationSystem", erp)["Costs"] == [100]
+
+    merged = client.post(f"{SCENARIOS}/{key}/merge", json={})
+    assert merged.status_code == 200, merged.text
+    new_crm = merged.json()["created"][0]["id"]
+    assert _get(client, "InformationSystem", erp)["Costs"] == [80]
+    assert _ids(_get(client, "BusinessDomain", finance)["informationSystems"]) == {erp, new_crm}
+    assert client.get(f"/api/element/InformationSystem/{old}").status_code == 404
+    state = client.get(f"{SCENARIOS}/{key}").json()
+    assert state["state"] == "merged" and state["mergedRevision"] == merged.json()["revision"]
+    # A merged scenario takes no more writes.
+    refused = client.patch(
+        f"/api/element/InformationSystem/{erp}", json={"Costs": [1]}, params={"scenario": key}
+    )
+    assert refused.status_code == 409 and refused.json()["code"] == "scenario_not_open"
+
+
+def test_a_field_changed_on_both_sides_is_a_conflict_until_settled(app: FastAPI, client: TestClient) -> None:
+    create_attribute(app, "Costs", "number", types=["InformationSystem"])
+    erp = _create(client, "InformationSystem", {"name": ["ERP"], "Costs": [100], "description": ["old"]})
+    key = _scenario(client)
+    _put(client, "InformationSystem", erp, {"Costs": [80], "description": ["planned"]}, key)
+    _put(client, "InformationSystem", erp, {"Costs": [120], "description": ["planned"]})
+
+    page = _diff(client, key)
+    fields = _fields(page, erp)
+    assert fields["Costs"]["state"] == "conflict" and fields["Costs"]["main"] == [120]
+    assert fields["description"]["state"] == "changed"  # both wrote the same
+    assert page["openConflicts"] == 1
+    refused = client.post(f"{SCENARIOS}/{key}/merge", json={})
+    assert refused.status_code == 409 and refused.json()["code"] == "scenario_conflicts"
+    assert refused.json()["conflicts"][0]["field"] == "Costs"
+
+    settled = client.post(
+        f"{SCENARIOS}/{key}/resolutions",
+        json={"element": erp, "field": "Costs", "take": "value", "value": [90]},
+    )
+    assert settled.status_code == 200, settled.text
+    assert _diff(client, key)["openConflicts"] == 0
+    assert _fields(_diff(client, key), erp)["Costs"]["resolution"] == {"take": "value", "value": [90]}
+    assert client.post(f"{SCENARIOS}/{key}/merge", json={}).status_code == 200
+    assert _get(client, "InformationSystem", erp)["Costs"] == [90]
+
+
+def test_deleted_on_one_side_and_changed_on_the_other_are_conflicts(app: FastAPI, client: TestClient) -> None:
+    create_attribute(app, "Costs", "number", types=["InformationSystem"])
+    changed_here = _create(client, "InformationSystem", {"name": ["Ledger"], "Costs": [1]})
+    deleted_here = _create(client, "InformationSystem", {"name": ["Mainframe"], "Costs": [2]})
+    target = _create(client, "BusinessDomain", {"name": ["Legacy"]})
+    linked = _create(client, "InformationSystem", {"name": ["Archive"]})
+    key = _scenario(client)
+    _put(client, "InformationSystem", changed_here, {"Costs": [10]}, key)
+    assert (
+        client.delete(f"/api/element/InformationSystem/{deleted_here}", params={"scenario": key}).status_code
+        == 204
+    )
+    _put(client, "InformationSystem", linked, {"businessDomains": [target]}, key)
+    # Main meanwhile: deletes what the scenario changed, changes what it deleted, deletes a related element.
+    assert client.delete(f"/api/element/InformationSystem/{changed_here}").status_code == 204
+    _put(client, "InformationSystem", deleted_here, {"Costs": [3]})
+    assert client.delete(f"/api/element/BusinessDomain/{target}").status_code == 204
+
+    page = _diff(client, key)
+    kinds = {
+        (item["element"]["id"], conflict["kind"])
+        for item in page["items"]
+        for conflict in item.get("conflicts", [])
+    }
+    assert kinds == {
+        (changed_here, "deletedInMain"),
+        (deleted_here, "changedInMain"),
+        (linked, "relationToDeleted"),
+    }
+    assert page["openConflicts"] == 3
+    refused = client.post(
+        f"{SCENARIOS}/{key}/resolutions", json={"element": changed_here, "field": "*", "take": "scenario"}
+    )
+    assert refused.status_code == 400 and refused.json()["errors"][0]["code"] == "cannot_restore"
+    for element, field, take in (
+        (changed_here, "*", "main"),
+        (deleted_here, "*", "scenario"),
+        (linked, f"businessDomains/{target}", "main"),
+    ):
+        settled = client.post(
+            f"{SCENARIOS}/{key}/resolutions", json={"element": element, "field": field, "take": take}
+        )
+        assert settled.status_code == 200, settled.text
+    assert _diff(client, key)["openConflicts"] == 0
+    merged = client.post(f"{SCENARIOS}/{key}/merge", json={})
+    assert merged.status_code == 200, merged.text
+    assert client.get(f"/api/element/InformationSystem/{deleted_here}").status_code == 404
+    assert client.get(f"/api/element/InformationSystem/{changed_here}").status_code == 404
+    assert _get(client, "InformationSystem", linked)["businessDomains"] == []
+
+
+def test_a_merge_main_refuses_changes_nothing(app: FastAPI, client: TestClient) -> None:
+    erp = _create(client, "InformationSystem", {"name": ["ERP"]})
+    key = _scenario(client)
+    _put(client, "InformationSystem", erp, {"description": ["renamed soon"]}, key)
+    _create(client, "InformationSystem", {"name": ["CRM"]}, key)
+    _create(client, "InformationSystem", {"name": ["CRM"]})  # main takes the name meanwhile
+    before = client.get("/api/history", params={"sinceRevision": 0, "limit": 1000}).json()["items"]
+    refused = client.post(f"{SCENARIOS}/{key}/merge", json={})
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["code"] == "merge_refused" and refused.json()["element"]["name"] == "CRM"
+    assert client.get("/api/history", params={"sinceRevision": 0, "limit": 1000}).json()["items"] == before
+    assert _get(client, "InformationSystem", erp)["description"] == []
+    assert client.get(f"{SCENARIOS}/{key}").json()["state"] == "open"
+
+
+def test_a_merge_is_one_revision_of_main_that_names_the_scenario(app: FastAPI, client: TestClient) -> None:
+    erp = _create(client, "InformationSystem", {"name": ["ERP"]})
+    process = _create(client, "BusinessProcess", {"name": ["Billing"]})
+    key = _scenario(client)
+    _put(client, "BusinessProcess", process, {"informationSystems": [erp], "description": ["planned"]}, key)
+    merged = client.post(f"{SCENARIOS}/{key}/merge", json={}).json()
+    history = client.get(f"/api/history/BusinessProcess/{process}").json()["items"]
+    newest = history[0]
+    assert newest["revision"] == merged["revision"] and newest["viaScenario"] == key
+    neighbour = client.get(f"/api/history/InformationSystem/{erp}").json()["items"][0]
+    assert neighbour["revision"] == merged["revision"] and neighbour["viaScenario"] == key
+    older = history[-1]
+    assert older["viaScenario"] is None
+
+
+def test_a_scenario_from_a_past_revision_shows_main_as_it_was(app: FastAPI, client: TestClient) -> None:
+    erp = _create(client, "InformationSystem", {"name": ["ERP"], "description": ["first"]})
+    base = max(
+        item["revision"]
+        for item in client.get("/api/history", params={"sinceRevision": 0, "limit": 1000}).json()["items"]
+    )
+    _put(client, "InformationSystem", erp, {"description": ["second"]})
+    key = _scenario(client, base=base)
+    scenario = client.get(f"{SCENARIOS}/{key}").json()
+    assert scenario["baseRevision"] == base and scenario["behindMain"] == 1
+    assert _get(client, "InformationSystem", erp, key)["description"] == ["first"]
+    etag = client.get(f"/api/element/InformationSystem/{erp}", params={"scenario": key}).headers["ETag"]
+    stale = client.patch(
+        f"/api/element/InformationSystem/{erp}",
+        json={"name": ["ERP 2"]},
+        params={"scenario": key},
+        headers={"If-Match": 'W/"99"'},
+    )
+    assert stale.status_code == 412
+    fresh = client.patch(
+        f"/api/element/InformationSystem/{erp}",
+        json={"name": ["ERP 2"]},
+        params={"scenario": key},
+        headers={"If-Match": etag},
+    )
+    assert fresh.status_code == 200, fresh.text
+    assert _get(client, "InformationSystem", erp)["name"] == ["ERP"]
+
+
+def test_scenarios_are_their_owners_and_show_only_what_the_reader_may_read(
+    app: FastAPI, client: TestClient
+) -> None:
+    create_group(app, "Finance")
+    create_attribute(app, "Budget", "number", types=["InformationSystem"], group="Finance")
+    create_role(app, "planners", types={"InformationSystem": ["read", "update", "create", "delete"]})
+    create_role(app, "finance", groups={"Finance": (True, True)})  # Finance is for this role alone
+    create_user(app, "anna", "anna-password-1", roles=["planners"])
+    create_user(app, "bernd", "bernd-password-1", roles=["planners"])
+    erp = _create(client, "InformationSystem", {"name": ["ERP"], "Budget": [10]})
+    with client_as(app, "anna", "anna-password-1") as anna:
+        key = _scenario(anna)
+        _put(anna, "InformationSystem", erp, {"description": ["planned"]}, key)
+        assert "Budget" not in _get(anna, "InformationSystem", erp, key)
+        assert "Budget" not in _get(anna, "InformationSystem", erp)  # as in main
+        hidden = anna.patch(
+            f"/api/element/InformationSystem/{erp}", json={"Budget": [1]}, params={"scenario": key}
+        )
+        in_main = anna.patch(f"/api/element/InformationSystem/{erp}", json={"Budget": [1]})
+        assert hidden.status_code == in_main.status_code == 400, hidden.text  # a property she cannot see
+        assert hidden.json()["errors"] == in_main.json()["errors"]
+    _put(client, "InformationSystem", erp, {"Budget": [20]}, key)  # a supervisor sees every scenario
+    assert "Budget" in _fields(_diff(client, key), erp)
+    with client_as(app, "anna", "anna-password-1") as anna:
+        assert "Budget" not in _fields(_diff(anna, key), erp)
+        assert [s["key"] for s in anna.get(SCENARIOS).json()] == [key]
+    with client_as(app, "bernd", "bernd-password-1") as bernd:
+        assert bernd.get(f"{SCENARIOS}/{key}").status_code == 404
+        assert bernd.get(f"/api/element/InformationSystem/{erp}", params={"scenario": key}).status_code == 404
+        assert (
+            bernd.patch(
+                f"/api/element/InformationSystem/{erp}", json={"description": ["x"]}, params={"scenario": key}
+            ).status_code
+            == 404
+        )
+        assert bernd.get(SCENARIOS).json() == []
+        assert bernd.get(SCENARIOS, params={"everyone": True}).status_code == 403
+
+
+def test_bad_scenario_requests_answer_clearly_and_change_nothing(app: FastAPI, client: TestClient) -> None:
+    erp = _create(client, "InformationSystem", {"name": ["ERP"]})
+    assert client.get(f"/api/element/InformationSystem/{erp}", params={"scenario": "nope"}).status_code == 404
+    assert client.get(f"{SCENARIOS}/nope/diff").status_code == 404
+    key = _scenario(client)
+    cases = [
+        client.get(f"/api/element/InformationSystem/{erp}", params={"scenario": key, "asOf": 1}),
+        client.get(
+            f"/api/element/InformationSystem/{erp}",
+            params={"scenario": key},
+            headers={"Blockrepo-Scenario": "other"},
+        ),
+        client.get(f"{SCENARIOS}/{key}/diff", params={"against": "elsewhere"}),
+        client.post(SCENARIOS, json={"name": "x", "effectiveDate": "someday"}),
+        client.post(SCENARIOS, json={"name": "x", "base": 10**6}),
+        client.post(SCENARIOS, json={"name": ""}),
+        client.post(f"{SCENARIOS}/{key}/resolutions", json={"element": erp, "field": "name", "take": "main"}),
+        client.patch(f"/api/element/InformationSystem/{erp}", json={"Nope": [1]}, params={"scenario": key}),
+    ]
+    assert [c.status_code for c in cases] == [400] * len(cases), [c.text for c in cases]
+    closed = client.post(f"{SCENARIOS}/{key}/close")
+    assert closed.status_code == 200 and closed.json()["state"] == "closed"
+    refused = client.post(f"/api/element/InformationSystem", json={"name": ["CRM"]}, params={"scenario": key})
+    assert refused.status_code == 409 and refused.json()["code"] == "scenario_not_open"
+    assert client.post(f"{SCENARIOS}/{key}/merge", json={}).status_code == 409
+    assert client.post(f"{SCENARIOS}/{key}/reopen").json()["state"] == "open"
+    assert _diff(client, key)["items"] == []
