@@ -13,7 +13,7 @@ since a change was recorded are read under today's name, deleted ones not at all
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -159,10 +159,10 @@ def element_ids_as_of(db: Session, type_def: BlockTypeDef, revision: int) -> lis
 @dataclass(frozen=True)
 class Overlay:
     """Change rows recorded after `revision` somewhere else than main (a planning scenario's), folded
-    after main's rows of the same elements; `names`: what it renamed, by element id."""
+    after main's rows of the same elements; `names_of`: the names it gave some elements, by id."""
 
     rows: Sequence[ChangesetRow] = ()
-    names: Mapping[int, str] = field(default_factory=dict)
+    names_of: Callable[[set[int]], Mapping[int, str]] = lambda ids: {}
 
     def of(self, ids: Iterable[int]) -> list[ChangesetRow]:
         wanted = set(ids)
@@ -232,8 +232,8 @@ def read_elements_as_of(
         if isinstance(entry, dict) and "id" in entry
     }
     names = {i: name for i, (name, _) in repository.names_at(db, referenced, revision).items()}
-    if overlay is not None:
-        names.update(overlay.names)
+    if overlay is not None and referenced:
+        names.update(overlay.names_of(referenced))
     return [_render(view, element, names) for element in alive]
 
 

@@ -78,6 +78,21 @@ def changed_element_ids(db: Session, scenario_id: int) -> list[int]:
     return [int(element_id) for element_id in db.scalars(statement)]
 
 
+def newest_names(db: Session, scenario_id: int, element_ids: Iterable[int]) -> dict[int, str]:
+    """The name the scenario's newest row of each of `element_ids` gives it (those it wrote)."""
+    newest = (
+        select(func.max(ScenarioChange.id))
+        .where(
+            ScenarioChange.scenario_id == scenario_id, ScenarioChange.element_id.in_(sorted(set(element_ids)))
+        )
+        .group_by(ScenarioChange.element_id)
+    )
+    statement = select(ScenarioChange.element_id, ScenarioChange.element_name).where(
+        ScenarioChange.id.in_(newest)
+    )
+    return {int(element_id): name for element_id, name in db.execute(statement)}
+
+
 def created_element_ids(db: Session, scenario_id: int) -> set[int]:
     statement = select(ScenarioChange.element_id).where(
         ScenarioChange.scenario_id == scenario_id, ScenarioChange.operation == "created"

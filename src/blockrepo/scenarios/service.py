@@ -212,8 +212,11 @@ def _changeset_rows(rows: Iterable[ScenarioChange]) -> list[ChangesetRow]:
 
 def _overlay(db: Session, scenario: Scenario, element_ids: Iterable[int]) -> asof.Overlay:
     rows = repository.change_rows(db, scenario.id, element_ids)
-    names = {row.element_id: row.element_name for row in repository.change_rows(db, scenario.id)}
-    return asof.Overlay(_changeset_rows(rows), names)
+
+    def names_of(ids: set[int]) -> dict[int, str]:
+        return repository.newest_names(db, scenario.id, ids)
+
+    return asof.Overlay(_changeset_rows(rows), names_of)
 
 
 def _states(
@@ -542,9 +545,7 @@ def _compare(
         whole = resolutions.of(element_id, "*")
         # Relation ends alone changed on an element main deleted: the relation is the other element's
         # conflict (`relationToDeleted`), reported once, there.
-        if action == "updated" and main_net.action == "deleted" and any(
-            "base" in field for field in fields
-        ):
+        if action == "updated" and main_net.action == "deleted" and any("base" in field for field in fields):
             conflicts.append(
                 _conflict("deletedInMain", "changed in the scenario, deleted in main", "*", whole)
             )

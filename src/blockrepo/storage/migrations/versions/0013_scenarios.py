@@ -1,8 +1,8 @@
 """Planning scenarios
 
 `scenario` holds each planned landscape (its base revision in main, owner and state), `scenario_change` the
-change rows of writes made in it, `scenario_resolution` how its conflicts with main are settled; `revision.scenario` names the scenario whose
-merge made a revision.
+change rows of writes made in it, `scenario_resolution` how its conflicts with main are settled;
+`revision.scenario` names the scenario whose merge made a revision.
 
 Revision ID: 0013
 Revises: 0012
