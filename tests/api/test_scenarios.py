@@ -314,7 +314,7 @@ def test_bad_scenario_requests_answer_clearly_and_change_nothing(app: FastAPI, c
     assert [c.status_code for c in cases] == [400] * len(cases), [c.text for c in cases]
     closed = client.post(f"{SCENARIOS}/{key}/close")
     assert closed.status_code == 200 and closed.json()["state"] == "closed"
-    refused = client.post(f"/api/element/InformationSystem", json={"name": ["CRM"]}, params={"scenario": key})
+    refused = client.post("/api/element/InformationSystem", json={"name": ["CRM"]}, params={"scenario": key})
     assert refused.status_code == 409 and refused.json()["code"] == "scenario_not_open"
     assert client.post(f"{SCENARIOS}/{key}/merge", json={}).status_code == 409
     assert client.post(f"{SCENARIOS}/{key}/reopen").json()["state"] == "open"
