@@ -235,6 +235,16 @@ def _setup(sup: TestClient, world: World) -> None:
             world.ids[f"{kind}:{actor}"] = _ok(sup.post("/api/tokens", json=minted))["id"]
     victim = {"name": "victim", "expiresAt": expires}
     world.ids["token:victim"] = _ok(sup.post("/api/tokens", json=victim))["id"]
+    # Planning scenarios: each caller's own (a disabled account cannot make one: it gets the victim's),
+    # and one of the supervisor's that nobody else may see.
+    world.ids["scenario:victim"] = _ok(sup.post("/api/scenarios", json={"name": "victim"}))["key"]
+    for actor in ACTORS:
+        for kind in ("scenario", "scenarioclose"):
+            if actor == "disabled":
+                world.ids[f"{kind}:{actor}"] = world.ids["scenario:victim"]
+                continue
+            made = world.clients[actor].post("/api/scenarios", json={"name": f"{kind} {actor}"})
+            world.ids[f"{kind}:{actor}"] = _ok(made)["key"]
     # Webhooks to a closed loopback port (the world allows loopback targets; no worker runs).
     hook = {"name": "matrix", "url": WEBHOOK_TARGET, "events": ["element.created"]}
     world.ids["webhook:victim"] = _ok(sup.post("/api/webhooks", json=hook))["id"]
@@ -378,6 +388,12 @@ def check_diff(world: World, actor: str, body: Any) -> None:
     for type_name in body.get("summary", {}):
         assert _may_read_type(actor, type_name)
     _check_no_secrets(actor, body)
+
+
+def check_own_scenarios(world: World, actor: str, body: Any) -> None:
+    """A caller's scenario list: their own alone."""
+    owner = "system" if actor == "supervisor" else actor
+    assert body and all(scenario["owner"] == owner for scenario in body), body
 
 
 def check_own_tokens(world: World, actor: str, body: Any) -> None:
@@ -601,6 +617,8 @@ def of(template: str) -> Callable[[World, str], str]:
             "token",
             "tokendoomed",
             "tokenrotate",
+            "scenario",
+            "scenarioclose",
         ):
             keys[f"{kind}_me"] = world.ids[f"{kind}:{actor}"]
         keys["user_doomed_me"] = world.ids[f"user:doomed-{actor}"]
@@ -1284,6 +1302,108 @@ CASES = [
         },
     ),
     Case("operations", "back up", "GET", fixed("/api/backup"), ADMIN_ONLY_READ, check=check_backup),
+    # --- scenarios: everybody plans in their own, a supervisor sees everybody's ---
+    Case(
+        "scenarios",
+        "create a scenario",
+        "POST",
+        fixed("/api/scenarios"),
+        expect(201, 201, 201, 201),
+        body=lambda _world, actor: {"name": f"made by {actor}"},
+    ),
+    Case(
+        "scenarios",
+        "list one's scenarios",
+        "GET",
+        fixed("/api/scenarios"),
+        READ_ALL,
+        check=check_own_scenarios,
+    ),
+    Case(
+        "scenarios",
+        "list every account's scenarios",
+        "GET",
+        fixed("/api/scenarios?everyone=true"),
+        ADMIN_ONLY_READ,
+    ),
+    Case("scenarios", "read one's scenario", "GET", of("/api/scenarios/{scenario_me}"), READ_ALL),
+    Case(
+        "scenarios",
+        "read another's scenario",
+        "GET",
+        of("/api/scenarios/{scenario_victim}"),
+        expect(200, 404, 404, 404),
+    ),
+    Case("scenarios", "diff one's scenario", "GET", of("/api/scenarios/{scenario_me}/diff"), READ_ALL),
+    Case(
+        "scenarios",
+        "diff another's scenario",
+        "GET",
+        of("/api/scenarios/{scenario_victim}/diff"),
+        expect(200, 404, 404, 404),
+    ),
+    Case(
+        "scenarios", "close one's scenario", "POST", of("/api/scenarios/{scenarioclose_me}/close"), READ_ALL
+    ),
+    Case(
+        "scenarios", "reopen one's scenario", "POST", of("/api/scenarios/{scenarioclose_me}/reopen"), READ_ALL
+    ),
+    Case(
+        "scenarios",
+        "close another's scenario",
+        "POST",
+        of("/api/scenarios/{scenario_victim}/close"),
+        expect(200, 404, 404, 404),
+    ),
+    Case(
+        "scenarios",
+        "reopen another's scenario",
+        "POST",
+        of("/api/scenarios/{scenario_victim}/reopen"),
+        expect(200, 404, 404, 404),
+    ),
+    Case(
+        "scenarios", "list one's resolutions", "GET", of("/api/scenarios/{scenario_me}/resolutions"), READ_ALL
+    ),
+    Case(
+        "scenarios",
+        "settle what is no conflict",
+        "POST",
+        of("/api/scenarios/{scenario_me}/resolutions"),
+        expect(400, 400, 400, 400),
+        body=body({"element": 1, "field": "name", "take": "main"}),
+    ),
+    Case(
+        "scenarios",
+        "dry-run the merge of one's scenario",
+        "POST",
+        of("/api/scenarios/{scenario_me}/merge"),
+        READ_ALL,
+        body=body({"dryRun": True}),
+    ),
+    Case(
+        "scenarios",
+        "merge another's scenario",
+        "POST",
+        of("/api/scenarios/{scenario_victim}/merge"),
+        expect(200, 404, 404, 404),
+        body=body({"dryRun": True}),
+    ),
+    Case(
+        "scenarios",
+        "read a process in one's scenario",
+        "GET",
+        of("/api/element/BusinessProcess/{process_me}?scenario={scenario_me}"),
+        expect(200, 200, 200, 403),
+    ),
+    Case(
+        "scenarios",
+        "change a process in one's scenario",
+        "PATCH",
+        of("/api/element/BusinessProcess/{process_me}?scenario={scenario_me}"),
+        expect(200, 403, 200, 403),
+        body=body({"description": ["planned"]}),
+    ),
     Case("tokens", "list one's tokens", "GET", fixed("/api/tokens"), READ_ALL, check=check_own_tokens),
     Case("tokens", "list every account's tokens", "GET", fixed("/api/tokens?everyone=true"), ADMIN_ONLY_READ),
     Case("tokens", "read one's token", "GET", of("/api/tokens/{token_me}"), READ_ALL),
@@ -1459,6 +1579,7 @@ FAMILIES = (
     "/api/webhooks",
     "/api/backup",
     "/api/exchange",
+    "/api/scenarios",
 )
 HTTP_METHODS = ("get", "put", "post", "delete", "patch")
 

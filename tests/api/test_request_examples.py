@@ -33,6 +33,8 @@ BODYLESS = {
     ("post", "/api/webhooks/{id}/pause"),
     ("post", "/api/webhooks/{id}/resume"),
     ("post", "/api/webhooks/{id}/test"),
+    ("post", "/api/scenarios/{key}/close"),
+    ("post", "/api/scenarios/{key}/reopen"),
 }
 # The webhook examples deliver to this host; tests have no name server, so it resolves to a public address
 # (example.com's) for the target check. Delivery is off in tests: nothing is sent there.
@@ -68,6 +70,18 @@ def _webhook(client: TestClient) -> dict[str, object]:
     return {"id": response.json()["id"]}
 
 
+def _scenario_in_conflict(client: TestClient) -> dict[str, object]:
+    """A scenario whose ERP (InformationSystem 128) has a Criticality that main changed too."""
+    response = client.post("/api/scenarios", json={"name": "prepared"})
+    assert response.status_code == 201, response.text
+    key = response.json()["key"]
+    erp = "/api/element/InformationSystem/128"
+    for params, value in (({"scenario": key}, "low"), ({}, "medium")):
+        changed = client.patch(erp, json={"Criticality": [value]}, params=params)
+        assert changed.status_code == 200, changed.text
+    return {"key": key}
+
+
 # What each path's parameters are in the demo: an element, type, relation type, account, role, attribute or
 # group that exists there (Order handling is BusinessProcess 7; anna is user 2; Business editor role 3;
 # Criticality attribute 8; Finance group 3), or one the test makes first (tokens and webhooks: the demo has
@@ -101,6 +115,9 @@ PATH_VALUES: dict[str, dict[str, object] | Callable[[TestClient], dict[str, obje
     "/api/webhooks/{id}": _webhook,
     "/api/webhooks/{id}/replay": _webhook,
     "/api/webhooks/{id}/secret": _webhook,
+    "/api/scenarios": {},
+    "/api/scenarios/{key}/resolutions": _scenario_in_conflict,
+    "/api/scenarios/{key}/merge": _scenario_in_conflict,
 }
 # Examples that are not answered 2xx, with the answer they get and why. Both are about the credentials or
 # the clock, never the body's shape.
@@ -112,6 +129,12 @@ EXPECTED_REFUSALS: dict[tuple[str, str], tuple[int, str, str]] = {
     )
     for method, path in (("post", "/j_service_security_check"), ("post", "/api/j_service_security_check"))
 }
+# Merging a scenario whose conflict is not settled is refused, as it should be (the dry run answers too).
+EXPECTED_REFUSALS[("post", "/api/scenarios/{key}/merge")] = (
+    409,
+    "scenario_conflicts",
+    "the prepared scenario's conflict is not settled: a merge lists it",
+)
 
 
 def _within_token_lifetime(body: dict[str, Any]) -> dict[str, Any]:

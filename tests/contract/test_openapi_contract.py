@@ -176,6 +176,23 @@ FUTURE_REVISION = KnownRefusal(
     "validation_failed",
     (("future_revision", "query:asOf"), ("future_revision", "/asOf")),
 )
+# A request names one scenario: by the parameter or the header, not two different ones.
+ONE_SCENARIO = KnownRefusal(
+    "the scenario parameter and the Blockrepo-Scenario header may not name two scenarios; asOf does not "
+    "go with a scenario",
+    "validation_failed",
+    (("two_scenarios", "query:scenario"), ("not_with_scenario", "query:asOf")),
+)
+SCENARIO_BODY = KnownRefusal(
+    "a base revision must already exist; no text may hold NUL",
+    "validation_failed",
+    (("future_revision", "/base"), NUL),
+)
+SCENARIO_RESOLUTION = KnownRefusal(
+    "a resolution settles a conflict the scenario has at run time, in a way its kind allows",
+    "validation_failed",
+    (("no_conflict", "/field"), ("value_required", "/value"), ("cannot_restore", "/take"), NUL),
+)
 DIFF_RANGE = KnownRefusal(
     "a diff's range must run forward to a revision that exists, over a type the caller may read",
     "validation_failed",
@@ -264,7 +281,11 @@ KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
     ("GET", "/api/history/diff"): (DIFF_RANGE, HISTORY_CURSOR, NUL_IN_QUERY),
     ("GET", "/api/history/{type}"): (HISTORY_CURSOR, NUL_IN_QUERY),
     ("GET", "/api/history/{type}/{id}"): (HISTORY_CURSOR, NUL_IN_QUERY),
-    ("GET", "/api/element/{type}/{id}"): (FUTURE_REVISION,),
+    ("GET", "/api/element/{type}/{id}"): (FUTURE_REVISION, ONE_SCENARIO),
+    ("DELETE", "/api/element/{type}/{id}"): (ONE_SCENARIO,),
+    ("POST", "/api/scenarios"): (SCENARIO_BODY,),
+    ("POST", "/api/scenarios/{key}/resolutions"): (SCENARIO_RESOLUTION,),
+    ("GET", "/api/scenarios/{key}/diff"): (HISTORY_CURSOR,),
     ("GET", "/api/massdata/{type}"): (
         FUTURE_REVISION,
         LISTING_CURSOR,
@@ -286,9 +307,9 @@ KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
     ("POST", "/api/massdata/import"): (NUL_IN_TEXT,),
     ("GET", "/api/exchange/archimate"): (FUTURE_REVISION,),
     ("POST", "/api/exchange/archimate"): (ARCHIMATE_FILE,),
-    ("POST", "/api/element/{type}"): (ELEMENT_BODY,),
-    ("PUT", "/api/element/{type}/{id}"): (ELEMENT_BODY,),
-    ("PATCH", "/api/element/{type}/{id}"): (ELEMENT_BODY,),
+    ("POST", "/api/element/{type}"): (ELEMENT_BODY, ONE_SCENARIO),
+    ("PUT", "/api/element/{type}/{id}"): (ELEMENT_BODY, ONE_SCENARIO),
+    ("PATCH", "/api/element/{type}/{id}"): (ELEMENT_BODY, ONE_SCENARIO),
     ("POST", "/api/massdata/{type}"): (BULK_ELEMENT_BODIES,),
     ("POST", "/api/tokens"): (TOKEN_BODY,),
     ("PATCH", "/api/tokens/{id}"): (TOKEN_BODY,),

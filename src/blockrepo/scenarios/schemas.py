@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import BeforeValidator, ConfigDict, Field
 
+from blockrepo.json_integers import integral_number_as_int
 from blockrepo.metamodel.schemas import ApiModel
+
+# The bounds come before the validator so that the description states them as minimum and maximum.
+ElementId = Annotated[
+    int, Field(ge=1, le=2**31 - 1, description="the element's id"), BeforeValidator(integral_number_as_int)
+]
 
 
 class ScenarioCreate(ApiModel):
@@ -24,12 +30,22 @@ class ScenarioCreate(ApiModel):
 
     name: str = Field(min_length=1, max_length=255)
     description: str = Field("", max_length=10_000)
-    base: int | str | None = Field(
+    base: Annotated[int, BeforeValidator(integral_number_as_int)] | str | None = Field(
         None,
         description="main's revision (a number) or time (ISO 8601) to start from; default: main as it is now",
+        json_schema_extra={
+            "anyOf": [
+                {"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
+                {"type": "string", "format": "date-time"},
+                {"type": "string", "format": "date"},
+                {"type": "null"},
+            ]
+        },
     )
     effective_date: str | None = Field(
-        None, max_length=10, description="the day the planned changes take effect (YYYY-MM-DD)"
+        None,
+        description="the day the planned changes take effect (YYYY-MM-DD)",
+        json_schema_extra={"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}]},
     )
 
 
@@ -56,7 +72,7 @@ class ResolutionIn(ApiModel):
         json_schema_extra={"examples": [{"element": 128, "field": "Criticality", "take": "scenario"}]}
     )
 
-    element: int = Field(ge=1, le=2**31 - 1, description="the element's id")
+    element: ElementId
     field: str = Field(
         min_length=1,
         max_length=255,

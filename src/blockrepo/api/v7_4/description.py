@@ -103,6 +103,9 @@ TAG_DESCRIPTIONS: dict[str, str] = {
     "webhooks": "Subscriptions that deliver the committed changes to a receiver: in order, batched, "
     "signed per Standard Webhooks, masked by the owner's rights, retried until a 2xx, with a delivery log "
     "and replay.",
+    "scenarios": "Planning scenarios: a future landscape beside main (element reads and writes with "
+    "`?scenario=<key>` or the `Blockrepo-Scenario` header), compared with main three ways, its conflicts "
+    "settled, merged into main as one revision.",
     "operations": "The whole repository as one backup file, for supervisors (`blockrepo restore` reads it).",
     "exchange": "ArchiMate models in and out: The Open Group's Model Exchange File Format (3.1 written; 3.x "
     "and 2.1 read) and Archi's CSV files, mapped to building blocks (docs/guide/archimate.md).",

@@ -3,7 +3,7 @@ conflicts and merge them. Elements are read and written in a scenario through th
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Path, Query
 from fastapi.openapi.models import Example
@@ -186,7 +186,7 @@ def reopen_scenario(key: Key, ctx: RequestContext = Depends(element_write_contex
 def diff_scenario(
     key: Key,
     against: Annotated[
-        str, Query(description="`main` (three ways: base, scenario, main) or `base`")
+        Literal["main", "base"], Query(description="`main` (three ways: base, scenario, main) or `base`")
     ] = "main",
     limit: Annotated[int | None, Query(ge=1, le=1000, description="elements a page (default 100)")] = None,
     cursor: Annotated[
