@@ -176,7 +176,7 @@ def test_deleted_on_one_side_and_changed_on_the_other_are_conflicts(app: FastAPI
     refused = client.post(
         f"{SCENARIOS}/{key}/resolutions", json={"element": changed_here, "field": "*", "take": "scenario"}
     )
-    assert refused.status_code == 400 and refused.json()["errors"][0]["code"] == "cannot_restore"
+    assert refused.status_code == 400 and refused.json()["errors"][0]["code"] == "take_not_allowed"
     for element, field, take in (
         (changed_here, "*", "main"),
         (deleted_here, "*", "scenario"),
@@ -197,9 +197,10 @@ def test_deleted_on_one_side_and_changed_on_the_other_are_conflicts(app: FastAPI
 def test_a_merge_main_refuses_changes_nothing(app: FastAPI, client: TestClient) -> None:
     erp = _create(client, "InformationSystem", {"name": ["ERP"]})
     key = _scenario(client)
-    _put(client, "InformationSystem", erp, {"description": ["renamed soon"]}, key)
+    _put(client, "InformationSystem", erp, {"description": ["planned"]}, key)
     _create(client, "InformationSystem", {"name": ["CRM"]}, key)
-    _create(client, "InformationSystem", {"name": ["CRM"]})  # main takes the name meanwhile
+    # Main meanwhile makes an attribute mandatory that the planned system does not have.
+    create_attribute(app, "Owner", "text", types=["InformationSystem"], mandatory=True)
     before = client.get("/api/history", params={"sinceRevision": 0, "limit": 1000}).json()["items"]
     refused = client.post(f"{SCENARIOS}/{key}/merge", json={})
     assert refused.status_code == 409, refused.text
@@ -207,6 +208,69 @@ def test_a_merge_main_refuses_changes_nothing(app: FastAPI, client: TestClient) 
     assert client.get("/api/history", params={"sinceRevision": 0, "limit": 1000}).json()["items"] == before
     assert _get(client, "InformationSystem", erp)["description"] == []
     assert client.get(f"{SCENARIOS}/{key}").json()["state"] == "open"
+
+
+def test_what_main_now_forbids_is_a_conflict_of_its_own_kind(app: FastAPI, client: TestClient) -> None:
+    create_attribute(app, "Costs", "number", types=["InformationSystem"])
+    create_attribute(app, "Tier", "enum", types=["InformationSystem"], literals=["gold", "silver"])
+    erp = _create(client, "InformationSystem", {"name": ["ERP"]})
+    parent = _create(client, "BusinessProcess", {"name": ["Sales"]})
+    child = _create(client, "BusinessProcess", {"name": ["Quotes"]})
+    key = _scenario(client)
+    _create(client, "InformationSystem", {"name": ["CRM"]}, key)
+    _put(client, "InformationSystem", erp, {"Costs": [5], "Tier": ["gold"]}, key)
+    _put(client, "BusinessProcess", parent, {"parent": [child]}, key)
+    # Main meanwhile: takes the name, makes the child the parent's child, drops the attribute and the literal.
+    _create(client, "InformationSystem", {"name": ["CRM"]})
+    _put(client, "BusinessProcess", child, {"parent": [parent]})
+    attributes = client.get("/api/administration/attributes").json()
+    costs = next(a for a in attributes if a["name"] == "Costs")
+    assert client.delete(f"/api/administration/attributes/{costs['id']}").status_code == 204
+    tier = next(a for a in attributes if a["name"] == "Tier")
+    kept = {k: v for k, v in tier.items() if k not in ("id",)}
+    kept["literals"] = [literal for literal in tier["literals"] if literal["name"] != "gold"]
+    changed = client.put(f"/api/administration/attributes/{tier['id']}", json=kept)
+    assert changed.status_code == 200, changed.text
+
+    page = _diff(client, key)
+    kinds = {
+        (item["element"]["name"], conflict["kind"], conflict["field"])
+        for item in page["items"]
+        for conflict in item.get("conflicts", [])
+    }
+    assert kinds == {
+        ("CRM", "nameTaken", "name"),
+        ("Sales", "cycle", "parent"),
+        ("ERP", "metamodelChanged", "Costs"),
+        ("ERP", "metamodelChanged", "Tier"),
+    }
+    assert client.post(f"{SCENARIOS}/{key}/merge", json={}).status_code == 409
+    crm = next(item["element"]["id"] for item in page["items"] if item["element"]["name"] == "CRM")
+    refused = client.post(
+        f"{SCENARIOS}/{key}/resolutions", json={"element": crm, "field": "name", "take": "main"}
+    )
+    assert refused.status_code == 400  # a planned element needs a name of its own
+    for element, field, take, value in (
+        (crm, "name", "value", ["CRM (planned)"]),
+        (parent, "parent", "main", None),
+        (erp, "Costs", "main", None),
+        (erp, "Tier", "value", ["silver"]),
+    ):
+        body = {"element": element, "field": field, "take": take, **({"value": value} if value else {})}
+        settled = client.post(f"{SCENARIOS}/{key}/resolutions", json=body)
+        assert settled.status_code == (400 if field == "Tier" else 200), settled.text
+    assert (
+        client.post(
+            f"{SCENARIOS}/{key}/resolutions", json={"element": erp, "field": "Tier", "take": "main"}
+        ).status_code
+        == 200
+    )
+    merged = client.post(f"{SCENARIOS}/{key}/merge", json={})
+    assert merged.status_code == 200, merged.text
+    planned = merged.json()["created"][0]["id"]
+    assert _get(client, "InformationSystem", planned)["name"] == ["CRM (planned)"]
+    assert _get(client, "BusinessProcess", parent)["parent"] == []
+    assert _get(client, "InformationSystem", erp).get("Tier") == []
 
 
 def test_a_merge_is_one_revision_of_main_that_names_the_scenario(app: FastAPI, client: TestClient) -> None:

@@ -191,7 +191,7 @@ SCENARIO_BODY = KnownRefusal(
 SCENARIO_RESOLUTION = KnownRefusal(
     "a resolution settles a conflict the scenario has at run time, in a way its kind allows",
     "validation_failed",
-    (("no_conflict", "/field"), ("value_required", "/value"), ("cannot_restore", "/take"), NUL),
+    (("no_conflict", "/field"), ("value_required", "/value"), ("take_not_allowed", "/take"), NUL),
 )
 DIFF_RANGE = KnownRefusal(
     "a diff's range must run forward to a revision that exists, over a type the caller may read",

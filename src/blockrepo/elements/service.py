@@ -8,7 +8,7 @@ records field-level history in the request's ChangeLog.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -47,6 +47,8 @@ __all__ = [
     "Writer",
     "create_element",
     "delete_element",
+    "ids_named",
+    "parents_of",
     "planned_changesets",
     "record_changed_elements",
     "update_element",
@@ -240,3 +242,13 @@ def planned_changesets(
     else:
         own = changesets.diff(type_def, element_id, before, after)
     return own, list(changesets.neighbours())
+
+
+def ids_named(db: Session, type_def: BlockTypeDef, names: Iterable[str]) -> dict[str, int]:
+    """name -> id of the stored elements of the type among `names`."""
+    return repository.ids_by_name(db, type_def.id, names)
+
+
+def parents_of(db: Session, ids: Iterable[int]) -> dict[int, int | None]:
+    """id -> parent id of the stored elements `ids` and of all their ancestors."""
+    return repository.parent_chains(db, ids)

@@ -51,6 +51,17 @@ OPEN_STATES = ("open",)
 ALL_STATES = ("open", "merged", "closed")
 DIFF_LIMIT, DIFF_MAX_LIMIT = 100, 1000
 RevisionCheck = Callable[[int], bool]
+# How each kind of conflict may be settled: an element deleted in main, a relation to one, or what the
+# metamodel no longer has cannot be kept; a name or a parent may be one of the settler's choosing.
+TAKES = {
+    "bothChanged": frozenset({"scenario", "main", "value"}),
+    "deletedInMain": frozenset({"main"}),
+    "changedInMain": frozenset({"scenario", "main"}),
+    "relationToDeleted": frozenset({"main"}),
+    "nameTaken": frozenset({"main", "value"}),
+    "cycle": frozenset({"main", "value"}),
+    "metamodelChanged": frozenset({"main"}),
+}
 # Where a diff compares a scenario: main as it is now, or the scenario's own base.
 AGAINST = ("main", "base")
 
@@ -584,12 +595,72 @@ def _compared(
         created_here = repository.created_element_ids(db, scenario.id) if related else set()
         gone = {i for i in related if i not in alive and i not in created_here}
     resolutions = _Resolutions({(r.element_id, r.field): r for r in repository.resolutions(db, scenario.id)})
+    merged_view = _merged_view_conflicts(db, metamodel, planned, resolutions) if against_main else {}
     compared = []
     for net in planned:
         diff = _compare(net, main_nets.get(net.element_id), gone, resolutions, against_main=against_main)
         if diff is not None:
+            diff.conflicts.extend(merged_view.get(net.element_id, ()))
             compared.append(diff)
     return compared
+
+
+def _merged_view_conflicts(
+    db: Session, metamodel: Metamodel, planned: list[NetChange], resolutions: _Resolutions
+) -> dict[int, list[dict[str, Any]]]:
+    """What the scenario's changes would break in main as it is now, by element: a name another element
+    of the type has taken (`nameTaken`), a parent that makes a cycle (`cycle`), an attribute, literal or
+    type the metamodel no longer has (`metamodelChanged`)."""
+    found: dict[int, list[dict[str, Any]]] = {}
+
+    def add(element_id: int, kind: str, field: str, message: str) -> None:
+        found.setdefault(element_id, []).append(
+            _conflict(kind, message, field, resolutions.of(element_id, field))
+        )
+
+    names: dict[str, dict[str, int]] = {}
+    new_parents: dict[int, int | None] = {}
+    for net in planned:
+        action = net.action
+        if action is None or action == "deleted":
+            continue
+        type_def = metamodel.type_named(net.type_name)
+        if type_def is None:
+            add(net.element_id, "metamodelChanged", "*", f"the type {net.type_name} no longer exists")
+            continue
+        renamed = "name" in net.values and net.values["name"][0] != net.values["name"][1]
+        if action == "created" or renamed:
+            names.setdefault(net.type_name, {})[net.name] = net.element_id
+        for name, (base, planned_value) in net.values.items():
+            if base == planned_value or name in ("name", "description", "children"):
+                continue
+            if name == "parent":
+                new_parents[net.element_id] = planned_value[0]["id"] if planned_value else None
+                continue
+            prop = type_def.property_named(name)
+            if prop is None and name not in type_def.ends:
+                add(net.element_id, "metamodelChanged", name, f"the attribute {name} no longer exists")
+            elif prop is not None and prop.literals:
+                gone = [v for v in planned_value if isinstance(v, str) and prop.literal_named(v) is None]
+                if gone:
+                    add(net.element_id, "metamodelChanged", name, f"{name} no longer has {', '.join(gone)}")
+    for type_name, wanted in names.items():
+        type_def = metamodel.type_named(type_name)
+        assert type_def is not None
+        for name, holder in elements.ids_named(db, type_def, wanted).items():
+            if holder != wanted[name]:
+                add(wanted[name], "nameTaken", "name", f"main has another {type_name} named {name!r}")
+    if new_parents:
+        main_parents = elements.parents_of(db, [p for p in new_parents.values() if p is not None])
+        for element_id, parent in new_parents.items():
+            seen: set[int] = set()
+            while parent is not None and parent not in seen:
+                if parent == element_id:
+                    add(element_id, "cycle", "parent", "the new parent is among the element's descendants")
+                    break
+                seen.add(parent)
+                parent = new_parents[parent] if parent in new_parents else main_parents.get(parent)
+    return found
 
 
 def diff(
@@ -671,22 +742,23 @@ def resolve(db: Session, actor: Actor, metamodel: Metamodel, key: str, body: Res
         against_main=True,
         newest=newest_revision(db),
     )
-    kinds = {c["field"]: c["kind"] for diff in found for c in diff.conflicts}
+    kinds = {c["field"]: (c["kind"], diff.action) for diff in found for c in diff.conflicts}
     if body.field not in kinds:
         raise ValidationFailed(
             f"element {body.element} has no conflict at {body.field!r}",
             errors=[ErrorItem("/field", "no_conflict", "not a conflict of the scenario now")],
         )
-    if body.take == "value" and (body.value is None or kinds[body.field] != "bothChanged"):
+    kind, action = kinds[body.field]
+    allowed = TAKES[kind] - ({"main"} if kind == "nameTaken" and action == "created" else set())
+    if body.take not in allowed:
         raise ValidationFailed(
-            'take "value" needs `value` and a field changed on both sides',
-            errors=[ErrorItem("/value", "value_required", "the field's values, as a write sends them")],
+            f"a {kind} conflict is settled by taking {' or '.join(sorted(allowed))}",
+            errors=[ErrorItem("/take", "take_not_allowed", f"one of {', '.join(sorted(allowed))}")],
         )
-    if kinds[body.field] in ("deletedInMain", "relationToDeleted") and body.take != "main":
+    if body.take == "value" and body.value is None:
         raise ValidationFailed(
-            "an element deleted in main cannot be kept or related to by the merge; take main, or create "
-            "it again in the scenario",
-            errors=[ErrorItem("/take", "cannot_restore", "take main")],
+            'take "value" needs `value`',
+            errors=[ErrorItem("/value", "value_required", "the field's values, as a write sends them")],
         )
     now = _now()
     resolution = ScenarioResolution(
@@ -753,19 +825,21 @@ def _plan(
     for compared_element in compared:
         net = compared_element.net
         type_def = metamodel.type_named(net.type_name)
-        if type_def is None:
-            raise Conflict(
-                f"type {net.type_name} is no longer in the metamodel",
-                code="scenario_conflicts",
-                extra={
-                    "conflicts": [{"kind": "metamodel", "element": net.element_id, "type": net.type_name}]
-                },
-            )
         whole = resolutions.get((net.element_id, "*"))
+        if type_def is None:
+            continue  # its type is gone: settled as main has it (an open conflict stops the merge)
         if compared_element.action == "created":
             state = planned_states.get(net.element_id)
             if state is not None:
-                creates.append(_Step("create", type_def, net.element_id, net.name, _body_of(state.state)))
+                body = _body_of(state.state)
+                for (element_id, settled_field), settled in resolutions.items():
+                    if element_id != net.element_id:
+                        continue
+                    if settled.take == "main":
+                        body.pop(settled_field, None)
+                    elif settled.take == "value":
+                        body[settled_field] = settled.value
+                creates.append(_Step("create", type_def, net.element_id, net.name, body))
         elif compared_element.action == "deleted":
             if whole is None or whole.take == "scenario":
                 deletes.append(_Step("delete", type_def, net.element_id, net.name, {}))
@@ -775,7 +849,7 @@ def _plan(
             main_state = main_states.get(net.element_id)
             if main_state is None:
                 continue  # gone from main, settled as main has it
-            body: dict[str, Any] = {}
+            body = {}
             for field in compared_element.fields:
                 name = field["field"]
                 resolution = resolutions.get((net.element_id, name))
