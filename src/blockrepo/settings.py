@@ -157,6 +157,14 @@ class Settings(BaseSettings):
         "still accepted (rotation); unset: derived from the database's server secret",
     )
     token_max_days: int = Field(366, ge=1, le=3660, description="the longest lifetime an API token may have")
+    protected_main: bool = Field(
+        False,
+        description="main changes only by merging reviewed planning scenarios (a supervisor may still "
+        "write to main directly: the break-glass)",
+    )
+    scenario_self_approval: bool = Field(
+        False, description="the owner of a planning scenario may approve it as one of its reviewers"
+    )
     webhook_delivery: bool = Field(
         True,
         description="run the webhook delivery worker in this process (several may run: a lease per webhook)",

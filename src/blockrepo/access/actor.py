@@ -23,6 +23,8 @@ FUNCTIONAL_PERMISSIONS = (
     "EXPORT",
     "VIEW_HISTORY",
     "MINT_TOKENS",
+    "MERGE_SCENARIOS",
+    "APPROVE_SCENARIOS",
 )
 # The functional permissions that only read: all a read-only credential keeps of its owner's.
 READING_FUNCTIONS = frozenset({"VIEW_HISTORY", "EXPORT", "MASSDATA"})

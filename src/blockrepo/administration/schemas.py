@@ -24,6 +24,8 @@ FunctionalPermission = Literal[
     "EXPORT",
     "VIEW_HISTORY",
     "MINT_TOKENS",
+    "MERGE_SCENARIOS",
+    "APPROVE_SCENARIOS",
 ]
 LOGIN_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@\-]{0,127}$"
 PASSWORD_MIN_LENGTH = 8

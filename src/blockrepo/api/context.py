@@ -154,7 +154,12 @@ def _context_in(services: AppServices, principal: Principal, db: Session, reques
         db=db,
         actor=actor,
         metamodel=metamodel,
-        changes=ChangeLog(user_login=login, request_id=request_id, via=principal.credential),
+        changes=ChangeLog(
+            user_login=login,
+            request_id=request_id,
+            via=principal.credential,
+            main_protected=services.settings.protected_main and not actor.supervisor,
+        ),
         settings=services.settings,
         services=services,
         request_id=request_id,

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple, NotRequired, TypedDict, cast
 import orjson
 from sqlalchemy.orm import Session
 
+from blockrepo.errors import Forbidden
 from blockrepo.revisions import repository
 
 FLUSH_SLICE = 5000  # change rows per insert when a request is flushed
@@ -281,6 +282,9 @@ class ChangeLog:
     request_id: str
     via: str | None = None  # what authenticated the request (`Revision.via`)
     scenario: str | None = None  # the planning scenario a merge brings in (`Revision.scenario`)
+    # Main is protected (settings.protected_main) and the request is no supervisor's: it may change
+    # elements only by merging a scenario (`scenario` set).
+    main_protected: bool = False
     now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     metamodel_changed: bool = False
     access_changed: bool = False
@@ -435,6 +439,15 @@ class ChangeLog:
         Call right before commit: the number is taken late so that a write holds it (SQLite: the counter;
         PostgreSQL: its claim, which holds readers' horizon below it) as briefly as possible."""
         entries = [e for e in self._entries if e.operation != "updated" or not e.empty]
+        if (
+            self.main_protected
+            and self.scenario is None
+            and (self._revision is not None or any(e.entity == "element" for e in entries))
+        ):
+            raise Forbidden(
+                "main is protected: change it in a planning scenario and merge that once it is approved",
+                code="main_protected",
+            )
         if self._revision is not None:
             revision = self._revision
             metamodel_before, access_before = self._revision_flags

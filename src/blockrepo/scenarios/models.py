@@ -33,6 +33,9 @@ class Scenario(Base):
     merged_revision: Mapped[int | None] = mapped_column(Integer, nullable=True)
     merged_by: Mapped[str | None] = mapped_column(String(255), nullable=True)
     merged_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # Proposed for review: how many reviewers' approvals of its current version a merge needs.
+    required_approvals: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    proposed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class ScenarioChange(Base):
@@ -71,3 +74,41 @@ class ScenarioResolution(Base):
     value: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
     resolved_by: Mapped[str] = mapped_column(String(255), nullable=False)
     resolved_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class ScenarioReviewer(Base):
+    """A user asked to review a scenario: sees it, comments on it and may approve it."""
+
+    __tablename__ = "scenario_reviewer"
+
+    scenario_id: Mapped[int] = mapped_column(ForeignKey("scenario.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("app_user.id", ondelete="CASCADE"), primary_key=True)
+    login: Mapped[str] = mapped_column(String(255), nullable=False)
+
+
+class ScenarioApproval(Base):
+    """A reviewer's approval of one version of a scenario: a later change (a write, a resolution) moves the
+    version, and the approval no longer counts."""
+
+    __tablename__ = "scenario_approval"
+
+    scenario_id: Mapped[int] = mapped_column(ForeignKey("scenario.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("app_user.id", ondelete="CASCADE"), primary_key=True)
+    login: Mapped[str] = mapped_column(String(255), nullable=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+    approved_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class ScenarioComment(Base):
+    """A comment on a scenario, on one of its elements or on one field of it."""
+
+    __tablename__ = "scenario_comment"
+    __table_args__ = (Index("ix_scenario_comment_scenario_id_id", "scenario_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    scenario_id: Mapped[int] = mapped_column(ForeignKey("scenario.id", ondelete="CASCADE"), nullable=False)
+    element_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    field: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    author: Mapped[str] = mapped_column(String(255), nullable=False)
+    text: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False)

@@ -9,7 +9,15 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.orm import Session
 
-from blockrepo.scenarios.models import Scenario, ScenarioChange, ScenarioResolution
+from blockrepo.access.models import User
+from blockrepo.scenarios.models import (
+    Scenario,
+    ScenarioApproval,
+    ScenarioChange,
+    ScenarioComment,
+    ScenarioResolution,
+    ScenarioReviewer,
+)
 
 
 def add_scenario(db: Session, scenario: Scenario) -> Scenario:
@@ -26,10 +34,11 @@ def scenario_keyed(db: Session, key: str, *, lock: bool = False) -> Scenario | N
 
 
 def listed_scenarios(db: Session, owner_id: int | None, states: Sequence[str]) -> list[Scenario]:
-    """Scenarios in `states`, of one owner (every owner's with None), newest first."""
+    """Scenarios in `states`, of one owner and those it reviews (every owner's with None), newest first."""
     statement = select(Scenario).where(Scenario.state.in_(states))
     if owner_id is not None:
-        statement = statement.where(Scenario.owner_id == owner_id)
+        reviewing = select(ScenarioReviewer.scenario_id).where(ScenarioReviewer.user_id == owner_id)
+        statement = statement.where((Scenario.owner_id == owner_id) | Scenario.id.in_(reviewing))
     return list(db.scalars(statement.order_by(Scenario.id.desc())))
 
 
@@ -165,3 +174,49 @@ def reserve_element_id(db: Session) -> int:
     if not getattr(moved, "rowcount", 0):
         db.execute(text("INSERT INTO sqlite_sequence (name, seq) VALUES ('element', :id)"), {"id": next_id})
     return next_id
+
+
+def user_ids_named(db: Session, logins: Iterable[str]) -> dict[str, int]:
+    """login -> id of the enabled accounts among `logins`."""
+    statement = select(User.login, User.id).where(User.login.in_(sorted(set(logins))), User.enabled.is_(True))
+    return {login: int(user_id) for login, user_id in db.execute(statement)}
+
+
+def reviewers(db: Session, scenario_id: int) -> list[ScenarioReviewer]:
+    statement = select(ScenarioReviewer).where(ScenarioReviewer.scenario_id == scenario_id)
+    return list(db.scalars(statement.order_by(ScenarioReviewer.login)))
+
+
+def reviewed_by(db: Session, user_id: int) -> list[int]:
+    """Ids of the scenarios `user_id` is asked to review."""
+    statement = select(ScenarioReviewer.scenario_id).where(ScenarioReviewer.user_id == user_id)
+    return [int(scenario_id) for scenario_id in db.scalars(statement)]
+
+
+def set_reviewers(db: Session, scenario_id: int, chosen: dict[str, int]) -> None:
+    db.execute(delete(ScenarioReviewer).where(ScenarioReviewer.scenario_id == scenario_id))
+    db.add_all(
+        ScenarioReviewer(scenario_id=scenario_id, user_id=i, login=login) for login, i in chosen.items()
+    )
+    db.flush()
+
+
+def approvals(db: Session, scenario_id: int) -> list[ScenarioApproval]:
+    statement = select(ScenarioApproval).where(ScenarioApproval.scenario_id == scenario_id)
+    return list(db.scalars(statement.order_by(ScenarioApproval.approved_at)))
+
+
+def set_approval(db: Session, approval: ScenarioApproval) -> None:
+    db.merge(approval)
+    db.flush()
+
+
+def add_comment(db: Session, comment: ScenarioComment) -> ScenarioComment:
+    db.add(comment)
+    db.flush()
+    return comment
+
+
+def comments(db: Session, scenario_id: int) -> list[ScenarioComment]:
+    statement = select(ScenarioComment).where(ScenarioComment.scenario_id == scenario_id)
+    return list(db.scalars(statement.order_by(ScenarioComment.id)))

@@ -8,6 +8,7 @@ from pydantic import BeforeValidator, ConfigDict, Field
 
 from blockrepo.json_integers import integral_number_as_int
 from blockrepo.metamodel.schemas import ApiModel
+from blockrepo.name_normalization import Name
 
 # The bounds come before the validator so that the description states them as minimum and maximum.
 ElementId = Annotated[
@@ -49,6 +50,19 @@ class ScenarioCreate(ApiModel):
     )
 
 
+class ApprovalOut(ApiModel):
+    user: str
+    approved_at: str
+
+
+class ReviewOut(ApiModel):
+    reviewers: list[str]
+    required_approvals: int
+    proposed_at: str
+    approvals: list[ApprovalOut] = Field(description="approvals of the scenario as it is now")
+    approved: bool = Field(description="enough approvals of the scenario as it is now to merge it")
+
+
 class ScenarioOut(ApiModel):
     key: str = Field(description="names the scenario: `?scenario=<key>` or the `Blockrepo-Scenario` header")
     name: str
@@ -65,6 +79,39 @@ class ScenarioOut(ApiModel):
     merged_revision: int | None = None
     merged_by: str | None = None
     merged_at: str | None = None
+    review: ReviewOut | None = Field(None, description="its review, once it is proposed for one")
+
+
+class ReviewIn(ApiModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"reviewers": ["anna", "bernd"], "requiredApprovals": 1}]}
+    )
+
+    reviewers: list[Name] = Field(min_length=1, max_length=50, description="logins of the reviewers")
+    required_approvals: Annotated[
+        int,
+        Field(ge=1, le=50, description="approvals a merge needs"),
+        BeforeValidator(integral_number_as_int),
+    ] = 1
+
+
+class CommentIn(ApiModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"element": 128, "field": "Criticality", "text": "Why lower?"}]}
+    )
+
+    element: ElementId | None = None
+    field: str | None = Field(None, min_length=1, max_length=255, description="a field of the element")
+    text: str = Field(min_length=1, max_length=10_000)
+
+
+class CommentOut(ApiModel):
+    id: int
+    element: int | None
+    field: str | None
+    author: str
+    text: str
+    created_at: str
 
 
 class ResolutionIn(ApiModel):

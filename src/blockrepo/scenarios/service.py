@@ -43,8 +43,25 @@ from blockrepo.history.repository import ChangesetRow
 from blockrepo.history.service import decode_cursor, encode_cursor
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
 from blockrepo.scenarios import repository
-from blockrepo.scenarios.models import Scenario, ScenarioChange, ScenarioResolution
-from blockrepo.scenarios.schemas import MergeIn, ResolutionIn, ResolutionOut, ScenarioCreate, ScenarioOut
+from blockrepo.scenarios.models import (
+    Scenario,
+    ScenarioApproval,
+    ScenarioChange,
+    ScenarioComment,
+    ScenarioResolution,
+)
+from blockrepo.scenarios.schemas import (
+    ApprovalOut,
+    CommentIn,
+    CommentOut,
+    MergeIn,
+    ResolutionIn,
+    ResolutionOut,
+    ReviewIn,
+    ReviewOut,
+    ScenarioCreate,
+    ScenarioOut,
+)
 
 # States a scenario is listed in by default; a merged or closed one is still readable by its key.
 OPEN_STATES = ("open",)
@@ -81,16 +98,39 @@ def _stamp(moment: dt.datetime | None) -> str | None:
 # --- the scenarios themselves --------------------------------------------------------------------------
 
 
-def _may_see(actor: Actor, scenario: Scenario) -> bool:
+@dataclass(frozen=True)
+class ReviewRules:
+    """How merging is governed (settings): whether an owner may approve their own scenario, and whether
+    main is protected (changed only by merging reviewed scenarios)."""
+
+    self_approval: bool = False
+    protected_main: bool = False
+
+
+MERGE = "MERGE_SCENARIOS"
+APPROVE = "APPROVE_SCENARIOS"
+
+
+def _owns(actor: Actor, scenario: Scenario) -> bool:
     return actor.supervisor or scenario.owner_id == actor.user_id
 
 
 def visible_scenario(db: Session, actor: Actor, key: str, *, lock: bool = False) -> Scenario:
-    """The scenario of `key` if `actor` may see it (its owner, a supervisor); 404 otherwise, so that a key
-    tells nothing to whoever may not see it."""
+    """The scenario of `key` if `actor` may see it (its owner, its reviewers, a supervisor); 404
+    otherwise, so that a key tells nothing to whoever may not see it."""
     scenario = repository.scenario_keyed(db, key, lock=lock)
-    if scenario is None or not _may_see(actor, scenario):
+    if scenario is None or not (
+        _owns(actor, scenario) or scenario.id in repository.reviewed_by(db, actor.user_id)
+    ):
         raise NotFound(f"there is no scenario {key!r}", code="unknown_scenario")
+    return scenario
+
+
+def _owned(db: Session, actor: Actor, key: str, doing: str) -> Scenario:
+    """The scenario, locked, if `actor` owns it (or is a supervisor): its reviewers see it, nothing more."""
+    scenario = visible_scenario(db, actor, key, lock=True)
+    if not _owns(actor, scenario):
+        raise Forbidden(f"only the scenario's owner or a supervisor {doing}")
     return scenario
 
 
@@ -106,11 +146,27 @@ def _open(scenario: Scenario) -> Scenario:
 
 def scenario_out(db: Session, scenario: Scenario, newest: int | None = None) -> ScenarioOut:
     counts = repository.change_counts(db, [scenario.id]).get(scenario.id, (0, 0))
-    return _out(scenario, newest_revision(db) if newest is None else newest, counts)
+    return _out(scenario, newest_revision(db) if newest is None else newest, counts, _review(db, scenario))
 
 
-def _out(scenario: Scenario, newest: int, counts: tuple[int, int]) -> ScenarioOut:
+def _review(db: Session, scenario: Scenario) -> ReviewOut | None:
+    if scenario.required_approvals is None or scenario.proposed_at is None:
+        return None
+    current = [a for a in repository.approvals(db, scenario.id) if a.version == scenario.version]
+    return ReviewOut(
+        reviewers=[r.login for r in repository.reviewers(db, scenario.id)],
+        required_approvals=scenario.required_approvals,
+        proposed_at=_stamp(scenario.proposed_at) or "",
+        approvals=[ApprovalOut(user=a.login, approved_at=_stamp(a.approved_at) or "") for a in current],
+        approved=len(current) >= scenario.required_approvals,
+    )
+
+
+def _out(
+    scenario: Scenario, newest: int, counts: tuple[int, int], review: ReviewOut | None = None
+) -> ScenarioOut:
     return ScenarioOut(
+        review=review,
         key=scenario.key,
         name=scenario.name,
         description=scenario.description,
@@ -184,12 +240,12 @@ def list_scenarios(db: Session, actor: Actor, *, everyone: bool, include_ended: 
     )
     newest = newest_revision(db)
     counts = repository.change_counts(db, [s.id for s in scenarios])
-    return [_out(s, newest, counts.get(s.id, (0, 0))) for s in scenarios]
+    return [_out(s, newest, counts.get(s.id, (0, 0)), _review(db, s)) for s in scenarios]
 
 
 def set_state(db: Session, actor: Actor, key: str, state: str) -> ScenarioOut:
     """Close an open scenario or reopen a closed one (a merged one stays merged)."""
-    scenario = visible_scenario(db, actor, key, lock=True)
+    scenario = _owned(db, actor, key, "closes or reopens it")
     if scenario.state == "merged":
         raise Conflict(f"scenario {key!r} is merged", code="scenario_not_open", extra={"state": "merged"})
     scenario.state = state
@@ -311,7 +367,7 @@ def _record(
 
 
 def _writable(writer: elements.Writer, key: str) -> Scenario:
-    return _open(visible_scenario(writer.db, writer.actor, key, lock=True))
+    return _open(_owned(writer.db, writer.actor, key, "writes in it"))
 
 
 def _check_precondition(
@@ -730,9 +786,7 @@ def diff(
 
 def resolve(db: Session, actor: Actor, metamodel: Metamodel, key: str, body: ResolutionIn) -> ResolutionOut:
     """Settle one open or settled conflict of the scenario (it must be a conflict now)."""
-    scenario = _open(visible_scenario(db, actor, key, lock=True))
-    if scenario.owner_id != actor.user_id and not actor.supervisor:
-        raise Forbidden("only the scenario's owner or a supervisor settles its conflicts")
+    scenario = _open(_owned(db, actor, key, "settles its conflicts"))
     found = _compared(
         db,
         metamodel,
@@ -913,13 +967,24 @@ def _apply(writer: elements.Writer, steps: Sequence[_Step]) -> dict[int, int]:
     return created
 
 
-def merge(writer: elements.Writer, key: str, body: MergeIn) -> dict[str, Any]:
+def merge(writer: elements.Writer, key: str, body: MergeIn, rules: ReviewRules) -> dict[str, Any]:
     """POST /api/scenarios/{key}/merge: the scenario's net changes written into main in one transaction
-    (the caller's), or, with `dryRun`, what would be written. Open conflicts: 409 listing them."""
+    (the caller's), or, with `dryRun`, what would be written. Open conflicts: 409 listing them. A merge
+    needs MERGE_SCENARIOS; a scenario proposed for review (every one, where main is protected) needs its
+    approvals of its current version."""
     db, actor, metamodel = writer.db, writer.actor, writer.metamodel
     scenario = _open(visible_scenario(db, actor, key, lock=True))
-    if scenario.owner_id != actor.user_id and not actor.supervisor:
-        raise Forbidden("only the scenario's owner or a supervisor merges it")
+    if not body.dry_run:
+        if not actor.can(MERGE):
+            raise Forbidden("merging a scenario needs the functional permission MERGE_SCENARIOS")
+        review = _review(db, scenario)
+        if (review is not None or rules.protected_main) and not (review is not None and review.approved):
+            raise Conflict(
+                f"scenario {key!r} needs its reviewers' approvals of its current version before a merge"
+                + (" (main is protected)" if rules.protected_main else ""),
+                code="approval_required",
+                extra={"review": None if review is None else review.model_dump(by_alias=True)},
+            )
     newest = newest_revision(db)
     # The merge writes all of the scenario: compared as a supervisor sees it (the writes check the
     # merger's rights on every element and property).
@@ -974,3 +1039,97 @@ def record_merge(db: Session, key: str, revision: int | None) -> None:
     if scenario is not None:
         scenario.merged_revision = revision
         db.flush()
+
+
+# --- review --------------------------------------------------------------------------------------------
+
+
+def propose(db: Session, actor: Actor, key: str, body: ReviewIn) -> ScenarioOut:
+    """Propose the scenario for review by `reviewers` (enabled accounts), of whom `requiredApprovals` must
+    approve its current version before a merge; proposing again replaces the reviewers and the number."""
+    scenario = _open(_owned(db, actor, key, "proposes it for review"))
+    found = repository.user_ids_named(db, body.reviewers)
+    unknown = [login for login in body.reviewers if login not in found]
+    if unknown:
+        raise ValidationFailed(
+            f"no enabled account {', '.join(map(repr, unknown))}",
+            errors=[
+                ErrorItem(
+                    f"/reviewers/{body.reviewers.index(login)}", "unknown_user", f"no account {login!r}"
+                )
+                for login in unknown
+            ],
+        )
+    if body.required_approvals > len(found):
+        raise ValidationFailed(
+            "requiredApprovals is more than there are reviewers",
+            errors=[ErrorItem("/requiredApprovals", "out_of_range", f"at most {len(found)}")],
+        )
+    repository.set_reviewers(db, scenario.id, found)
+    scenario.required_approvals = body.required_approvals
+    scenario.proposed_at = _now()
+    db.flush()
+    return scenario_out(db, scenario)
+
+
+def approve(db: Session, actor: Actor, key: str, rules: ReviewRules) -> ScenarioOut:
+    """Approve the scenario as it is now: a reviewer, or whoever holds APPROVE_SCENARIOS. Its owner only
+    where self-approval is allowed. A later change of the scenario makes the approval lapse."""
+    scenario = _open(visible_scenario(db, actor, key, lock=True))
+    if scenario.required_approvals is None:
+        raise Conflict(f"scenario {key!r} is not proposed for review", code="not_in_review")
+    reviewer = any(r.user_id == actor.user_id for r in repository.reviewers(db, scenario.id))
+    if not (reviewer or actor.can(APPROVE)):
+        raise Forbidden("only the scenario's reviewers, or holders of APPROVE_SCENARIOS, approve it")
+    if scenario.owner_id == actor.user_id and not rules.self_approval:
+        raise Forbidden("the owner of a scenario does not approve it", code="self_approval")
+    repository.set_approval(
+        db,
+        ScenarioApproval(
+            scenario_id=scenario.id,
+            user_id=actor.user_id,
+            login=actor.login,
+            version=scenario.version,
+            approved_at=_now(),
+        ),
+    )
+    return scenario_out(db, scenario)
+
+
+def comment(db: Session, actor: Actor, key: str, body: CommentIn) -> CommentOut:
+    """A comment on the scenario, one of its elements, or a field of one, by whoever sees the scenario."""
+    scenario = visible_scenario(db, actor, key)
+    if body.field is not None and body.element is None:
+        raise ValidationFailed(
+            "a comment on a field names its element",
+            errors=[ErrorItem("/element", "required", "the element the field belongs to")],
+        )
+    return _comment_out(
+        repository.add_comment(
+            db,
+            ScenarioComment(
+                scenario_id=scenario.id,
+                element_id=body.element,
+                field=body.field,
+                author=actor.login,
+                text=body.text,
+                created_at=_now(),
+            ),
+        )
+    )
+
+
+def _comment_out(comment: ScenarioComment) -> CommentOut:
+    return CommentOut(
+        id=comment.id,
+        element=comment.element_id,
+        field=comment.field,
+        author=comment.author,
+        text=comment.text,
+        created_at=_stamp(comment.created_at) or "",
+    )
+
+
+def list_comments(db: Session, actor: Actor, key: str) -> list[CommentOut]:
+    scenario = visible_scenario(db, actor, key)
+    return [_comment_out(c) for c in repository.comments(db, scenario.id)]

@@ -16,7 +16,16 @@ from blockrepo.api.parameters import SCENARIO_KEY
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse, model_response
 from blockrepo.scenarios import service
-from blockrepo.scenarios.schemas import MergeIn, ResolutionIn, ResolutionOut, ScenarioCreate, ScenarioOut
+from blockrepo.scenarios.schemas import (
+    CommentIn,
+    CommentOut,
+    MergeIn,
+    ResolutionIn,
+    ResolutionOut,
+    ReviewIn,
+    ScenarioCreate,
+    ScenarioOut,
+)
 
 router = APIRouter(prefix="/api/scenarios", tags=["scenarios"])
 
@@ -88,8 +97,28 @@ DIFF_EXAMPLE: dict[str, Any] = {
 }
 
 
+REVIEW_EXAMPLES: dict[str, Example] = {
+    "two": {
+        "summary": "Two reviewers, one approval needed",
+        "value": {"reviewers": ["anna", "bernd"], "requiredApprovals": 1},
+    },
+}
+COMMENT_EXAMPLES: dict[str, Example] = {
+    "field": {
+        "summary": "A question on one field of one element",
+        "value": {"element": 128, "field": "Criticality", "text": "Why does it become less critical?"},
+    },
+    "scenario": {"summary": "A comment on the whole scenario", "value": {"text": "Looks good to me."}},
+}
+
+
 def _errors(*statuses: int) -> dict[int | str, Any]:
     return problem_responses(*sorted({401, 403, *statuses}))
+
+
+def _rules(ctx: RequestContext) -> service.ReviewRules:
+    settings = ctx.settings
+    return service.ReviewRules(settings.scenario_self_approval, settings.protected_main)
 
 
 @router.post(
@@ -258,10 +287,75 @@ def merge_scenario(
     a change main refuses (a name taken meanwhile, a cycle): 409 `merge_refused` naming the element.
     Elements created in the scenario get their id in main at the merge (`created` maps them)."""
     ctx.changes.scenario = key
-    answer = service.merge(element_writer(ctx), key, body)
+    answer = service.merge(element_writer(ctx), key, body, _rules(ctx))
     if not body.dry_run:
         revision = ctx.changes.flush(ctx.db)
         service.record_merge(ctx.db, key, revision)
         answer["revision"] = revision
     ctx.commit()
     return JsonResponse(answer)
+
+
+@router.post(
+    "/{key}/review",
+    operation_id="proposeScenario",
+    response_model=ScenarioOut,
+    responses=_errors(400, 404, 409, 415),
+    dependencies=JSON_BODY,
+    summary="Propose a scenario for review",
+)
+def propose_scenario(
+    key: Key,
+    body: Annotated[ReviewIn, Body(openapi_examples=REVIEW_EXAMPLES)],
+    ctx: RequestContext = Depends(element_write_context),
+) -> Response:
+    """Reviewers see the scenario, comment on it and approve it; a merge then needs `requiredApprovals`
+    of its current version (a later change makes earlier approvals lapse)."""
+    scenario = service.propose(ctx.db, ctx.actor, key, body)
+    ctx.commit()
+    return model_response(scenario)
+
+
+@router.post(
+    "/{key}/approvals",
+    operation_id="approveScenario",
+    response_model=ScenarioOut,
+    responses=_errors(404, 409),
+    summary="Approve a scenario as it is now",
+)
+def approve_scenario(key: Key, ctx: RequestContext = Depends(element_write_context)) -> Response:
+    """By one of its reviewers, or a holder of APPROVE_SCENARIOS; never by its owner unless the setting
+    `scenario_self_approval` allows it (403 `self_approval`)."""
+    scenario = service.approve(ctx.db, ctx.actor, key, _rules(ctx))
+    ctx.commit()
+    return model_response(scenario)
+
+
+@router.get(
+    "/{key}/comments",
+    operation_id="listScenarioComments",
+    response_model=list[CommentOut],
+    responses=_errors(404),
+    summary="The comments on a scenario",
+)
+def list_comments(key: Key, ctx: RequestContext = Depends(read_context)) -> Response:
+    return model_response(service.list_comments(ctx.db, ctx.actor, key))
+
+
+@router.post(
+    "/{key}/comments",
+    operation_id="commentScenario",
+    status_code=201,
+    response_model=CommentOut,
+    responses=_errors(400, 404, 415),
+    dependencies=JSON_BODY,
+    summary="Comment on a scenario, an element or a field",
+)
+def comment_scenario(
+    key: Key,
+    body: Annotated[CommentIn, Body(openapi_examples=COMMENT_EXAMPLES)],
+    ctx: RequestContext = Depends(element_write_context),
+) -> Response:
+    made = service.comment(ctx.db, ctx.actor, key, body)
+    ctx.commit()
+    return model_response(made, status_code=201)

@@ -1,7 +1,8 @@
 """Planning scenarios
 
-`scenario` holds each planned landscape (its base revision in main, owner and state), `scenario_change` the
-change rows of writes made in it, `scenario_resolution` how its conflicts with main are settled;
+`scenario` holds each planned landscape (its base revision in main, owner, state and review),
+`scenario_change` the change rows of writes made in it, `scenario_resolution` how its conflicts with main
+are settled, `scenario_reviewer`, `scenario_approval` and `scenario_comment` its review;
 `revision.scenario` names the scenario whose merge made a revision.
 
 Revision ID: 0013
@@ -38,6 +39,8 @@ def upgrade() -> None:
         sa.Column("merged_revision", sa.Integer(), nullable=True),
         sa.Column("merged_by", sa.String(length=255), nullable=True),
         sa.Column("merged_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("required_approvals", sa.Integer(), nullable=True),
+        sa.Column("proposed_at", sa.DateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(
             ["owner_id"], ["app_user.id"], name=op.f("fk_scenario_owner_id_app_user"), ondelete="CASCADE"
         ),
@@ -90,8 +93,73 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("scenario_id", "element_id", "field", name=op.f("pk_scenario_resolution")),
     )
 
+    op.create_table(
+        "scenario_reviewer",
+        sa.Column("scenario_id", sa.Integer(), nullable=False),
+        sa.Column("user_id", sa.Integer(), nullable=False),
+        sa.Column("login", sa.String(length=255), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["scenario_id"],
+            ["scenario.id"],
+            name=op.f("fk_scenario_reviewer_scenario_id_scenario"),
+            ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
+            ["user_id"],
+            ["app_user.id"],
+            name=op.f("fk_scenario_reviewer_user_id_app_user"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("scenario_id", "user_id", name=op.f("pk_scenario_reviewer")),
+    )
+    op.create_table(
+        "scenario_approval",
+        sa.Column("scenario_id", sa.Integer(), nullable=False),
+        sa.Column("user_id", sa.Integer(), nullable=False),
+        sa.Column("login", sa.String(length=255), nullable=False),
+        sa.Column("version", sa.Integer(), nullable=False),
+        sa.Column("approved_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["scenario_id"],
+            ["scenario.id"],
+            name=op.f("fk_scenario_approval_scenario_id_scenario"),
+            ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
+            ["user_id"],
+            ["app_user.id"],
+            name=op.f("fk_scenario_approval_user_id_app_user"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("scenario_id", "user_id", name=op.f("pk_scenario_approval")),
+    )
+    op.create_table(
+        "scenario_comment",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("scenario_id", sa.Integer(), nullable=False),
+        sa.Column("element_id", sa.Integer(), nullable=True),
+        sa.Column("field", sa.String(length=255), nullable=True),
+        sa.Column("author", sa.String(length=255), nullable=False),
+        sa.Column("text", sa.Text(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["scenario_id"],
+            ["scenario.id"],
+            name=op.f("fk_scenario_comment_scenario_id_scenario"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_scenario_comment")),
+    )
+    op.create_index(
+        "ix_scenario_comment_scenario_id_id", "scenario_comment", ["scenario_id", "id"], unique=False
+    )
+
 
 def downgrade() -> None:
+    op.drop_index("ix_scenario_comment_scenario_id_id", table_name="scenario_comment")
+    op.drop_table("scenario_comment")
+    op.drop_table("scenario_approval")
+    op.drop_table("scenario_reviewer")
     op.drop_table("scenario_resolution")
     op.drop_index("ix_scenario_change_scenario_element", table_name="scenario_change")
     op.drop_table("scenario_change")
