@@ -14,6 +14,7 @@ import {
   mergeConflictText,
   mergeCountsText,
   openConflictCount,
+  problemText,
   resolutionText,
   summaryLines,
 } from "../../src/blockrepo/web/static/js/scenario-diff.js";
@@ -90,6 +91,10 @@ test("fieldRow: a relation end as its additions and removals, by name", () => {
   assert.equal(both.main, "− #5");
   assert.equal(both.stateLabel, "Changed in both, merges");
   assert.equal(endChangeText([], []), "—");
+  const gone = fieldRow({ field: "name", base: ["A"], scenario: ["B"], main: [], state: "changed" }, null, {
+    wholeElement: true,
+  });
+  assert.equal(gone.stateLabel, "With the element");
 });
 
 test("a settled conflict reads as what was taken", () => {
@@ -177,4 +182,18 @@ test("workspace: the tab's scenario without sessionStorage lasts as long as the 
   assert.equal(scenarioKey(), "erp-1");
   leaveScenario();
   assert.equal(scenarioKey(), null);
+});
+
+test("problemText: the detail, then problems that add to it, each once", () => {
+  assert.equal(problemText("Bad request", undefined), "Bad request");
+  assert.equal(
+    problemText("revision 9 is after the newest revision 4", {
+      errors: [{ message: "the newest revision is 4" }, { message: "the newest revision is 4" }],
+    }),
+    "revision 9 is after the newest revision 4: the newest revision is 4",
+  );
+  assert.equal(
+    problemText("name must not be empty", { errors: [{ message: "must not be empty" }] }),
+    "name must not be empty",
+  );
 });

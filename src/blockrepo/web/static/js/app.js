@@ -168,6 +168,7 @@ function showFailure(error) {
 function showTopbar(visible) {
   const bar = document.getElementById("topbar");
   bar.hidden = !visible;
+  if (!visible) document.getElementById("scenario-banner").hidden = true;
   if (visible && session.user) {
     document.getElementById("current-user").textContent = session.user.login;
     const { path } = currentRoute();

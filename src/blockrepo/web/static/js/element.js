@@ -249,8 +249,9 @@ const HISTORY_PAGE = 200;
 
 // One changeset of the history: operation, revision, who and when, and each property's change.
 function changesetItem(type, id, changeset, byName) {
+  // In a scenario the element is read there, where "as of" has no meaning (the API refuses it).
   const asOfLink =
-    changeset.operation !== "deleted"
+    changeset.operation !== "deleted" && !scenarioKey()
       ? h(
           "a",
           { href: href(elementRoute(type, id), { asOf: changeset.revision }), class: "asof-link" },

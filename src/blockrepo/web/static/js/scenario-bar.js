@@ -4,7 +4,7 @@
 
 import { ApiError, api, get } from "./api.js";
 import { h, toast } from "./dom.js";
-import { behindMainText } from "./scenario-diff.js";
+import { behindMainText, problemText } from "./scenario-diff.js";
 import { href, scenarioPath, scenarioRoute, scenariosRoute } from "./paths.js";
 import { currentScenario, enterScenario, leaveScenario } from "./workspace.js";
 
@@ -193,8 +193,7 @@ export function openNewScenarioDialog(returnFocus) {
       switchTo(data);
     } catch (failure) {
       if (failure.status === 401) throw failure;
-      const problems = (failure.problem?.errors || []).map((problem) => problem.message);
-      error.textContent = [failure.message, ...problems].join(" ");
+      error.textContent = problemText(failure.message, failure.problem);
     }
   };
   const body = h(

@@ -80,11 +80,12 @@ export function endChangeText(added, removed) {
 
 // One field of the diff as the review table shows it. A value field: its values at the base, in main and in
 // the scenario; a relation end: what the scenario added and removed (and main, when main changed it too).
-export function fieldRow(field, property) {
+// `wholeElement`: the element is deleted on one side, so its fields are settled with the element's conflict.
+export function fieldRow(field, property, { wholeElement = false } = {}) {
   const common = {
     field: field.field,
     state: field.state,
-    stateLabel: fieldStateLabel(field.state, field.resolution),
+    stateLabel: wholeElement ? "With the element" : fieldStateLabel(field.state, field.resolution),
     resolution: field.resolution || null,
   };
   if ("added" in field || "removed" in field) {
@@ -153,4 +154,12 @@ export function mergeCountsText(counts, done = false) {
 export function mergeConflictText(conflict) {
   const element = conflict.element ? `${conflict.element.name ?? `#${conflict.element.id}`}: ` : "";
   return `${element}${conflict.message || conflictKindLabel(conflict.kind)}`;
+}
+
+// A refused request as one line: its detail, then each problem that says more than the detail does.
+export function problemText(message, problem) {
+  const more = (problem?.errors || [])
+    .map((error) => error.message)
+    .filter((text) => text && !message.includes(text));
+  return [message, ...new Set(more)].join(": ");
 }

@@ -7,7 +7,7 @@ import { pageHead } from "./components.js";
 import { buildControl, relationPicker } from "./controls.js";
 import { h, toast, uniqueId } from "./dom.js";
 import { formatTime } from "./format.js";
-import { elementRoute, href, scenarioPath, scenariosRoute } from "./paths.js";
+import { elementRoute, href, scenarioPath, scenarioRoute, scenariosRoute } from "./paths.js";
 import {
   actionLabel,
   behindMainText,
@@ -17,6 +17,7 @@ import {
   conflictKindLabel,
   fieldRow,
   openConflictCount,
+  problemText,
   resolutionText,
   summaryLines,
 } from "./scenario-diff.js";
@@ -76,8 +77,9 @@ function summaryPanel(review) {
 function fieldsTable(item, review) {
   const withMain = review.against === "main";
   const column = (text) => h("th", { scope: "col" }, text);
+  const wholeElement = (item.conflicts || []).some((conflict) => conflict.field === "*");
   const row = (field) => {
-    const shown = fieldRow(field, propertyOf(item.element.type, field.field));
+    const shown = fieldRow(field, propertyOf(item.element.type, field.field), { wholeElement });
     return h(
       "tr",
       { "data-field": shown.field, class: `field-${shown.state}` },
@@ -132,8 +134,7 @@ async function settle(review, item, conflict, take, value, error) {
     await review.redraw(item.element.id);
   } catch (failure) {
     if (failure.status === 401) throw failure;
-    const problems = (failure.problem?.errors || []).map((problem) => problem.message);
-    error.textContent = [failure.message, ...problems].join(": ");
+    error.textContent = problemText(failure.message, failure.problem);
   }
 }
 
@@ -319,10 +320,31 @@ function mergedNotice(scenario) {
   );
 }
 
-export async function renderScenarioReview({ params }) {
+// Against main (three ways, with conflicts) or against the scenario's base (what it changed, alone); a merged
+// scenario only against its base (main holds its changes now).
+function comparisonSwitch(review) {
+  if (review.scenario.state === "merged") return null;
+  const other = review.against === "main" ? "base" : "main";
+  return h(
+    "p",
+    { class: "comparison" },
+    review.against === "main" ? "Compared with main now. " : "Compared with its base. ",
+    h(
+      "a",
+      {
+        href: href(scenarioRoute(review.key), { against: other === "base" ? "base" : "" }),
+        id: "compare-other",
+      },
+      other === "base" ? "Show only what the scenario changed" : "Compare with main now",
+    ),
+  );
+}
+
+export async function renderScenarioReview({ params, query }) {
   const [key] = params;
   const { data: scenario } = await get(scenarioPath(key));
-  const review = { key, scenario, against: scenario.state === "merged" ? "base" : "main" };
+  const against = scenario.state === "merged" || query.get("against") === "base" ? "base" : "main";
+  const review = { key, scenario, against };
   review.area = h("div", { id: "scenario-diff" });
   review.redraw = async (elementId) => {
     await loadDiff(review, review.pages);
@@ -346,6 +368,7 @@ export async function renderScenarioReview({ params }) {
     ),
     scenario.description ? h("p", { class: "lead" }, scenario.description) : null,
     mergedNotice(scenario),
+    comparisonSwitch(review),
     review.area,
     scenario.state === "open" ? mergePanel(review) : null,
   );
