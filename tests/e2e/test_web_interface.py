@@ -524,3 +524,107 @@ def test_an_element_page_shows_a_change_someone_else_just_made(page: Page, api: 
     page.locator('[data-property="description"]', has_text="Changed in another session").wait_for()
     assert page.locator("#element-revision").inner_text() != revision
     page.locator("#toast", has_text="system changed this element").wait_for()
+
+
+def test_plan_in_a_scenario_settle_a_conflict_and_merge(page: Page, api: httpx.Client) -> None:
+    # Elements of its own (the module's tests share one server): three systems and a domain.
+    def create(type_name: str, body: dict[str, Any]) -> int:
+        made = api.post(f"/api/element/{type_name}", json=body)
+        assert made.status_code == 201, made.text
+        return int(made.json()["id"][0])
+
+    described = create("InformationSystem", {"name": ["Plan probe ledger"], "description": ["today"]})
+    rated = create("InformationSystem", {"name": ["Plan probe billing"], "Criticality": ["high"]})
+    retired = create("InformationSystem", {"name": ["Plan probe mainframe"]})
+    domain = create("BusinessDomain", {"name": ["Plan probe domain"]})
+    scenario_headers: list[str | None] = []
+    page.on(
+        "request",
+        lambda r: (
+            scenario_headers.append(r.headers.get("blockrepo-scenario")) if "/api/element/" in r.url else None
+        ),
+    )
+
+    # A new scenario from the switcher in the top bar; the tab works in it at once.
+    page.goto("/")
+    log_in(page)
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Scenarios").click()
+    page.locator("h1", has_text="Scenarios").wait_for()
+    menu = page.locator("#scenario-menu")
+    menu.locator("summary").click()
+    menu.get_by_role("button", name="New scenario…").click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_label("Name").fill("Ledger consolidation")
+    dialog.get_by_label("Description").fill("Retire the mainframe, move the ledger")
+    dialog.get_by_label("Effective date").fill("2027-07-01")
+    dialog.get_by_role("button", name="Create").click()
+    banner = page.locator("#scenario-banner")
+    expect(banner.locator("#scenario-banner-name")).to_have_text("Ledger consolidation")
+    expect(menu.locator("summary")).to_contain_text("Ledger consolidation")
+    (key,) = [s["key"] for s in api.get("/api/scenarios").json() if s["name"] == "Ledger consolidation"]
+
+    # Three elements and a relation changed through the interface, in the scenario only.
+    open_hash(page, f"#/element/InformationSystem/{described}/edit")
+    page.locator('[data-field="description"] textarea').fill("moved to the new ledger")
+    picker = page.locator('[data-field="businessDomains"]')
+    picker.locator("input[type=search]").fill("plan probe")
+    picker.get_by_role("option", name="Plan probe domain").click()
+    page.click("#save-element")
+    page.locator('[data-property="description"]', has_text="moved to the new ledger").wait_for()
+    open_hash(page, f"#/element/InformationSystem/{rated}/edit")
+    page.select_option('[data-field="Criticality"] select', "low")
+    page.click("#save-element")
+    page.locator('[data-property="Criticality"]', has_text="low").wait_for()
+    open_hash(page, f"#/element/InformationSystem/{retired}")
+    page.locator("h1", has_text="Plan probe mainframe").wait_for()
+    page.click("#delete-element")
+    page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    page.locator(".scenario-review").wait_for()  # a deletion in a scenario shows in its review
+    assert scenario_headers and all(header == key for header in scenario_headers)
+    # Main saw none of it.
+    in_main = api.get(f"/api/element/InformationSystem/{described}").json()
+    assert in_main["description"] == ["today"] and in_main["businessDomains"] == []
+    assert api.get(f"/api/element/InformationSystem/{retired}").status_code == 200
+
+    # Main moves on meanwhile: the same field of the same element, to another value.
+    assert api.patch(f"/api/element/InformationSystem/{rated}", json={"Criticality": ["medium"]}).is_success
+    page.reload()
+    expect(page.locator("#scenario-banner-behind")).to_have_text(re.compile(r"behind main by \d+ revision"))
+    rated_panel = page.locator(f'.review-element[data-element="{rated}"]')
+    row = rated_panel.locator('tr[data-field="Criticality"]')
+    expect(row.locator('[data-side="base"]')).to_have_text("high")
+    expect(row.locator('[data-side="main"]')).to_have_text("medium")
+    expect(row.locator('[data-side="scenario"]')).to_have_text("low")
+    expect(rated_panel.locator(".conflict-chip")).to_have_text("Changed on both sides")
+    relation = page.locator(f'.review-element[data-element="{described}"] tr[data-field="businessDomains"]')
+    expect(relation.locator('[data-side="scenario"]')).to_have_text("+ Plan probe domain")
+    expect(page.locator(f'.review-element[data-element="{retired}"] .op')).to_have_text("Deleted")
+    expect(page.locator("#open-conflicts")).to_have_text("1 open conflict to settle")
+    shoot(page, "18-scenario-review")
+
+    # The merge is refused while the conflict is open, and says which.
+    page.click("#merge-scenario")
+    page.get_by_role("dialog").get_by_role("button", name="Merge").click()
+    expect(page.locator("#merge-conflicts")).to_contain_text("Plan probe billing: Criticality was changed")
+    settle = page.get_by_role("group", name="Settle Criticality of Plan probe billing")
+    settle.get_by_role("button", name="Take the scenario's").click()
+    expect(page.locator("#open-conflicts")).to_have_text("No open conflicts")
+    expect(settle.get_by_role("button", name="Take the scenario's")).to_have_attribute("aria-pressed", "true")
+    page.click("#merge-preview")
+    expect(page.locator("#merge-preview-counts")).to_have_text(re.compile(r"\d+ to update, 1 to delete"))
+    page.click("#merge-scenario")
+    page.get_by_role("dialog").get_by_role("button", name="Merge").click()
+    expect(page.locator("#merged-notice")).to_contain_text("Merged into main as revision")
+    expect(banner).to_be_hidden()  # the tab is back in main
+    expect(menu.locator("summary")).to_contain_text("Main")
+    shoot(page, "19-scenario-merged")
+
+    merged = api.get(f"/api/element/InformationSystem/{described}").json()
+    assert merged["description"] == ["moved to the new ledger"]
+    assert [d["id"] for d in merged["businessDomains"]] == [domain]
+    assert api.get(f"/api/element/InformationSystem/{rated}").json()["Criticality"] == ["low"]
+    assert api.get(f"/api/element/InformationSystem/{retired}").status_code == 404
+    assert api.get(f"/api/scenarios/{key}").json()["state"] == "merged"
+    # And the interface, in main, shows it.
+    open_hash(page, f"#/element/InformationSystem/{rated}")
+    expect(page.locator('[data-property="Criticality"]')).to_have_text("low")

@@ -12,6 +12,9 @@ import {
   navActive,
   parseHash,
   safeNext,
+  scenarioPath,
+  scenarioRoute,
+  scenarioScoped,
   withQuery,
 } from "../../src/blockrepo/web/static/js/paths.js";
 
@@ -83,4 +86,30 @@ test("navActive: the landscape link for home and lists, the others for their rou
   assert.ok(!navActive("home", "/diagram/flows"));
   assert.ok(navActive("flows", "/diagram/flows"));
   assert.ok(!navActive("roadmap", "/diagram/flows"));
+  assert.ok(navActive("scenarios", "/scenarios"));
+  assert.ok(navActive("scenarios", "/scenarios/erp-migration-3f9a1c"));
+  assert.ok(!navActive("scenarios", "/element/Scenario/3"));
+  assert.ok(!navActive("flows", "/scenarios/flows-1"));
+});
+
+test("scenario paths and routes encode the key", () => {
+  assert.equal(scenarioPath("erp-1"), "/api/scenarios/erp-1");
+  assert.equal(scenarioPath("erp-1", "diff"), "/api/scenarios/erp-1/diff");
+  assert.equal(scenarioPath("a/b"), "/api/scenarios/a%2Fb");
+  assert.equal(scenarioRoute("erp-1"), "/scenarios/erp-1");
+});
+
+test("scenarioScoped: element reads and writes work in the tab's scenario, nothing else does", () => {
+  assert.ok(scenarioScoped("/api/element/InformationSystem/7"));
+  assert.ok(scenarioScoped("/api/element/InformationSystem"));
+  for (const path of [
+    "/api/massdata/InformationSystem",
+    "/api/history/InformationSystem/7",
+    "/api/scenarios",
+    "/api/scenarios/erp-1/diff",
+    "/api/elementary",
+    "/api/metamodel",
+  ]) {
+    assert.ok(!scenarioScoped(path), path);
+  }
 });

@@ -1,7 +1,9 @@
 // The only way the interface talks to the server: blockrepo's public REST API, with the session cookie and
-// X-XSRF-TOKEN on every write. A 401 sends the user to the login page and back to where they were.
+// X-XSRF-TOKEN on every write, and Blockrepo-Scenario on element reads and writes while the tab works in a
+// planning scenario. A 401 sends the user to the login page and back to where they were.
 
-import { massdataPath, withQuery } from "./paths.js";
+import { massdataPath, scenarioScoped, withQuery } from "./paths.js";
+import { scenarioKey } from "./workspace.js";
 
 export class ApiError extends Error {
   constructor(status, problem) {
@@ -32,6 +34,9 @@ export async function api(method, path, { body, query, headers = {} } = {}) {
     const token = cookie("XSRF-TOKEN");
     if (token) sent["X-XSRF-TOKEN"] = token;
   }
+  const scenario = scenarioKey();
+  if (scenario && scenarioScoped(path) && !("Blockrepo-Scenario" in sent))
+    sent["Blockrepo-Scenario"] = scenario;
   let payload;
   if (body !== undefined) {
     sent["Content-Type"] = "application/json";

@@ -21,6 +21,10 @@ import { renderList } from "./list.js";
 import { renderElement, renderHistory } from "./element.js";
 import { renderEditor } from "./form.js";
 import { renderFlows, renderNeighbourhood, renderRoadmap } from "./diagrams.js";
+import { drawScenarioBar, onScenarioSwitch, setUpScenarioMenu } from "./scenario-bar.js";
+import { renderScenarioList } from "./scenarios.js";
+import { renderScenarioReview } from "./scenario-review.js";
+import { leaveScenario, scenarioKey } from "./workspace.js";
 
 const main = document.getElementById("main");
 
@@ -35,6 +39,8 @@ const routes = [
   [/^\/diagram\/flows$/, () => renderFlows],
   [/^\/diagram\/roadmap$/, () => renderRoadmap],
   [/^\/diagram\/neighbourhood\/([^/]+)\/(\d+)$/, () => renderNeighbourhood],
+  [/^\/scenarios$/, () => renderScenarioList],
+  [/^\/scenarios\/([^/]+)$/, () => renderScenarioReview],
 ];
 
 export function currentRoute() {
@@ -49,12 +55,34 @@ function sendToLogin() {
   const { path, hash } = currentRoute();
   if (path === "/login") return;
   resetSession();
+  barDrawn = false;
   location.hash = `#/login?next=${encodeURIComponent(`#${hash}`)}`;
 }
 
 onUnauthenticated(sendToLogin);
 
 let renderCount = 0;
+let barDrawn = false;
+
+// The scenario menu and banner: awaited the first time after login (the tab's scenario is checked before a
+// page reads in it), drawn beside the page after that. False when the page cannot be drawn.
+async function scenarioBarDrawn() {
+  const drawing = drawScenarioBar();
+  if (barDrawn) {
+    drawing.catch((error) => {
+      if (!(error instanceof ApiError && error.status === 401)) toast(error.message, "error");
+    });
+    return true;
+  }
+  try {
+    await drawing;
+    barDrawn = true;
+    return true;
+  } catch (error) {
+    if (!(error instanceof ApiError && error.status === 401)) showFailure(error);
+    return false;
+  }
+}
 
 async function route() {
   const { path, query } = currentRoute();
@@ -74,6 +102,8 @@ async function route() {
     }
   }
   showTopbar(true);
+  if (!(await scenarioBarDrawn())) return;
+  if (ticket !== renderCount) return;
   const match = matchRoute(routes, path);
   if (!match) {
     clear(main).append(
@@ -106,7 +136,8 @@ async function route() {
 // An element page (not as of a past revision) draws itself again when someone changes the element.
 function watchShownElement(ticket) {
   const page = main.querySelector(".element-page");
-  if (!page || page.dataset.asOf || !hasFunction("VIEW_HISTORY")) return;
+  // In a scenario the stream (main's changes) says nothing about the element as the scenario has it.
+  if (!page || page.dataset.asOf || scenarioKey() || !hasFunction("VIEW_HISTORY")) return;
   const revision = Number(page.dataset.revision);
   watchElement(page.dataset.type, page.dataset.id, revision, (change) => {
     if (ticket !== renderCount) return;
@@ -137,6 +168,7 @@ function showFailure(error) {
 function showTopbar(visible) {
   const bar = document.getElementById("topbar");
   bar.hidden = !visible;
+  if (!visible) document.getElementById("scenario-banner").hidden = true;
   if (visible && session.user) {
     document.getElementById("current-user").textContent = session.user.login;
     const { path } = currentRoute();
@@ -348,9 +380,13 @@ document.getElementById("global-search").addEventListener("submit", (event) => {
 document.getElementById("logout").addEventListener("click", async () => {
   await logout();
   resetSession();
+  leaveScenario();
+  barDrawn = false;
   toast("You are logged out.");
   location.hash = "#/login";
 });
 
+onScenarioSwitch(route);
+setUpScenarioMenu();
 window.addEventListener("hashchange", route);
 route();

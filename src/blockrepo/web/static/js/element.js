@@ -6,8 +6,9 @@ import { asOfBanner, crumbs, emptyValue, pageHead, pill } from "./components.js"
 import { openDeleteDialog } from "./dialog.js";
 import { h } from "./dom.js";
 import { formatTime, formatValue, formatValues, groupTitle, normalizeAsOf } from "./format.js";
-import { elementPath, elementRoute, historyPath, href, listRoute } from "./paths.js";
+import { elementPath, elementRoute, historyPath, href, listRoute, scenarioRoute } from "./paths.js";
 import { can, typeDef, typeLabel } from "./session.js";
+import { scenarioKey } from "./workspace.js";
 
 const SYSTEM_KEYS = new Set([
   "id",
@@ -140,7 +141,9 @@ function asOfForm(type, id, asOf, navigate) {
 // Edit and delete only for today's state, and only with the right; history and neighbourhood always.
 function elementActions(type, id, element, editable, navigate) {
   const route = elementRoute(type, id);
-  const remove = () => openDeleteDialog(type, element, () => navigate(listRoute(type)));
+  // Deleted in a scenario, it is still in main's list: the scenario's review shows the deletion.
+  const after = () => navigate(scenarioKey() ? scenarioRoute(scenarioKey()) : listRoute(type));
+  const remove = () => openDeleteDialog(type, element, after);
   return h(
     "div",
     { class: "actions" },
@@ -208,7 +211,8 @@ export async function renderElement({ params, query, navigate }) {
     pageHead(elementTitle(type, element, name), elementActions(type, id, element, !asOf, navigate)),
     asOf ? asOfBanner(asOf, elementRoute(type, id), { id: "asof-banner" }) : null,
     description ? h("p", { class: "lead", "data-property": "description" }, description) : null,
-    asOfForm(type, id, asOf, navigate),
+    // A scenario has no past of its own to read "as of" (the API refuses asOf there).
+    scenarioKey() ? null : asOfForm(type, id, asOf, navigate),
     h(
       "div",
       { class: "columns" },
@@ -245,8 +249,9 @@ const HISTORY_PAGE = 200;
 
 // One changeset of the history: operation, revision, who and when, and each property's change.
 function changesetItem(type, id, changeset, byName) {
+  // In a scenario the element is read there, where "as of" has no meaning (the API refuses it).
   const asOfLink =
-    changeset.operation !== "deleted"
+    changeset.operation !== "deleted" && !scenarioKey()
       ? h(
           "a",
           { href: href(elementRoute(type, id), { asOf: changeset.revision }), class: "asof-link" },
@@ -333,6 +338,9 @@ export async function renderHistory({ params }) {
         h("h1", {}, `History of ${name}`),
       ),
     ),
+    scenarioKey()
+      ? h("p", { class: "notice", id: "history-is-main" }, "This is main's history: scenarios keep none yet.")
+      : null,
     rows.length ? h("div", {}, list, more) : h("p", { class: "empty" }, "No recorded changes."),
   );
 }

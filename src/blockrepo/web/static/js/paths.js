@@ -23,9 +23,21 @@ export function historyPath(type, id) {
   return `/api/history/${encodeURIComponent(type)}/${id}`;
 }
 
+export function scenarioPath(key, action = "") {
+  return `/api/scenarios/${encodeURIComponent(key)}${action ? `/${action}` : ""}`;
+}
+
+// Whether a request works in the scenario the tab is in: the element routes do (read and write); lists,
+// search, history and the rest of the API know no scenario yet and answer with main.
+export function scenarioScoped(path) {
+  return path === "/api/element" || path.startsWith("/api/element/");
+}
+
 // Routes of the interface, as used in `navigate` (no "#") and in links (with it).
 export const elementRoute = (type, id) => `/element/${encodeURIComponent(type)}/${id}`;
 export const listRoute = (type) => `/list/${encodeURIComponent(type)}`;
+export const scenariosRoute = "/scenarios";
+export const scenarioRoute = (key) => `/scenarios/${encodeURIComponent(key)}`;
 export const href = (route, query) => `#${withQuery(route, query)}`;
 
 // The location hash split into route and query.
@@ -49,5 +61,9 @@ export function safeNext(next) {
 
 // Whether a top-bar link (data-nav) belongs to the route shown.
 export function navActive(nav, path) {
-  return (nav === "home" && (path === "/" || path.startsWith("/list"))) || path.endsWith(`/${nav}`);
+  return (
+    (nav === "home" && (path === "/" || path.startsWith("/list"))) ||
+    path.endsWith(`/${nav}`) ||
+    path.startsWith(`/${nav}/`)
+  );
 }
