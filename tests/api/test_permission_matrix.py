@@ -391,9 +391,12 @@ def check_diff(world: World, actor: str, body: Any) -> None:
 
 
 def check_own_scenarios(world: World, actor: str, body: Any) -> None:
-    """A caller's scenario list: their own alone."""
-    owner = "system" if actor == "supervisor" else actor
-    assert body and all(scenario["owner"] == owner for scenario in body), body
+    """A caller's scenario list: their own, and those they are asked to review, alone."""
+    login = "system" if actor == "supervisor" else actor
+    assert body and all(
+        scenario["owner"] == login or login in (scenario["review"] or {}).get("reviewers", [])
+        for scenario in body
+    ), body
 
 
 def check_own_tokens(world: World, actor: str, body: Any) -> None:
@@ -1388,6 +1391,52 @@ CASES = [
         of("/api/scenarios/{scenario_victim}/merge"),
         expect(200, 404, 404, 404),
         body=body({"dryRun": True}),
+    ),
+    Case(
+        "scenarios",
+        "propose one's scenario for review",
+        "POST",
+        of("/api/scenarios/{scenarioclose_me}/review"),
+        READ_ALL,
+        body=body({"reviewers": ["reader"], "requiredApprovals": 1}),
+    ),
+    Case(
+        "scenarios",
+        "propose another's scenario for review",
+        "POST",
+        of("/api/scenarios/{scenario_victim}/review"),
+        expect(200, 404, 404, 404),
+        body=body({"reviewers": ["system"]}),
+    ),
+    Case(
+        "scenarios",
+        "approve another's scenario one does not review",
+        "POST",
+        of("/api/scenarios/{scenario_victim}/approvals"),
+        expect(403, 404, 404, 404),
+    ),
+    Case(
+        "scenarios",
+        "read the comments on one's scenario",
+        "GET",
+        of("/api/scenarios/{scenario_me}/comments"),
+        READ_ALL,
+    ),
+    Case(
+        "scenarios",
+        "comment on one's scenario",
+        "POST",
+        of("/api/scenarios/{scenario_me}/comments"),
+        expect(201, 201, 201, 201),
+        body=body({"text": "a remark"}),
+    ),
+    Case(
+        "scenarios",
+        "comment on another's scenario",
+        "POST",
+        of("/api/scenarios/{scenario_victim}/comments"),
+        expect(201, 404, 404, 404),
+        body=body({"text": "a remark"}),
     ),
     Case(
         "scenarios",

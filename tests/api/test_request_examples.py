@@ -35,6 +35,7 @@ BODYLESS = {
     ("post", "/api/webhooks/{id}/test"),
     ("post", "/api/scenarios/{key}/close"),
     ("post", "/api/scenarios/{key}/reopen"),
+    ("post", "/api/scenarios/{key}/approvals"),
 }
 # The webhook examples deliver to this host; tests have no name server, so it resolves to a public address
 # (example.com's) for the target check. Delivery is off in tests: nothing is sent there.
@@ -118,6 +119,8 @@ PATH_VALUES: dict[str, dict[str, object] | Callable[[TestClient], dict[str, obje
     "/api/scenarios": {},
     "/api/scenarios/{key}/resolutions": _scenario_in_conflict,
     "/api/scenarios/{key}/merge": _scenario_in_conflict,
+    "/api/scenarios/{key}/review": _scenario_in_conflict,
+    "/api/scenarios/{key}/comments": _scenario_in_conflict,
 }
 # Examples that are not answered 2xx, with the answer they get and why. Both are about the credentials or
 # the clock, never the body's shape.

@@ -193,6 +193,16 @@ SCENARIO_RESOLUTION = KnownRefusal(
     "validation_failed",
     (("no_conflict", "/field"), ("value_required", "/value"), ("take_not_allowed", "/take"), NUL),
 )
+SCENARIO_REVIEW = KnownRefusal(
+    "reviewers must be enabled accounts, at least as many as the approvals required; no text may hold NUL",
+    "validation_failed",
+    (("unknown_user", "/reviewers/"), ("out_of_range", "/requiredApprovals"), NUL),
+)
+SCENARIO_COMMENT = KnownRefusal(
+    "a comment on a field names its element; no text may hold NUL",
+    "validation_failed",
+    (("required", "/element"), NUL),
+)
 DIFF_RANGE = KnownRefusal(
     "a diff's range must run forward to a revision that exists, over a type the caller may read",
     "validation_failed",
@@ -285,6 +295,8 @@ KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
     ("DELETE", "/api/element/{type}/{id}"): (ONE_SCENARIO,),
     ("POST", "/api/scenarios"): (SCENARIO_BODY,),
     ("POST", "/api/scenarios/{key}/resolutions"): (SCENARIO_RESOLUTION,),
+    ("POST", "/api/scenarios/{key}/review"): (SCENARIO_REVIEW,),
+    ("POST", "/api/scenarios/{key}/comments"): (SCENARIO_COMMENT,),
     ("GET", "/api/scenarios/{key}/diff"): (HISTORY_CURSOR,),
     ("GET", "/api/massdata/{type}"): (
         FUTURE_REVISION,

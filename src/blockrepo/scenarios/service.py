@@ -1078,11 +1078,11 @@ def approve(db: Session, actor: Actor, key: str, rules: ReviewRules) -> Scenario
     scenario = _open(visible_scenario(db, actor, key, lock=True))
     if scenario.required_approvals is None:
         raise Conflict(f"scenario {key!r} is not proposed for review", code="not_in_review")
+    if scenario.owner_id == actor.user_id and not rules.self_approval:
+        raise Forbidden("the owner of a scenario does not approve it", code="self_approval")
     reviewer = any(r.user_id == actor.user_id for r in repository.reviewers(db, scenario.id))
     if not (reviewer or actor.can(APPROVE)):
         raise Forbidden("only the scenario's reviewers, or holders of APPROVE_SCENARIOS, approve it")
-    if scenario.owner_id == actor.user_id and not rules.self_approval:
-        raise Forbidden("the owner of a scenario does not approve it", code="self_approval")
     repository.set_approval(
         db,
         ScenarioApproval(
