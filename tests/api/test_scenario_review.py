@@ -1,6 +1,7 @@
-"""Reviewing planning scenarios (issue 25): reviewers see, comment and approve; approvals count for the
-version they approved; an owner does not approve their own scenario; merging needs MERGE_SCENARIOS, a proposed
-scenario its approvals, and a protected main changes only by such merges (a supervisor may break glass)."""
+"""Reviewing planning scenarios (issue 25): reviewers (and, once a scenario is proposed, holders of
+APPROVE_SCENARIOS) see, comment and approve; approvals count for the version they approved; an owner does
+not approve their own scenario; merging needs MERGE_SCENARIOS, a proposed scenario its approvals, and a
+protected main changes only by such merges (a supervisor may break glass)."""
 
 from __future__ import annotations
 
@@ -145,3 +146,23 @@ def test_a_protected_main_changes_only_by_approved_merges(self_approving: FastAP
         assert system.get(f"/api/element/InformationSystem/{erp}").json()["description"] == ["planned"]
         history = system.get(f"/api/history/InformationSystem/{erp}").json()["items"]
         assert history[0]["viaScenario"] == key and history[0]["user"] == "anna"
+
+
+def test_approve_scenarios_lets_one_approve_without_being_asked(app: FastAPI, client: TestClient) -> None:
+    _people(app)
+    create_role(app, "approvers", types=PLANNER_RIGHTS, functional=["APPROVE_SCENARIOS"])
+    create_user(app, "dora", "dora-password-1", roles=["approvers"])
+    erp = _erp(client)
+    with client_as(app, "anna", "anna-password-1") as anna, client_as(app, "dora", "dora-password-1") as dora:
+        key = _planned(anna, erp)
+        assert dora.get(f"{SCENARIOS}/{key}").status_code == 404  # not proposed yet: anna's alone
+        anna.post(f"{SCENARIOS}/{key}/review", json={"reviewers": ["bernd"]})
+        assert [s["key"] for s in dora.get(SCENARIOS).json()] == [key]
+        approved = dora.post(f"{SCENARIOS}/{key}/approvals")
+        assert approved.status_code == 200 and approved.json()["review"]["approved"] is True
+        assert (
+            dora.patch(
+                f"/api/element/InformationSystem/{erp}", json={"description": ["x"]}, params={"scenario": key}
+            ).status_code
+            == 403
+        )

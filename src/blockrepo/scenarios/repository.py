@@ -33,12 +33,16 @@ def scenario_keyed(db: Session, key: str, *, lock: bool = False) -> Scenario | N
     return db.scalar(statement.with_for_update() if lock else statement)
 
 
-def listed_scenarios(db: Session, owner_id: int | None, states: Sequence[str]) -> list[Scenario]:
-    """Scenarios in `states`, of one owner and those it reviews (every owner's with None), newest first."""
+def listed_scenarios(
+    db: Session, owner_id: int | None, states: Sequence[str], *, proposed: bool = False
+) -> list[Scenario]:
+    """Scenarios in `states`, of one owner and those it reviews (with `proposed`, every one proposed for
+    review; every owner's with None), newest first."""
     statement = select(Scenario).where(Scenario.state.in_(states))
     if owner_id is not None:
         reviewing = select(ScenarioReviewer.scenario_id).where(ScenarioReviewer.user_id == owner_id)
-        statement = statement.where((Scenario.owner_id == owner_id) | Scenario.id.in_(reviewing))
+        mine = (Scenario.owner_id == owner_id) | Scenario.id.in_(reviewing)
+        statement = statement.where(mine | Scenario.proposed_at.is_not(None) if proposed else mine)
     return list(db.scalars(statement.order_by(Scenario.id.desc())))
 
 

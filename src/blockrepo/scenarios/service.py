@@ -116,11 +116,14 @@ def _owns(actor: Actor, scenario: Scenario) -> bool:
 
 
 def visible_scenario(db: Session, actor: Actor, key: str, *, lock: bool = False) -> Scenario:
-    """The scenario of `key` if `actor` may see it (its owner, its reviewers, a supervisor); 404
-    otherwise, so that a key tells nothing to whoever may not see it."""
+    """The scenario of `key` if `actor` may see it (its owner, its reviewers, a supervisor, and once it is
+    proposed for review whoever holds APPROVE_SCENARIOS); 404 otherwise, so that a key tells nothing to
+    whoever may not see it."""
     scenario = repository.scenario_keyed(db, key, lock=lock)
     if scenario is None or not (
-        _owns(actor, scenario) or scenario.id in repository.reviewed_by(db, actor.user_id)
+        _owns(actor, scenario)
+        or (scenario.proposed_at is not None and actor.can(APPROVE))
+        or scenario.id in repository.reviewed_by(db, actor.user_id)
     ):
         raise NotFound(f"there is no scenario {key!r}", code="unknown_scenario")
     return scenario
@@ -236,7 +239,10 @@ def list_scenarios(db: Session, actor: Actor, *, everyone: bool, include_ended: 
     if everyone and not actor.supervisor:
         raise Forbidden("only a supervisor lists every account's scenarios")
     scenarios = repository.listed_scenarios(
-        db, None if everyone else actor.user_id, ALL_STATES if include_ended else OPEN_STATES
+        db,
+        None if everyone else actor.user_id,
+        ALL_STATES if include_ended else OPEN_STATES,
+        proposed=actor.can(APPROVE),
     )
     newest = newest_revision(db)
     counts = repository.change_counts(db, [s.id for s in scenarios])

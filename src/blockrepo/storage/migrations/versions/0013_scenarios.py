@@ -3,7 +3,8 @@
 `scenario` holds each planned landscape (its base revision in main, owner, state and review),
 `scenario_change` the change rows of writes made in it, `scenario_resolution` how its conflicts with main
 are settled, `scenario_reviewer`, `scenario_approval` and `scenario_comment` its review;
-`revision.scenario` names the scenario whose merge made a revision.
+`revision.scenario` names the scenario whose merge made a revision. The Supervisor role gets the functional
+permissions MERGE_SCENARIOS and APPROVE_SCENARIOS.
 
 Revision ID: 0013
 Revises: 0012
@@ -153,9 +154,19 @@ def upgrade() -> None:
     op.create_index(
         "ix_scenario_comment_scenario_id_id", "scenario_comment", ["scenario_id", "id"], unique=False
     )
+    for permission in ("MERGE_SCENARIOS", "APPROVE_SCENARIOS"):
+        op.execute(
+            "INSERT INTO role_functional_permission (role_id, permission)"
+            f" SELECT id, '{permission}' FROM role WHERE name = 'Supervisor' AND NOT EXISTS ("
+            " SELECT 1 FROM role_functional_permission AS p"
+            f" WHERE p.role_id = role.id AND p.permission = '{permission}')"
+        )
 
 
 def downgrade() -> None:
+    op.execute(
+        "DELETE FROM role_functional_permission WHERE permission IN ('MERGE_SCENARIOS', 'APPROVE_SCENARIOS')"
+    )
     op.drop_index("ix_scenario_comment_scenario_id_id", table_name="scenario_comment")
     op.drop_table("scenario_comment")
     op.drop_table("scenario_approval")
