@@ -1397,6 +1397,14 @@ CASES = [
         expect(200, 404, 404, 404),
         body=body({"dryRun": True}),
     ),
+    Case("scenarios", "sync one's scenario", "POST", of("/api/scenarios/{scenario_me}/sync"), READ_ALL),
+    Case(
+        "scenarios",
+        "sync another's scenario",
+        "POST",
+        of("/api/scenarios/{scenario_victim}/sync"),
+        expect(200, 404, 404, 404),
+    ),
     Case(
         "scenarios",
         "propose one's scenario for review",

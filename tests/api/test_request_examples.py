@@ -36,6 +36,7 @@ BODYLESS = {
     ("post", "/api/scenarios/{key}/close"),
     ("post", "/api/scenarios/{key}/reopen"),
     ("post", "/api/scenarios/{key}/approvals"),
+    ("post", "/api/scenarios/{key}/sync"),
 }
 # The webhook examples deliver to this host; tests have no name server, so it resolves to a public address
 # (example.com's) for the target check. Delivery is off in tests: nothing is sent there.

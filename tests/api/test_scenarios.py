@@ -383,3 +383,44 @@ def test_bad_scenario_requests_answer_clearly_and_change_nothing(app: FastAPI, c
     assert client.post(f"{SCENARIOS}/{key}/merge", json={}).status_code == 409
     assert client.post(f"{SCENARIOS}/{key}/reopen").json()["state"] == "open"
     assert _diff(client, key)["items"] == []
+
+
+def test_sync_folds_main_in_and_honours_the_resolutions(app: FastAPI, client: TestClient) -> None:
+    create_attribute(app, "Costs", "number", types=["InformationSystem"])
+    erp = _create(client, "InformationSystem", {"name": ["ERP"], "Costs": [100], "description": ["old"]})
+    crm = _create(client, "InformationSystem", {"name": ["CRM"], "Costs": [10]})
+    shop = _create(client, "InformationSystem", {"name": ["Shop"], "Costs": [1]})
+    domain = _create(client, "BusinessDomain", {"name": ["Sales"]})
+    key = _scenario(client)
+    _put(client, "InformationSystem", erp, {"Costs": [80], "businessDomains": [domain]}, key)
+    _put(client, "InformationSystem", crm, {"Costs": [20]}, key)
+    _put(client, "InformationSystem", shop, {"Costs": [2]}, key)
+    # Main meanwhile: a field the scenario left alone, and the three the scenario changed too.
+    _put(client, "InformationSystem", erp, {"description": ["new"], "Costs": [120]})
+    _put(client, "InformationSystem", crm, {"Costs": [30]})
+    _put(client, "InformationSystem", shop, {"Costs": [3]})
+    assert client.get(f"{SCENARIOS}/{key}").json()["behindMain"] == 3
+    refused = client.post(f"{SCENARIOS}/{key}/sync")
+    assert refused.status_code == 409 and len(refused.json()["conflicts"]) == 3
+    for element, take, value in ((erp, "main", None), (crm, "scenario", None), (shop, "value", [5])):
+        body = {"element": element, "field": "Costs", "take": take, **({"value": value} if value else {})}
+        assert client.post(f"{SCENARIOS}/{key}/resolutions", json=body).status_code == 200
+
+    synced = client.post(f"{SCENARIOS}/{key}/sync")
+    assert synced.status_code == 200, synced.text
+    assert synced.json()["behindMain"] == 0
+    seen = _get(client, "InformationSystem", erp, key)
+    assert (
+        seen["description"] == ["new"]
+        and seen["Costs"] == [120]
+        and _ids(seen["businessDomains"]) == {domain}
+    )
+    assert _get(client, "InformationSystem", crm, key)["Costs"] == [20]
+    assert _get(client, "InformationSystem", shop, key)["Costs"] == [5]
+    page = _diff(client, key)
+    assert page["openConflicts"] == 0
+    assert "Costs" not in _fields(page, erp) and _fields(page, crm)["Costs"]["state"] == "unchanged-in-main"
+    assert client.get(f"{SCENARIOS}/{key}/resolutions").json() == []
+    assert client.post(f"{SCENARIOS}/{key}/merge", json={}).status_code == 200
+    assert [_get(client, "InformationSystem", i)["Costs"] for i in (erp, crm, shop)] == [[120], [20], [5]]
+    assert _ids(_get(client, "BusinessDomain", domain)["informationSystems"]) == {erp}

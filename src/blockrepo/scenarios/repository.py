@@ -224,3 +224,16 @@ def add_comment(db: Session, comment: ScenarioComment) -> ScenarioComment:
 def comments(db: Session, scenario_id: int) -> list[ScenarioComment]:
     statement = select(ScenarioComment).where(ScenarioComment.scenario_id == scenario_id)
     return list(db.scalars(statement.order_by(ScenarioComment.id)))
+
+
+def clear_resolutions(db: Session, scenario_id: int) -> None:
+    db.execute(delete(ScenarioResolution).where(ScenarioResolution.scenario_id == scenario_id))
+
+
+def remove_element_rows(db: Session, scenario_id: int, element_id: int) -> None:
+    """Every row the scenario holds of one element (rows it mirrored onto other elements stay theirs)."""
+    db.execute(
+        delete(ScenarioChange).where(
+            ScenarioChange.scenario_id == scenario_id, ScenarioChange.element_id == element_id
+        )
+    )

@@ -336,14 +336,7 @@ def _record(
     own, neighbours = elements.planned_changesets(type_def, element_id, before, after)
     if not own and operation == "updated":
         return False
-    main_revision, now = newest_revision(writer.db), _now()
-    common = {
-        "scenario_id": scenario.id,
-        "main_revision": main_revision,
-        "created_at": now,
-        "user_login": writer.actor.login,
-        "request_id": writer.changes.request_id,
-    }
+    common = _row_stamp(writer, scenario)
     state = after if after is not None else before
     assert state is not None
     rows = [
@@ -370,6 +363,17 @@ def _record(
     repository.add_changes(writer.db, rows)
     repository.bump_version(writer.db, scenario.id)
     return True
+
+
+def _row_stamp(writer: elements.Writer, scenario: Scenario) -> dict[str, Any]:
+    """What every row a write adds to the scenario shares: who, when, and main's revision of then."""
+    return {
+        "scenario_id": scenario.id,
+        "main_revision": newest_revision(writer.db),
+        "created_at": _now(),
+        "user_login": writer.actor.login,
+        "request_id": writer.changes.request_id,
+    }
 
 
 def _writable(writer: elements.Writer, key: str) -> Scenario:
@@ -644,6 +648,7 @@ def _compared(
     """The scenario's elements among `element_ids` compared, in id order."""
     rows = _changeset_rows(repository.change_rows(db, scenario.id, element_ids))
     planned = [net for net in fold.fold(rows) if fold.visibility.can_read_type(net.type_name)]
+    _from_base(planned, asof.states_as_of(db, metamodel, element_ids, scenario.base_revision))
     main_nets: dict[int, NetChange] = {}
     gone: set[int] = set()
     if against_main:
@@ -665,6 +670,22 @@ def _compared(
             diff.conflicts.extend(merged_view.get(net.element_id, ()))
             compared.append(diff)
     return compared
+
+
+def _from_base(planned: list[NetChange], base: Mapping[int, asof.StateAt]) -> None:
+    """The scenario's rows folded give each field's value before its first change in the scenario; after a
+    sync main's values at the (new) base are the base: values are compared with those, and relation
+    entries count as added or removed only against the base's."""
+    for net in planned:
+        at_base = base.get(net.element_id)
+        if at_base is None:
+            continue  # created in the scenario
+        for name, pair in net.values.items():
+            pair[0] = list(at_base.state.get(name, []))
+        for name, ends in net.ends.items():
+            entries = {entry["id"]: entry for entry in at_base.state.get(name, [])}
+            ends.added = {i: e for i, e in ends.added.items() if entries.get(i) != e}
+            ends.removed = {i: e for i, e in ends.removed.items() if i in entries}
 
 
 def _merged_view_conflicts(
@@ -973,6 +994,27 @@ def _apply(writer: elements.Writer, steps: Sequence[_Step]) -> dict[int, int]:
     return created
 
 
+def _settled_comparison(
+    db: Session, actor: Actor, metamodel: Metamodel, scenario: Scenario, newest: int
+) -> list[ElementDiff]:
+    """Every element of the scenario compared with main as a supervisor sees it (a merge or a sync takes
+    all of the scenario; the writes check the caller's own rights); 409 listing the open conflicts."""
+    fold = folding(db, dataclasses.replace(actor, supervisor=True, restriction=None), metamodel)
+    compared: list[ElementDiff] = []
+    element_ids = repository.changed_element_ids(db, scenario.id)
+    for start in range(0, len(element_ids), DIFF_MAX_LIMIT):
+        batch = element_ids[start : start + DIFF_MAX_LIMIT]
+        compared.extend(_compared(db, metamodel, scenario, fold, batch, against_main=True, newest=newest))
+    conflicts = [{"element": d.item()["element"], **c} for d in compared for c in d.open_conflicts]
+    if conflicts:
+        raise Conflict(
+            f"scenario {scenario.key!r} has {len(conflicts)} open conflict(s); settle each with a resolution",
+            code="scenario_conflicts",
+            extra={"conflicts": conflicts},
+        )
+    return compared
+
+
 def merge(writer: elements.Writer, key: str, body: MergeIn, rules: ReviewRules) -> dict[str, Any]:
     """POST /api/scenarios/{key}/merge: the scenario's net changes written into main in one transaction
     (the caller's), or, with `dryRun`, what would be written. Open conflicts: 409 listing them. A merge
@@ -992,31 +1034,7 @@ def merge(writer: elements.Writer, key: str, body: MergeIn, rules: ReviewRules) 
                 extra={"review": None if review is None else review.model_dump(by_alias=True)},
             )
     newest = newest_revision(db)
-    # The merge writes all of the scenario: compared as a supervisor sees it (the writes check the
-    # merger's rights on every element and property).
-    seeing_all = dataclasses.replace(actor, supervisor=True, restriction=None)
-    fold = folding(db, seeing_all, metamodel)
-    compared: list[ElementDiff] = []
-    element_ids = repository.changed_element_ids(db, scenario.id)
-    for start in range(0, len(element_ids), DIFF_MAX_LIMIT):
-        compared.extend(
-            _compared(
-                db,
-                metamodel,
-                scenario,
-                fold,
-                element_ids[start : start + DIFF_MAX_LIMIT],
-                against_main=True,
-                newest=newest,
-            )
-        )
-    conflicts = [{"element": d.item()["element"], **c} for d in compared for c in d.open_conflicts]
-    if conflicts:
-        raise Conflict(
-            f"scenario {key!r} has {len(conflicts)} open conflict(s); settle each with a resolution",
-            code="scenario_conflicts",
-            extra={"conflicts": conflicts},
-        )
+    compared = _settled_comparison(db, actor, metamodel, scenario, newest)
     steps = _plan(db, metamodel, scenario, compared, newest)
     planned = [
         {
@@ -1045,6 +1063,83 @@ def record_merge(db: Session, key: str, revision: int | None) -> None:
     if scenario is not None:
         scenario.merged_revision = revision
         db.flush()
+
+
+# --- sync ---------------------------------------------------------------------------------------------
+
+
+def sync(writer: elements.Writer, key: str) -> ScenarioOut:
+    """Rebase the scenario onto main as it is now: main's changes since the base fold in, and each settled
+    conflict becomes the scenario's own change as its resolution says (main's value, another value, or
+    the scenario's, which stands); the resolutions are then spent and the base is main's newest revision.
+    Open conflicts: 409 listing them (settle them first; nothing of the scenario is lost)."""
+    db, actor, metamodel = writer.db, writer.actor, writer.metamodel
+    scenario = _open(_owned(db, actor, key, "syncs it"))
+    newest = newest_revision(db)
+    compared = _settled_comparison(db, actor, metamodel, scenario, newest)
+    for diff in compared:
+        for conflict in diff.conflicts:
+            _settle(writer, scenario, diff.net, conflict, newest)
+    repository.clear_resolutions(db, scenario.id)
+    scenario.base_revision = newest
+    repository.bump_version(db, scenario.id)
+    db.flush()
+    db.refresh(scenario)
+    return scenario_out(db, scenario, newest)
+
+
+def _settle(
+    writer: elements.Writer, scenario: Scenario, net: NetChange, conflict: dict[str, Any], newest: int
+) -> None:
+    """Turn one settled conflict into the scenario's own rows, relative to main's newest revision."""
+    db, metamodel = writer.db, writer.metamodel
+    take, field = conflict["resolution"]["take"], conflict["field"]
+    element_id, kind = net.element_id, conflict["kind"]
+    type_def = metamodel.type_named(net.type_name)
+    if take == "scenario" or type_def is None:
+        return  # the scenario's change stands on the new base (a type gone is settled as main has it)
+    main = asof.states_as_of(db, metamodel, [element_id], newest).get(element_id)
+    if kind in ("deletedInMain", "changedInMain"):
+        # Taking main: the element is as main has it; the scenario's own rows of it go. A deletion in the
+        # scenario had taken it out of its neighbours' ends there: it comes back into them.
+        repository.remove_element_rows(db, scenario.id, element_id)
+        if kind == "changedInMain" and main is not None:
+            _, neighbours = elements.planned_changesets(type_def, element_id, None, main.state)
+            _record_neighbours(writer, scenario, neighbours)
+        return
+    current = _states(db, metamodel, scenario, [element_id]).get(element_id)
+    if current is None:
+        return
+    before, after = current.state, dict(current.state)
+    if kind == "relationToDeleted":
+        end, _, gone = field.rpartition("/")
+        after[end] = [entry for entry in before.get(end, []) if str(entry["id"]) != gone]
+    elif take == "main":
+        after[field] = list(main.state.get(field, [])) if main is not None else []
+    else:
+        chosen = elements.validated_state(
+            writer, type_def, {"name": before["name"], field: conflict["resolution"]["value"]}, element_id
+        )
+        after[field] = list(chosen.get(field, []))
+    _record(writer, scenario, type_def, element_id, "updated", before, after)
+
+
+def _record_neighbours(writer: elements.Writer, scenario: Scenario, neighbours: Sequence[Any]) -> None:
+    common = _row_stamp(writer, scenario)
+    repository.add_changes(
+        writer.db,
+        [
+            {
+                **common,
+                "element_id": n.element_id,
+                "type_name": n.type_name,
+                "element_name": n.element_name,
+                "operation": "updated",
+                "changes": n.changes,
+            }
+            for n in neighbours
+        ],
+    )
 
 
 # --- review --------------------------------------------------------------------------------------------

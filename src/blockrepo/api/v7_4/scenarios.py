@@ -227,7 +227,7 @@ def diff_scenario(
     `unchanged-in-main` (only the scenario changed it), `changed` (main changed it too, alike, or a
     relation end both changed: merged as sets) or `conflict`. Relation ends come as entries `added` and
     `removed`. Conflicts are listed per element with their kind (`bothChanged`, `deletedInMain`,
-    `changedInMain`, `relationToDeleted`) and resolution. What the caller may not read is left out, as in
+    `changedInMain`, `relationToDeleted`, `nameTaken`, `cycle`, `metamodelChanged`) and resolution. What the caller may not read is left out, as in
     history. The first page counts elements by type and action and the open conflicts."""
     return JsonResponse(
         service.diff(ctx.db, ctx.actor, ctx.metamodel, key, against=against, limit=limit, cursor=cursor)
@@ -359,3 +359,19 @@ def comment_scenario(
     made = service.comment(ctx.db, ctx.actor, key, body)
     ctx.commit()
     return model_response(made, status_code=201)
+
+
+@router.post(
+    "/{key}/sync",
+    operation_id="syncScenario",
+    response_model=ScenarioOut,
+    responses=_errors(404, 409),
+    summary="Bring a scenario up to date with main",
+)
+def sync_scenario(key: Key, ctx: RequestContext = Depends(element_write_context)) -> Response:
+    """Moves the base to main's newest revision: main's changes fold in, each settled conflict becomes the
+    scenario's own change as its resolution says. Open conflicts: 409 `scenario_conflicts` listing them
+    (settle them first). Afterwards `behindMain` is 0."""
+    scenario = service.sync(element_writer(ctx), key)
+    ctx.commit()
+    return model_response(scenario)
