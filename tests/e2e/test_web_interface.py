@@ -651,8 +651,12 @@ def test_plan_in_a_scenario_settle_a_conflict_review_and_merge(
     reviewer_errors: list[str] = []
     reviewer.on("pageerror", lambda error: reviewer_errors.append(str(error)))
     try:
-        reviewer.goto(f"/#/scenarios/{key}")
+        reviewer.goto("/#/scenarios")
         log_in(reviewer, "bernd", DEMO_PASSWORD)
+        listed = reviewer.locator(f'#scenario-table tr[data-scenario="{key}"]')
+        expect(listed).to_contain_text("system")  # whose it is
+        expect(listed.locator("[data-review]")).to_have_text("needs 1 more approval")
+        listed.get_by_role("link", name="Ledger consolidation").click()
         reviewer.locator("h1", has_text="Ledger consolidation").wait_for()
         assert reviewer.locator("#close-scenario, #propose-review").count() == 0  # he only reviews
         billing = reviewer.locator(f'.review-element[data-element="{rated}"]')
