@@ -526,7 +526,9 @@ def test_an_element_page_shows_a_change_someone_else_just_made(page: Page, api: 
     page.locator("#toast", has_text="system changed this element").wait_for()
 
 
-def test_plan_in_a_scenario_settle_a_conflict_and_merge(page: Page, api: httpx.Client) -> None:
+def test_plan_in_a_scenario_settle_a_conflict_review_and_merge(
+    page: Page, browser: Browser, server: LiveServer, api: httpx.Client
+) -> None:
     # Elements of its own (the module's tests share one server): three systems and a domain.
     def create(type_name: str, body: dict[str, Any]) -> int:
         made = api.post(f"/api/element/{type_name}", json=body)
@@ -610,21 +612,93 @@ def test_plan_in_a_scenario_settle_a_conflict_and_merge(page: Page, api: httpx.C
     settle.get_by_role("button", name="Take the scenario's").click()
     expect(page.locator("#open-conflicts")).to_have_text("No open conflicts")
     expect(settle.get_by_role("button", name="Take the scenario's")).to_have_attribute("aria-pressed", "true")
+
+    # A name the scenario gives that main has taken meanwhile: settled with a new one.
+    renamed = api.patch(
+        f"/api/element/InformationSystem/{described}",
+        json={"name": ["Plan probe general ledger"]},
+        params={"scenario": key},
+    )
+    assert renamed.is_success, renamed.text
+    create("InformationSystem", {"name": ["Plan probe general ledger"]})
+    page.reload()
+    ledger = page.locator(f'.review-element[data-element="{described}"]')
+    expect(ledger.locator(".conflict-chip")).to_have_text("Name taken in main")
+    naming = ledger.get_by_role("group", name=re.compile("^Settle name of"))
+    expect(naming.locator("[data-take]")).to_have_count(1)  # main's name, or a new one
+    naming.get_by_label("New name").fill("Plan probe new ledger")
+    naming.get_by_role("button", name="Use this name").click()
+    expect(page.locator("#open-conflicts")).to_have_text("No open conflicts")
     page.click("#merge-preview")
     expect(page.locator("#merge-preview-counts")).to_have_text(re.compile(r"\d+ to update, 1 to delete"))
+
+    # Proposed for review by bernd (a supervisor picks him from the accounts): the merge waits for him, and
+    # the owner has nothing to approve.
+    status = page.locator("#scenario-review-status")
+    status.get_by_role("checkbox", name="bernd").check()
+    status.get_by_label("Approvals needed").fill("1")
+    status.get_by_role("button", name="Propose for review").click()
+    expect(status.locator("#review-state")).to_have_text(re.compile("needs 1 more approval"))
+    expect(status.locator('[data-reviewer="bernd"]')).to_contain_text("not yet approved")
+    expect(page.locator("#merge-scenario")).to_be_disabled()
+    expect(page.locator("#merge-blocked")).to_contain_text("Waiting for the reviewers")
+    assert status.locator("#approve-scenario").count() == 0
+    shoot(page, "19-scenario-in-review")
+
+    # bernd, in a browser of his own, comments on an element and approves the scenario as it is now.
+    other = browser.new_context(viewport={"width": 1280, "height": 860}, base_url=server.base_url)
+    reviewer = other.new_page()
+    reviewer_errors: list[str] = []
+    reviewer.on("pageerror", lambda error: reviewer_errors.append(str(error)))
+    try:
+        reviewer.goto("/#/scenarios")
+        log_in(reviewer, "bernd", DEMO_PASSWORD)
+        listed = reviewer.locator(f'#scenario-table tr[data-scenario="{key}"]')
+        expect(listed).to_contain_text("system")  # whose it is
+        expect(listed.locator("[data-review]")).to_have_text("needs 1 more approval")
+        listed.get_by_role("link", name="Ledger consolidation").click()
+        reviewer.locator("h1", has_text="Ledger consolidation").wait_for()
+        assert reviewer.locator("#close-scenario, #propose-review").count() == 0  # he only reviews
+        billing = reviewer.locator(f'.review-element[data-element="{rated}"]')
+        assert billing.get_by_role("group").count() == 0  # nor settles
+        billing.locator(f'[data-comments="{rated}"]').click()
+        billing.get_by_label("Comment on Plan probe billing").fill("Low? It bills every customer.")
+        billing.get_by_label("About").select_option("Criticality")
+        billing.get_by_role("button", name="Add comment").click()
+        expect(billing.locator(".comment")).to_contain_text("Low? It bills every customer.")
+        expect(billing.locator(f'[data-comments="{rated}"]')).to_have_text("Comments (1)")
+        reviewer.get_by_role("button", name="Approve this version").click()
+        expect(reviewer.locator("#review-state")).to_contain_text("approved")
+        expect(reviewer.locator("#approved-by-me")).to_be_visible()
+        shoot(reviewer, "20-scenario-approved-by-reviewer")
+    finally:
+        other.close()
+    assert reviewer_errors == [], f"script errors in the reviewer's page: {reviewer_errors}"
+
+    # The owner sees the approval and the comment; the merge may go ahead.
+    page.reload()
+    expect(page.locator('#scenario-review-status [data-reviewer="bernd"]')).to_contain_text("approved")
+    expect(page.locator(f'[data-comments="{rated}"]')).to_have_text("Comments (1)")
+    expect(page.locator("#merge-scenario")).to_be_enabled()
     page.click("#merge-scenario")
     page.get_by_role("dialog").get_by_role("button", name="Merge").click()
     expect(page.locator("#merged-notice")).to_contain_text("Merged into main as revision")
     expect(banner).to_be_hidden()  # the tab is back in main
     expect(menu.locator("summary")).to_contain_text("Main")
-    shoot(page, "19-scenario-merged")
+    shoot(page, "21-scenario-merged")
 
     merged = api.get(f"/api/element/InformationSystem/{described}").json()
     assert merged["description"] == ["moved to the new ledger"]
+    assert merged["name"] == ["Plan probe new ledger"]
     assert [d["id"] for d in merged["businessDomains"]] == [domain]
     assert api.get(f"/api/element/InformationSystem/{rated}").json()["Criticality"] == ["low"]
     assert api.get(f"/api/element/InformationSystem/{retired}").status_code == 404
     assert api.get(f"/api/scenarios/{key}").json()["state"] == "merged"
-    # And the interface, in main, shows it.
+    # And the interface, in main, shows it, and its history names the scenario that brought it.
     open_hash(page, f"#/element/InformationSystem/{rated}")
     expect(page.locator('[data-property="Criticality"]')).to_have_text("low")
+    assert api.get(f"/api/history/InformationSystem/{rated}").json()["items"][0]["viaScenario"] == key
+    open_hash(page, f"#/history/InformationSystem/{rated}")
+    newest = page.locator(".changeset").first
+    expect(newest.locator(".via-scenario")).to_have_text(f"merged from scenario {key}")
+    expect(newest.locator('[data-property="Criticality"]')).to_contain_text("low")

@@ -17,6 +17,8 @@ import {
   problemText,
   resolutionText,
   summaryLines,
+  valueButtonLabel,
+  valueLabel,
 } from "../../src/blockrepo/web/static/js/scenario-diff.js";
 import {
   currentScenario,
@@ -124,6 +126,28 @@ test("each conflict kind offers only the settlements the API accepts", () => {
   assert.equal(choiceLabel("main", "relationToDeleted"), "Drop the relation");
   assert.equal(conflictKindLabel("deletedInMain"), "Deleted in main");
   assert.equal(conflictKindLabel("metamodel"), "metamodel");
+});
+
+test("a name taken in main, a cycle and what the metamodel lost: their labels and takes", () => {
+  assert.equal(conflictKindLabel("nameTaken"), "Name taken in main");
+  assert.equal(conflictKindLabel("cycle"), "Parent makes a cycle");
+  assert.equal(conflictKindLabel("metamodelChanged"), "No longer in the metamodel");
+  assert.deepEqual(conflictChoices("nameTaken", "updated"), ["main", "value"]);
+  // An element created in the scenario has no name of main's to go back to.
+  assert.deepEqual(conflictChoices("nameTaken", "created"), ["value"]);
+  assert.deepEqual(conflictChoices("cycle", "updated"), ["main", "value"]);
+  assert.deepEqual(conflictChoices("metamodelChanged", "updated"), ["main"]);
+  assert.deepEqual(conflictChoices("bothChanged", "created"), ["scenario", "main", "value"]);
+  assert.equal(choiceLabel("main", "nameTaken"), "Keep main's name");
+  assert.equal(choiceLabel("main", "cycle"), "Keep main's parent");
+  assert.equal(choiceLabel("main", "metamodelChanged"), "Drop what the metamodel no longer has");
+  assert.equal(valueLabel("nameTaken"), "New name");
+  assert.equal(valueLabel("cycle"), "Parent");
+  assert.equal(valueLabel("bothChanged"), "Value");
+  assert.equal(valueButtonLabel("nameTaken"), "Use this name");
+  assert.equal(valueButtonLabel("cycle"), "Use this parent");
+  assert.equal(valueButtonLabel("bothChanged"), "Use this value");
+  assert.equal(resolutionText({ take: "main" }, "cycle"), "Settled: keep main's parent");
 });
 
 test("conflictField: a relation to a deleted element belongs to its end; others to their field", () => {

@@ -274,6 +274,13 @@ function changesetItem(type, id, changeset, byName) {
       h("span", { class: `op op-${changeset.operation}` }, changeset.operation),
       h("strong", {}, `Revision ${changeset.revision}`),
       h("span", { class: "muted" }, `${formatTime(changeset.timestamp)} by ${changeset.user}`),
+      changeset.viaScenario
+        ? h(
+            "a",
+            { href: href(scenarioRoute(changeset.viaScenario)), class: "via-scenario" },
+            `merged from scenario ${changeset.viaScenario}`,
+          )
+        : null,
       asOfLink,
     ),
     h(

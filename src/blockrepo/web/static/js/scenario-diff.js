@@ -15,15 +15,25 @@ const CONFLICT_KINDS = {
   deletedInMain: "Deleted in main",
   changedInMain: "Changed in main",
   relationToDeleted: "Relates to an element deleted in main",
+  nameTaken: "Name taken in main",
+  cycle: "Parent makes a cycle",
+  metamodelChanged: "No longer in the metamodel",
 };
 
-// What a conflict of each kind can be settled with (the API refuses the others).
+// What a conflict of each kind can be settled with (the API refuses the others: TAKES in
+// scenarios/service.py).
 const CHOICES = {
   bothChanged: ["scenario", "main", "value"],
   changedInMain: ["scenario", "main"],
   deletedInMain: ["main"],
   relationToDeleted: ["main"],
+  nameTaken: ["main", "value"],
+  cycle: ["main", "value"],
+  metamodelChanged: ["main"],
 };
+
+// What the value form asks for, by kind: a new name, another parent, or the field's values.
+const VALUE_LABELS = { nameTaken: "New name", cycle: "Parent" };
 
 const ACTIONS = { created: "Created", updated: "Changed", deleted: "Deleted" };
 
@@ -40,8 +50,18 @@ export function actionLabel(action) {
   return ACTIONS[action] || action;
 }
 
-export function conflictChoices(kind) {
-  return CHOICES[kind] || ["main"];
+// The takes a conflict allows; an element the scenario created has no name in main to go back to.
+export function conflictChoices(kind, action) {
+  const choices = CHOICES[kind] || ["main"];
+  return kind === "nameTaken" && action === "created" ? choices.filter((take) => take !== "main") : choices;
+}
+
+export function valueLabel(kind) {
+  return VALUE_LABELS[kind] || "Value";
+}
+
+export function valueButtonLabel(kind) {
+  return `Use this ${{ nameTaken: "name", cycle: "parent" }[kind] || "value"}`;
 }
 
 // A button's words for a choice: for an element deleted on one side they say what happens to it.
@@ -49,6 +69,9 @@ export function takeLabel(take, kind) {
   if (kind === "changedInMain") return take === "scenario" ? "delete it anyway" : "keep main's element";
   if (kind === "deletedInMain") return "accept the deletion";
   if (kind === "relationToDeleted") return "drop the relation";
+  if (kind === "metamodelChanged") return "drop what the metamodel no longer has";
+  if (kind === "nameTaken") return take === "main" ? "keep main's name" : "a new name";
+  if (kind === "cycle") return take === "main" ? "keep main's parent" : "another parent";
   return { scenario: "the scenario's value", main: "main's value", value: "another value" }[take] || take;
 }
 

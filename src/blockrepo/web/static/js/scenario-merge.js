@@ -6,6 +6,8 @@ import { h, toast } from "./dom.js";
 import { scenarioPath } from "./paths.js";
 import { actionLabel, mergeConflictText, mergeCountsText } from "./scenario-diff.js";
 import { refreshShell } from "./scenario-bar.js";
+import { approvalText, mergeBlockedReason } from "./scenario-rules.js";
+import { session } from "./session.js";
 import { leaveScenario, scenarioKey } from "./workspace.js";
 
 const STEP_ACTIONS = { create: "created", update: "updated", delete: "deleted" };
@@ -31,11 +33,22 @@ function stepList(steps) {
 function showRefusal(result, error) {
   if (error.status === 401) throw error;
   const conflicts = error.problem?.conflicts || [];
+  const approvals =
+    error.problem?.code === "approval_required"
+      ? h(
+          "p",
+          { id: "merge-approvals" },
+          error.problem.review
+            ? `Its review ${approvalText(error.problem.review)} of the current version.`
+            : "Propose it for review, and merge it once it is approved.",
+        )
+      : null;
   result.replaceChildren(
     h(
       "div",
       { class: "merge-refused", role: "alert" },
       h("p", {}, `${error.status === 409 ? "The merge is refused" : "The merge failed"}: ${error.message}`),
+      approvals,
       conflicts.length
         ? h(
             "ul",
@@ -116,6 +129,17 @@ export function mergePanel(review) {
     "Merge…",
   );
   mergeButton.addEventListener("click", () => confirmMerge(review, result, mergeButton));
+  // Disabled, with the reason next to it (and named by it), while the merge cannot be made.
+  const reason = h("p", { class: "merge-blocked", id: "merge-blocked" });
+  review.updateMergeGate = () => {
+    const blocked = mergeBlockedReason(review.scenario, session.user);
+    mergeButton.disabled = Boolean(blocked);
+    reason.textContent = blocked || "";
+    reason.hidden = !blocked;
+    if (blocked) mergeButton.setAttribute("aria-describedby", "merge-blocked");
+    else mergeButton.removeAttribute("aria-describedby");
+  };
+  review.updateMergeGate();
   return h(
     "section",
     { class: "panel merge-panel", "aria-labelledby": "merge-panel-title" },
@@ -126,6 +150,7 @@ export function mergePanel(review) {
       "Conflicts must be settled first. The preview writes nothing; the merge is one revision of main.",
     ),
     h("div", { class: "actions" }, dryRun, mergeButton),
+    reason,
     result,
   );
 }

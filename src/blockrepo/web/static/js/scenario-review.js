@@ -1,5 +1,6 @@
-// A scenario's review page: what it is, its changes by type, each changed element with its fields at the
-// base, in main and in the scenario, the conflicts and the controls that settle them; then the merge (a dry
+// A scenario's review page: what it is, its review (scenario-approval.js) and discussion
+// (scenario-comments.js), its changes by type, each changed element with its fields at the base, in main
+// and in the scenario, its comments, the conflicts and the controls that settle them; then the merge (a dry
 // run first if wanted) and closing or reopening it. The merge itself is in scenario-merge.js.
 
 import { api, get } from "./api.js";
@@ -20,11 +21,16 @@ import {
   problemText,
   resolutionText,
   summaryLines,
+  valueButtonLabel,
+  valueLabel,
 } from "./scenario-diff.js";
+import { reviewPanel } from "./scenario-approval.js";
 import { refreshShell, switchTo } from "./scenario-bar.js";
+import { elementThread, loadComments, scenarioThread } from "./scenario-comments.js";
 import { mergePanel } from "./scenario-merge.js";
+import { mayManage } from "./scenario-rules.js";
 import { stateBadge } from "./scenarios.js";
-import { typeDef, typeLabel } from "./session.js";
+import { session, typeDef, typeLabel } from "./session.js";
 import { scenarioKey, leaveScenario } from "./workspace.js";
 
 function propertyOf(type, name) {
@@ -148,9 +154,9 @@ function valueForm(review, item, conflict, error) {
   return h(
     "form",
     { class: "inline-form value-form", onsubmit },
-    h("label", { for: id }, "Value"),
+    h("label", { for: id }, valueLabel(conflict.kind)),
     control.node,
-    h("button", { type: "submit", class: "button" }, "Use this value"),
+    h("button", { type: "submit", class: "button" }, valueButtonLabel(conflict.kind)),
   );
 }
 
@@ -159,7 +165,7 @@ function valueForm(review, item, conflict, error) {
 function settleControls(review, item, conflict) {
   const error = h("p", { class: "form-error", role: "alert" });
   const taken = conflict.resolution?.take;
-  const choices = conflictChoices(conflict.kind);
+  const choices = conflictChoices(conflict.kind, item.action);
   const buttons = choices
     .filter((take) => take !== "value")
     .map((take) =>
@@ -198,7 +204,9 @@ function conflictEntry(review, item, conflict) {
       h("span", {}, conflict.message),
       h("span", { class: "resolution" }, resolutionText(conflict.resolution, conflict.kind, property)),
     ),
-    review.scenario.state === "open" ? settleControls(review, item, conflict) : null,
+    review.scenario.state === "open" && mayManage(review.scenario, session.user)
+      ? settleControls(review, item, conflict)
+      : null,
   );
 }
 
@@ -222,6 +230,7 @@ function elementHead(item) {
 
 function elementPanel(review, item) {
   const table = fieldsTable(item, review);
+  const thread = elementThread(review, item);
   return h(
     "section",
     {
@@ -229,7 +238,8 @@ function elementPanel(review, item) {
       "data-element": item.element.id,
       "aria-labelledby": `review-element-${item.element.id}`,
     },
-    elementHead(item),
+    h("div", { class: "review-element-head" }, elementHead(item), thread.button),
+    thread.region,
     item.conflicts?.length
       ? h(
           "ul",
@@ -294,6 +304,7 @@ async function setState(review, action) {
 function stateActions(review) {
   const { scenario } = review;
   const current = scenarioKey() === scenario.key;
+  const manages = mayManage(scenario, session.user);
   const button = (id, label, onclick, kind = "button") =>
     h("button", { type: "button", class: kind, id, onclick }, label);
   return h(
@@ -303,8 +314,10 @@ function stateActions(review) {
       ? button("work-in-scenario", "Work in this scenario", () => switchTo(scenario), "button primary")
       : null,
     current ? button("review-leave", "Back to main", () => switchTo(null)) : null,
-    scenario.state === "open" ? button("close-scenario", "Close", () => setState(review, "close")) : null,
-    scenario.state === "closed"
+    scenario.state === "open" && manages
+      ? button("close-scenario", "Close", () => setState(review, "close"))
+      : null,
+    scenario.state === "closed" && manages
       ? button("reopen-scenario", "Reopen", () => setState(review, "reopen"))
       : null,
   );
@@ -344,15 +357,19 @@ export async function renderScenarioReview({ params, query }) {
   const [key] = params;
   const { data: scenario } = await get(scenarioPath(key));
   const against = scenario.state === "merged" || query.get("against") === "base" ? "base" : "main";
-  const review = { key, scenario, against };
+  const review = { key, scenario, against, openThreads: new Set() };
   review.area = h("div", { id: "scenario-diff" });
   review.redraw = async (elementId) => {
-    await loadDiff(review, review.pages);
+    const [{ data: now }] = await Promise.all([get(scenarioPath(key)), loadDiff(review, review.pages)]);
+    await review.status?.update(now, { focus: false });
     drawDiff(review);
     document.getElementById(`review-element-${elementId}`)?.focus();
   };
-  await loadDiff(review, 1);
+  await Promise.all([loadDiff(review, 1), loadComments(review)]);
   drawDiff(review);
+  const merge = scenario.state === "open" ? mergePanel(review) : null;
+  const status = await reviewPanel(review, () => review.updateMergeGate?.());
+  review.status = status;
   return h(
     "div",
     { class: "scenario-review", "data-scenario": key, "data-state": scenario.state },
@@ -368,8 +385,10 @@ export async function renderScenarioReview({ params, query }) {
     ),
     scenario.description ? h("p", { class: "lead" }, scenario.description) : null,
     mergedNotice(scenario),
+    status,
     comparisonSwitch(review),
     review.area,
-    scenario.state === "open" ? mergePanel(review) : null,
+    scenarioThread(review),
+    merge,
   );
 }

@@ -1,5 +1,5 @@
-// The list of planning scenarios: the user's open ones, or with ended ones too (merged, closed); a supervisor
-// can list everyone's. Each links to its review page.
+// The list of planning scenarios: the user's open ones and those they review, or with ended ones too (merged,
+// closed); a supervisor can list everyone's. Each links to its review page.
 
 import { get } from "./api.js";
 import { pageHead } from "./components.js";
@@ -8,6 +8,7 @@ import { formatTime } from "./format.js";
 import { href, scenarioRoute, scenariosRoute } from "./paths.js";
 import { behindMainText } from "./scenario-diff.js";
 import { openNewScenarioDialog } from "./scenario-bar.js";
+import { approvalText } from "./scenario-rules.js";
 import { session } from "./session.js";
 import { scenarioKey } from "./workspace.js";
 
@@ -39,6 +40,11 @@ function scenarioRow(scenario, showOwner) {
         : null,
     ),
     h("td", { class: "nowrap" }, String(scenario.changedElements)),
+    h(
+      "td",
+      { class: "nowrap", "data-review": scenario.review ? "proposed" : "none" },
+      approvalText(scenario.review) || "",
+    ),
     h("td", { class: "muted nowrap" }, formatTime(scenario.createdAt)),
   );
 }
@@ -63,6 +69,7 @@ function scenarioTable(scenarios, showOwner) {
           column("Effective"),
           column("Based on"),
           column("Elements changed"),
+          column("Review"),
           column("Created"),
         ),
       ),
@@ -123,7 +130,10 @@ export async function renderScenarioList({ query, navigate }) {
     ),
     listOptions(ended, everyone, navigate),
     scenarios.length
-      ? scenarioTable(scenarios, everyone)
+      ? scenarioTable(
+          scenarios,
+          everyone || scenarios.some((scenario) => scenario.owner !== session.user?.login),
+        )
       : h("p", { class: "empty" }, "No scenarios yet. Create one to plan changes without touching main."),
   );
 }
