@@ -227,8 +227,9 @@ def diff_scenario(
     `unchanged-in-main` (only the scenario changed it), `changed` (main changed it too, alike, or a
     relation end both changed: merged as sets) or `conflict`. Relation ends come as entries `added` and
     `removed`. Conflicts are listed per element with their kind (`bothChanged`, `deletedInMain`,
-    `changedInMain`, `relationToDeleted`, `nameTaken`, `cycle`, `metamodelChanged`) and resolution. What the caller may not read is left out, as in
-    history. The first page counts elements by type and action and the open conflicts."""
+    `changedInMain`, `relationToDeleted`, `nameTaken`, `cycle`, `metamodelChanged`) and resolution.
+    What the caller may not read is left out, as in history. The first page counts elements by type and
+    action and the open conflicts."""
     return JsonResponse(
         service.diff(ctx.db, ctx.actor, ctx.metamodel, key, against=against, limit=limit, cursor=cursor)
     )
