@@ -1397,6 +1397,20 @@ CASES = [
         expect(200, 404, 404, 404),
         body=body({"dryRun": True}),
     ),
+    Case(
+        "scenarios",
+        "read the changes of one's scenario",
+        "GET",
+        of("/api/scenarios/{scenario_me}/changes"),
+        READ_ALL,
+    ),
+    Case(
+        "scenarios",
+        "read the changes of another's scenario",
+        "GET",
+        of("/api/scenarios/{scenario_victim}/changes"),
+        expect(200, 404, 404, 404),
+    ),
     Case("scenarios", "sync one's scenario", "POST", of("/api/scenarios/{scenario_me}/sync"), READ_ALL),
     Case(
         "scenarios",

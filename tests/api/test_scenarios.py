@@ -424,3 +424,24 @@ def test_sync_folds_main_in_and_honours_the_resolutions(app: FastAPI, client: Te
     assert client.post(f"{SCENARIOS}/{key}/merge", json={}).status_code == 200
     assert [_get(client, "InformationSystem", i)["Costs"] for i in (erp, crm, shop)] == [[120], [20], [5]]
     assert _ids(_get(client, "BusinessDomain", domain)["informationSystems"]) == {erp}
+
+
+def test_a_scenario_keeps_who_wrote_what_after_the_merge(app: FastAPI, client: TestClient) -> None:
+    create_role(app, "planners", types={"InformationSystem": ["read", "update", "create", "delete"]})
+    create_user(app, "anna", "anna-password-1", roles=["planners"])
+    erp = _create(client, "InformationSystem", {"name": ["ERP"]})
+    with client_as(app, "anna", "anna-password-1") as anna:
+        key = _scenario(anna)
+        _put(anna, "InformationSystem", erp, {"description": ["first"]}, key)
+        _put(anna, "InformationSystem", erp, {"description": ["second"]}, key)
+    merged = client.post(f"{SCENARIOS}/{key}/merge", json={}).json()
+    page = client.get(f"{SCENARIOS}/{key}/changes", params={"element": erp, "limit": 1}).json()
+    assert [item["user"] for item in page["items"]] == ["anna"]
+    rest = client.get(
+        f"{SCENARIOS}/{key}/changes", params={"element": erp, "after": page["nextAfter"]}
+    ).json()
+    written = [*page["items"], *rest["items"]]
+    assert [c["changes"][0]["new"] for c in written] == [["first"], ["second"]]
+    assert all(c["viaScenario"] == key and c["mainRevision"] < merged["revision"] for c in written)
+    newest = client.get(f"/api/history/InformationSystem/{erp}").json()["items"][0]
+    assert newest["user"] == "system" and newest["viaScenario"] == key

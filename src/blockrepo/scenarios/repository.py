@@ -237,3 +237,15 @@ def remove_element_rows(db: Session, scenario_id: int, element_id: int) -> None:
             ScenarioChange.scenario_id == scenario_id, ScenarioChange.element_id == element_id
         )
     )
+
+
+def change_page(
+    db: Session, scenario_id: int, element_id: int | None, after: int, limit: int
+) -> list[ScenarioChange]:
+    """A page of the scenario's change rows (of one element), in the order they were written."""
+    statement = select(ScenarioChange).where(
+        ScenarioChange.scenario_id == scenario_id, ScenarioChange.id > after
+    )
+    if element_id is not None:
+        statement = statement.where(ScenarioChange.element_id == element_id)
+    return list(db.scalars(statement.order_by(ScenarioChange.id).limit(limit)))

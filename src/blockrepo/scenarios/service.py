@@ -40,7 +40,7 @@ from blockrepo.errors import (
 from blockrepo.history import asof
 from blockrepo.history.diff import Folding, NetChange, folding, newest_revision
 from blockrepo.history.repository import ChangesetRow
-from blockrepo.history.service import decode_cursor, encode_cursor
+from blockrepo.history.service import changeset_json, decode_cursor, encode_cursor, property_visibility
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
 from blockrepo.scenarios import repository
 from blockrepo.scenarios.models import (
@@ -1063,6 +1063,42 @@ def record_merge(db: Session, key: str, revision: int | None) -> None:
     if scenario is not None:
         scenario.merged_revision = revision
         db.flush()
+
+
+# --- the scenario's own history ----------------------------------------------------------------------
+
+
+def changes(
+    db: Session,
+    actor: Actor,
+    metamodel: Metamodel,
+    key: str,
+    *,
+    element_id: int | None = None,
+    after: int = 0,
+    limit: int = DIFF_LIMIT,
+) -> dict[str, Any]:
+    """The changesets written in the scenario, oldest first: who changed what and when, as history shows
+    main's (what the caller may not read left out), each with `mainRevision`, main's revision then. A
+    merge keeps them: they are the original authors and times of what it brought into main."""
+    scenario = visible_scenario(db, actor, key)
+    if not 1 <= limit <= DIFF_MAX_LIMIT:
+        raise ValidationFailed(
+            f"limit must be between 1 and {DIFF_MAX_LIMIT}",
+            errors=[ErrorItem("query:limit", "out_of_range", f"1 to {DIFF_MAX_LIMIT}")],
+        )
+    visibility = property_visibility(db, actor, metamodel)
+    rows = repository.change_page(db, scenario.id, element_id, after, limit + 1)
+    items = []
+    for row, changeset in zip(rows[:limit], _changeset_rows(rows[:limit]), strict=True):
+        if not visibility.can_read_type(row.type_name):
+            continue
+        shown = changeset_json(changeset, visibility)
+        if shown is not None:
+            revision = shown.pop("revision")
+            items.append({"change": row.id, "mainRevision": revision, **shown, "viaScenario": scenario.key})
+    more = len(rows) > limit
+    return {"items": items, "nextAfter": rows[limit - 1].id if more else None}
 
 
 # --- sync ---------------------------------------------------------------------------------------------

@@ -376,3 +376,25 @@ def sync_scenario(key: Key, ctx: RequestContext = Depends(element_write_context)
     scenario = service.sync(element_writer(ctx), key)
     ctx.commit()
     return model_response(scenario)
+
+
+@router.get(
+    "/{key}/changes",
+    operation_id="listScenarioChanges",
+    responses={200: {"description": "A page of the scenario's changesets"}, **_errors(400, 404)},
+    response_class=JsonResponse,
+    summary="What was written in a scenario, by whom and when",
+)
+def scenario_changes(
+    key: Key,
+    element: Annotated[int | None, Query(ge=1, le=2**31 - 1, description="one element's changes")] = None,
+    after: Annotated[int, Query(ge=0, le=2**31 - 1, description="`nextAfter` of the page before")] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000, description="changesets a page")] = 100,
+    ctx: RequestContext = Depends(read_context),
+) -> JsonResponse:
+    """Oldest first, in the shape of main's history, each with `mainRevision` (main's revision when it was
+    written). Kept after a merge: the original authors and times of what the merge brought into main,
+    whose revision names the scenario (`viaScenario`)."""
+    return JsonResponse(
+        service.changes(ctx.db, ctx.actor, ctx.metamodel, key, element_id=element, after=after, limit=limit)
+    )
