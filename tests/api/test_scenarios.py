@@ -3,6 +3,7 @@ main three ways, settle conflicts, merge it; main never sees a scenario's writes
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import FastAPI
@@ -445,3 +446,45 @@ def test_a_scenario_keeps_who_wrote_what_after_the_merge(app: FastAPI, client: T
     assert all(c["viaScenario"] == key and c["mainRevision"] < merged["revision"] for c in written)
     newest = client.get(f"/api/history/InformationSystem/{erp}").json()["items"][0]
     assert newest["user"] == "system" and newest["viaScenario"] == key
+
+
+def test_lists_and_queries_read_the_scenario(app: FastAPI, client: TestClient) -> None:
+    create_attribute(app, "Costs", "number", types=["InformationSystem"])
+    erp = _create(client, "InformationSystem", {"name": ["ERP"], "Costs": [100]})
+    old = _create(client, "InformationSystem", {"name": ["Mainframe"], "Costs": [50]})
+    finance = _create(client, "BusinessDomain", {"name": ["Finance"]})
+    key = _scenario(client)
+    _put(client, "InformationSystem", erp, {"Costs": [10], "businessDomains": [finance]}, key)
+    crm = _create(client, "InformationSystem", {"name": ["CRM"], "Costs": [70]}, key)
+    assert client.delete(f"/api/element/InformationSystem/{old}", params={"scenario": key}).status_code == 204
+    _create(client, "InformationSystem", {"name": ["Main only"], "Costs": [1]})  # after the base
+
+    listed = client.get(
+        "/api/massdata/InformationSystem", params={"scenario": key, "sort": "-Costs", "count": True}
+    )
+    assert listed.status_code == 200, listed.text
+    assert [(e["name"][0], e["Costs"]) for e in listed.json()["items"]] == [("CRM", [70]), ("ERP", [10])]
+    assert listed.json()["total"] == 2
+    cheap = client.get(
+        "/api/massdata/InformationSystem",
+        params={"filter": "@Costs < 50", "fields": "name"},
+        headers={"Blockrepo-Scenario": key},
+    )
+    assert cheap.status_code == 200, cheap.text
+    assert [e["name"] for e in cheap.json()["items"]] == [["ERP"]]
+    query = client.post(
+        "/api/massdata/query", json={"query": "BusinessDomain/informationSystems;"}, params={"scenario": key}
+    )
+    assert query.status_code == 200, query.text
+    assert {e["id"][0] for e in query.json()["items"]} == {erp}
+    streamed = client.get(
+        "/api/massdata/InformationSystem",
+        params={"scenario": key},
+        headers={"Accept": "application/x-ndjson"},
+    )
+    assert sorted(json.loads(line)["name"][0] for line in streamed.text.splitlines()) == ["CRM", "ERP"]
+    in_main = client.get("/api/massdata/InformationSystem", params={"sort": "name"}).json()["items"]
+    assert [e["name"][0] for e in in_main] == ["ERP", "Main only", "Mainframe"]
+    both = client.get("/api/massdata/InformationSystem", params={"scenario": key, "asOf": 1})
+    assert both.status_code == 400
+    assert crm > old

@@ -181,7 +181,11 @@ ONE_SCENARIO = KnownRefusal(
     "the scenario parameter and the Blockrepo-Scenario header may not name two scenarios; asOf does not "
     "go with a scenario",
     "validation_failed",
-    (("two_scenarios", "query:scenario"), ("not_with_scenario", "query:asOf")),
+    (
+        ("two_scenarios", "query:scenario"),
+        ("not_with_scenario", "query:asOf"),
+        ("not_with_scenario", "/asOf"),
+    ),
 )
 SCENARIO_BODY = KnownRefusal(
     "a base revision must already exist; no text may hold NUL",
@@ -299,6 +303,7 @@ KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
     ("POST", "/api/scenarios/{key}/comments"): (SCENARIO_COMMENT,),
     ("GET", "/api/scenarios/{key}/diff"): (HISTORY_CURSOR,),
     ("GET", "/api/massdata/{type}"): (
+        ONE_SCENARIO,
         FUTURE_REVISION,
         LISTING_CURSOR,
         SORT_KEY,
@@ -307,6 +312,7 @@ KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
         NUL_IN_QUERY,
     ),
     ("POST", "/api/massdata/query"): (
+        ONE_SCENARIO,
         FUTURE_REVISION,
         LISTING_CURSOR,
         SORT_KEY,

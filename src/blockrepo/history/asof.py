@@ -170,6 +170,17 @@ class Overlay:
 
 
 @dataclass(frozen=True)
+class Layer:
+    """Changes kept beside main (a planning scenario's) that reads fold on top of main as of `base`: the
+    ids of the elements it created, by type name, and its rows of given elements (each in the session
+    the read runs in)."""
+
+    base: int
+    created: Callable[[Session, str], list[int]]
+    overlay: Callable[[Session, Sequence[int]], Overlay]
+
+
+@dataclass(frozen=True)
 class StateAt:
     """An element as its change rows describe it: its type, its state (the recorded properties, `name`
     first, as the write core's states) and how many changesets made it (its revision)."""

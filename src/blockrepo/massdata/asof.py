@@ -19,7 +19,8 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.elements.repository import chunks
-from blockrepo.history.asof import element_ids_as_of, read_elements_as_of, resolve_as_of
+from blockrepo.elements.service import ElementView
+from blockrepo.history.asof import Layer, element_ids_as_of, read_elements_as_of, resolve_as_of
 from blockrepo.history.service import require_history
 from blockrepo.massdata.listing import Listing, Page, SortKey, begin_snapshot, encode_cursor, log
 from blockrepo.massdata.query.compiler import QueryCompiler
@@ -42,21 +43,39 @@ def past_revision(db: Session, actor: Actor, raw: str, pointer: str = "query:asO
 
 
 class _PastState:
-    """Loads elements as they stood at one revision, as one actor may read them (every readable key)."""
+    """Loads elements as they stood at one revision, as one actor may read them (every readable key); with
+    a `layer`, as a planning scenario has them (main at its base, its own changes on top)."""
 
-    def __init__(self, db: Session, metamodel: Metamodel, actor: Actor, revision: int) -> None:
+    def __init__(
+        self, db: Session, metamodel: Metamodel, actor: Actor, revision: int, layer: Layer | None = None
+    ) -> None:
         self.db, self.metamodel, self.actor, self.revision = db, metamodel, actor, revision
+        self.layer = layer
 
-    def load(self, type_def: BlockTypeDef, ids: Sequence[int]) -> list[ElementJson]:
+    def load(
+        self, type_def: BlockTypeDef, ids: Sequence[int], view: ElementView | None = None
+    ) -> list[ElementJson]:
         found: list[ElementJson] = []
         for chunk in chunks(ids, BATCH):
+            overlay = None if self.layer is None else self.layer.overlay(self.db, chunk)
             found.extend(
-                read_elements_as_of(self.db, self.metamodel, self.actor, type_def, chunk, self.revision)
+                read_elements_as_of(
+                    self.db,
+                    self.metamodel,
+                    self.actor,
+                    type_def,
+                    chunk,
+                    self.revision,
+                    view=view,
+                    overlay=overlay,
+                )
             )
         return found
 
     def scan(self, type_def: BlockTypeDef) -> Iterable[list[ElementJson]]:
         ids = element_ids_as_of(self.db, type_def, self.revision)
+        if self.layer is not None:
+            ids = sorted({*ids, *self.layer.created(self.db, type_def.name)})
         for chunk in chunks(ids, BATCH):
             yield self.load(type_def, chunk)
 
@@ -129,14 +148,15 @@ def read_page_as_of(
     *,
     limit: int,
     count: bool,
+    layer: Layer | None = None,
 ) -> Page:
-    """A page of the listing as the repository stood at `revision` (the counterpart of `read_page`)."""
-    matches = _sorted_matches(_PastState(db, metamodel, actor, revision), listing)
+    """A page of the listing as the repository stood at `revision` (the counterpart of `read_page`), or as
+    a planning scenario has it (`layer`)."""
+    state = _PastState(db, metamodel, actor, revision, layer)
+    matches = _sorted_matches(state, listing)
     remaining = _after_cursor(listing, matches)
     page = remaining[:limit]
-    items = read_elements_as_of(
-        db, metamodel, actor, listing.type_def, [values[-1] for values in page], revision, view=listing.view
-    )
+    items = state.load(listing.type_def, [values[-1] for values in page], listing.view)
     more = len(remaining) > limit
     next_cursor = encode_cursor(listing.type_def.name, listing.keys, page[-1]) if more else None
     # `total` counts every match, as the SQL listing does, not only those after the cursor.
@@ -144,19 +164,23 @@ def read_page_as_of(
 
 
 def stream_ndjson_as_of(
-    open_session: Callable[[], Session], metamodel: Metamodel, actor: Actor, listing: Listing, revision: int
+    open_session: Callable[[], Session],
+    metamodel: Metamodel,
+    actor: Actor,
+    listing: Listing,
+    revision: int,
+    layer: Layer | None = None,
 ) -> Iterator[bytes]:
-    """NDJSON lines of every match as of `revision` (the counterpart of `listing.stream_ndjson`)."""
+    """NDJSON lines of every match as of `revision` (the counterpart of `listing.stream_ndjson`), or as a
+    planning scenario has them (`layer`)."""
     with open_session() as db:
         begin_snapshot(db)
         try:
-            state = _PastState(db, metamodel, actor, revision)
+            state = _PastState(db, metamodel, actor, revision, layer)
             matches = _after_cursor(listing, _sorted_matches(state, listing))
             ids = [values[-1] for values in matches]
             for chunk in chunks(ids, STREAM_BATCH):
-                items = read_elements_as_of(
-                    db, metamodel, actor, listing.type_def, chunk, revision, view=listing.view
-                )
+                items = state.load(listing.type_def, chunk, listing.view)
                 yield b"".join(orjson.dumps(item) + b"\n" for item in items)
         except Exception:
             log.exception("streaming %s elements as of revision %s failed", listing.type_def.name, revision)

@@ -249,3 +249,12 @@ def change_page(
     if element_id is not None:
         statement = statement.where(ScenarioChange.element_id == element_id)
     return list(db.scalars(statement.order_by(ScenarioChange.id).limit(limit)))
+
+
+def created_ids_of_type(db: Session, scenario_id: int, type_name: str) -> list[int]:
+    statement = select(ScenarioChange.element_id).where(
+        ScenarioChange.scenario_id == scenario_id,
+        ScenarioChange.type_name == type_name,
+        ScenarioChange.operation == "created",
+    )
+    return sorted(int(element_id) for element_id in db.scalars(statement))

@@ -284,10 +284,14 @@ def _changeset_rows(rows: Iterable[ScenarioChange]) -> list[ChangesetRow]:
 
 
 def _overlay(db: Session, scenario: Scenario, element_ids: Iterable[int]) -> asof.Overlay:
-    rows = repository.change_rows(db, scenario.id, element_ids)
+    return _overlay_of(db, scenario.id, element_ids)
+
+
+def _overlay_of(db: Session, scenario_id: int, element_ids: Iterable[int]) -> asof.Overlay:
+    rows = repository.change_rows(db, scenario_id, element_ids)
 
     def names_of(ids: set[int]) -> dict[int, str]:
-        return repository.newest_names(db, scenario.id, ids)
+        return repository.newest_names(db, scenario_id, ids)
 
     return asof.Overlay(_changeset_rows(rows), names_of)
 
@@ -298,6 +302,21 @@ def _states(
     return asof.states_as_of(
         db, metamodel, element_ids, scenario.base_revision, _overlay(db, scenario, element_ids)
     )
+
+
+def reading_layer(db: Session, actor: Actor, key: str) -> asof.Layer:
+    """What list reads and queries fold on top of main to read in the scenario (`massdata`'s asOf path):
+    main at the base, the elements the scenario created, its rows."""
+    scenario = visible_scenario(db, actor, key)
+    scenario_id, base = scenario.id, scenario.base_revision
+
+    def created(session: Session, type_name: str) -> list[int]:
+        return repository.created_ids_of_type(session, scenario_id, type_name)
+
+    def overlay(session: Session, ids: Sequence[int]) -> asof.Overlay:
+        return _overlay_of(session, scenario_id, ids)
+
+    return asof.Layer(base, created, overlay)
 
 
 def read_element(

@@ -4,6 +4,7 @@ export and import. Thin: the rules live in blockrepo.massdata."""
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
@@ -20,11 +21,20 @@ from blockrepo.api.context import (
 )
 from blockrepo.api.cursors import MASSDATA
 from blockrepo.api.limits import PAGE_SIZE_BOUNDS
-from blockrepo.api.parameters import REVISION_OR_TIME, REVISION_OR_TIME_BRANCHES, REVISION_TEXT, AsOfQuery
+from blockrepo.api.parameters import (
+    REVISION_OR_TIME,
+    REVISION_OR_TIME_BRANCHES,
+    REVISION_TEXT,
+    AsOfQuery,
+    ScenarioHeader,
+    ScenarioQuery,
+    scenario_named,
+)
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse, aliased_json_response
 from blockrepo.elements.service import Writer
-from blockrepo.errors import BadRequest, ErrorItem, UnsupportedMediaType
+from blockrepo.errors import BadRequest, ErrorItem, UnsupportedMediaType, ValidationFailed
+from blockrepo.history.asof import Layer
 from blockrepo.history.schemas import AS_OF_ATTRIBUTE_NAMES
 from blockrepo.interpreter import collector_paused
 from blockrepo.json_integers import integral_number_as_int
@@ -37,6 +47,7 @@ from blockrepo.massdata.transfer.importer import import_document, parse_mode
 from blockrepo.massdata.transfer.plan import plan_export as export_plan
 from blockrepo.massdata.transfer.xlsx import read_workbook, stream_xlsx
 from blockrepo.massdata.transfer.xlsx_limits import XlsxLimits
+from blockrepo.scenarios import service as scenarios
 
 router = APIRouter(tags=["Massdata"])
 
@@ -134,31 +145,61 @@ def _limit(ctx: RequestContext, limit: int | None, pointer: str = "query:limit")
     return limit
 
 
-def _stream(ctx: RequestContext, prepared: listing.Listing, revision: int | None) -> StreamingResponse:
+@dataclass(frozen=True)
+class _Moment:
+    """What a read reads: today (no revision), main at a past revision, or a planning scenario (main at
+    its base with its `layer` on top)."""
+
+    revision: int | None = None
+    layer: Layer | None = None
+
+
+def _stream(ctx: RequestContext, prepared: listing.Listing, moment: _Moment) -> StreamingResponse:
     open_session = ctx.services.read_sessions
-    if revision is None:
+    if moment.revision is None:
         lines = listing.stream_ndjson(open_session, ctx.metamodel, ctx.actor, prepared)
     else:
-        lines = past.stream_ndjson_as_of(open_session, ctx.metamodel, ctx.actor, prepared, revision)
+        lines = past.stream_ndjson_as_of(
+            open_session, ctx.metamodel, ctx.actor, prepared, moment.revision, moment.layer
+        )
     return StreamingResponse(lines, media_type=NDJSON)
 
 
 def _page(
-    ctx: RequestContext, prepared: listing.Listing, revision: int | None, limit: int, count: bool
+    ctx: RequestContext, prepared: listing.Listing, moment: _Moment, limit: int, count: bool
 ) -> listing.Page:
-    if revision is None:
+    if moment.revision is None:
         return listing.read_page(ctx.db, ctx.metamodel, ctx.actor, prepared, limit=limit, count=count)
     return past.read_page_as_of(
-        ctx.db, ctx.metamodel, ctx.actor, prepared, revision, limit=limit, count=count
+        ctx.db,
+        ctx.metamodel,
+        ctx.actor,
+        prepared,
+        moment.revision,
+        limit=limit,
+        count=count,
+        layer=moment.layer,
     )
 
 
-def _revision(ctx: RequestContext, as_of: str | int | None, pointer: str = "query:asOf") -> int | None:
-    """The past revision an `asOf` names, or None for today (checked before any streaming starts); an
-    empty `asOf` is one not given. A problem points at `pointer`, where the client gave it."""
-    if as_of is None or as_of == "":
-        return None
-    return past.past_revision(ctx.db, ctx.actor, str(as_of), pointer)
+def _moment(
+    ctx: RequestContext, as_of: str | int | None, scenario: str | None, pointer: str = "query:asOf"
+) -> _Moment:
+    """What the read reads (checked before any streaming starts): the past revision an `asOf` names (an
+    empty one is one not given; a problem points at `pointer`, where the client gave it), the scenario
+    a request names, or today."""
+    past_given = not (as_of is None or as_of == "")
+    if scenario is not None:
+        if past_given:
+            raise ValidationFailed(
+                "asOf and scenario cannot be combined: a scenario is read as it is now",
+                errors=[ErrorItem(pointer, "not_with_scenario", "leave out asOf or the scenario")],
+            )
+        layer = scenarios.reading_layer(ctx.db, ctx.actor, scenario)
+        return _Moment(layer.base, layer)
+    if not past_given:
+        return _Moment()
+    return _Moment(past.past_revision(ctx.db, ctx.actor, str(as_of), pointer))
 
 
 AS_OF_HELP = (
@@ -441,6 +482,8 @@ def list_elements(
     cursor: Annotated[str | None, Query(description="`nextCursor` of the previous page")] = None,
     count: Annotated[bool, Query(description="also return `total`, the number of matches")] = False,
     as_of: AsOfQuery = None,
+    scenario: ScenarioQuery = None,
+    scenario_header: ScenarioHeader = None,
 ) -> Response:
     prepared = listing.prepare_listing(
         ctx.metamodel,
@@ -452,10 +495,10 @@ def list_elements(
         cursor=ctx.services.cursors.open(MASSDATA, cursor, "query:cursor"),
         limits=QueryLimits.from_settings(ctx.settings),
     )
-    revision = _revision(ctx, as_of)
+    moment = _moment(ctx, as_of, scenario_named(scenario, scenario_header))
     if _wants_ndjson(request):
-        return _stream(ctx, prepared, revision)
-    page = _page(ctx, prepared, revision, _limit(ctx, limit), count)
+        return _stream(ctx, prepared, moment)
+    page = _page(ctx, prepared, moment, _limit(ctx, limit), count)
     body: dict[str, Any] = {
         "type": prepared.type_def.name,
         "items": page.items,
@@ -632,6 +675,8 @@ def run_query(
             json_schema_extra=REVISION_OR_TIME,
         ),
     ] = None,
+    scenario: ScenarioQuery = None,
+    scenario_header: ScenarioHeader = None,
 ) -> Response:
     body = _query_request(raw_body)
     in_url = _from_url(body, fields=fields, limit=limit, sort=sort, cursor=cursor, count=count, asOf=as_of)
@@ -652,11 +697,11 @@ def run_query(
         limits=QueryLimits.from_settings(ctx.settings),
         pointer_of=pointer,
     )
-    revision = _revision(ctx, body.get("asOf"), pointer("asOf"))
+    moment = _moment(ctx, body.get("asOf"), scenario_named(scenario, scenario_header), pointer("asOf"))
     if _wants_ndjson(request):
-        return _stream(ctx, prepared, revision)
+        return _stream(ctx, prepared, moment)
     limit = _limit(ctx, body.get("limit"), pointer("limit"))
-    page = _page(ctx, prepared, revision, limit, bool(body.get("count")))
+    page = _page(ctx, prepared, moment, limit, bool(body.get("count")))
     answer: dict[str, Any] = {
         "query": text,
         "type": prepared.type_def.name,
