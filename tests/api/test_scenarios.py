@@ -377,6 +377,18 @@ def test_bad_scenario_requests_answer_clearly_and_change_nothing(app: FastAPI, c
         client.patch(f"/api/element/InformationSystem/{erp}", json={"Nope": [1]}, params={"scenario": key}),
     ]
     assert [c.status_code for c in cases] == [400] * len(cases), [c.text for c in cases]
+    # An operation that works on main only refuses a scenario, so that nothing meant for one lands on main.
+    bulk = client.post(
+        "/api/massdata/InformationSystem",
+        json={"elements": [{"name": ["CRM"]}]},
+        headers={"Blockrepo-Scenario": key},
+    )
+    assert bulk.status_code == 400 and bulk.json()["code"] == "scenario_not_supported"
+    assert client.get("/api/massdata/export", params={"scenario": key}).status_code == 400
+    assert (
+        client.get("/api/massdata/InformationSystem", params={"filter": '@name = "CRM"'}).json()["items"]
+        == []
+    )
     closed = client.post(f"{SCENARIOS}/{key}/close")
     assert closed.status_code == 200 and closed.json()["state"] == "closed"
     refused = client.post("/api/element/InformationSystem", json={"name": ["CRM"]}, params={"scenario": key})

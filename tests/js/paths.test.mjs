@@ -99,11 +99,14 @@ test("scenario paths and routes encode the key", () => {
   assert.equal(scenarioRoute("erp-1"), "/scenarios/erp-1");
 });
 
-test("scenarioScoped: element reads and writes work in the tab's scenario, nothing else does", () => {
+test("scenarioScoped: elements, lists and queries work in the tab's scenario, nothing else does", () => {
   assert.ok(scenarioScoped("/api/element/InformationSystem/7"));
   assert.ok(scenarioScoped("/api/element/InformationSystem"));
+  assert.ok(scenarioScoped("/api/massdata/InformationSystem"));
+  assert.ok(scenarioScoped("/api/massdata/query"));
   for (const path of [
-    "/api/massdata/InformationSystem",
+    "/api/massdata/export",
+    "/api/massdata/import",
     "/api/history/InformationSystem/7",
     "/api/scenarios",
     "/api/scenarios/erp-1/diff",

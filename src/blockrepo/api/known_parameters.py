@@ -24,9 +24,11 @@ from blockrepo.errors import BadRequest, ErrorItem
 
 CODE = "unknown_query_parameter"
 # Query parameters every operation accepts besides its own: none in this API. `scenario` (API.md
-# section 11) belongs here once scenarios exist; until then it is refused, so that a write meant for a
-# scenario never lands on main.
+# section 11) is declared by the operations that read or write in a planning scenario; the others refuse
+# it, as a parameter or as the `Blockrepo-Scenario` header, so that a write meant for a scenario never
+# lands on main.
 CROSS_CUTTING: frozenset[str] = frozenset()
+SCENARIO_CODE = "scenario_not_supported"
 # A problem names at most this many parameters, each cut to this many characters: the answer stays small
 # whatever the URL holds.
 MOST_NAMED = 20
@@ -81,9 +83,17 @@ def unknown_query_parameters(unknown: list[str], known: Iterable[str]) -> BadReq
 
 async def refuse_unknown(request: Request) -> None:
     """The dependency of every versioned router: 400 for a query string that names a parameter the matched
-    operation does not know."""
+    operation does not know, or a scenario header for an operation that works on main only."""
     route = request.scope.get("route")
-    if not request.scope["query_string"] or not isinstance(route, APIRoute):
+    if not isinstance(route, APIRoute):
+        return
+    if request.headers.get("blockrepo-scenario") and "scenario" not in known_names(route):
+        raise BadRequest(
+            "this operation works on main only: leave out the Blockrepo-Scenario header",
+            code=SCENARIO_CODE,
+            errors=[ErrorItem("header:Blockrepo-Scenario", SCENARIO_CODE, "not taken by this operation")],
+        )
+    if not request.scope["query_string"]:
         return
     known = known_names(route)
     # The names as the routes read them (Starlette's parse, each name once, in the order of the URL).

@@ -30,7 +30,10 @@ export function scenarioPath(key, action = "") {
 // Whether a request works in the scenario the tab is in: the element routes do (read and write); lists,
 // search, history and the rest of the API know no scenario yet and answer with main.
 export function scenarioScoped(path) {
-  return path === "/api/element" || path.startsWith("/api/element/");
+  if (path === "/api/element" || path.startsWith("/api/element/")) return true;
+  // Lists and queries read the scenario; export and import work on main only (and refuse the header).
+  const massdata = /^\/api\/massdata\/([^/?]+)$/.exec(path);
+  return massdata !== null && !["export", "import"].includes(massdata[1]);
 }
 
 // Routes of the interface, as used in `navigate` (no "#") and in links (with it).

@@ -122,7 +122,7 @@ function drawBanner(scenario) {
     h(
       "p",
       { class: "scenario-note" },
-      "Element pages, edits and the neighbourhood show the scenario; lists, search, history, flows and the " +
+      "Element pages, edits, lists and the neighbourhood show the scenario; search, history, flows and the " +
         "roadmap still show main.",
     ),
   );
