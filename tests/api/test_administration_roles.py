@@ -58,7 +58,8 @@ def test_create_read_update_delete_a_role(client: TestClient) -> None:
 def test_supervisor_role_shows_every_right_and_is_immutable(client: TestClient) -> None:
     supervisor = next(r for r in client.get(ROLES).json() if r["name"] == "Supervisor")
     assert supervisor["builtin"] is True and len(supervisor["typePermissions"]) == 14
-    assert len(supervisor["functionalPermissions"]) == 9  # the eight of 7.4 and MINT_TOKENS
+    # The eight of 7.4, MINT_TOKENS, MERGE_SCENARIOS and APPROVE_SCENARIOS.
+    assert len(supervisor["functionalPermissions"]) == 11
     for response in (
         client.put(f"{ROLES}/{supervisor['id']}", json={"description": "mine now"}),
         client.delete(f"{ROLES}/{supervisor['id']}"),
