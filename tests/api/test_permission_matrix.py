@@ -1411,6 +1411,20 @@ CASES = [
         of("/api/scenarios/{scenario_victim}/changes"),
         expect(200, 404, 404, 404),
     ),
+    Case(
+        "scenarios",
+        "revert one's scenario, not merged",
+        "POST",
+        of("/api/scenarios/{scenario_me}/revert"),
+        expect(409, 409, 409, 409),
+    ),
+    Case(
+        "scenarios",
+        "revert another's scenario",
+        "POST",
+        of("/api/scenarios/{scenario_victim}/revert"),
+        expect(409, 404, 404, 404),
+    ),
     Case("scenarios", "sync one's scenario", "POST", of("/api/scenarios/{scenario_me}/sync"), READ_ALL),
     Case(
         "scenarios",

@@ -37,6 +37,7 @@ BODYLESS = {
     ("post", "/api/scenarios/{key}/reopen"),
     ("post", "/api/scenarios/{key}/approvals"),
     ("post", "/api/scenarios/{key}/sync"),
+    ("post", "/api/scenarios/{key}/revert"),
 }
 # The webhook examples deliver to this host; tests have no name server, so it resolves to a public address
 # (example.com's) for the target check. Delivery is off in tests: nothing is sent there.

@@ -500,3 +500,32 @@ def test_lists_and_queries_read_the_scenario(app: FastAPI, client: TestClient) -
     both = client.get("/api/massdata/InformationSystem", params={"scenario": key, "asOf": 1})
     assert both.status_code == 400
     assert crm > old
+
+
+def test_a_merged_scenario_is_undone_by_merging_its_revert(app: FastAPI, client: TestClient) -> None:
+    create_attribute(app, "Costs", "number", types=["InformationSystem"])
+    erp = _create(client, "InformationSystem", {"name": ["ERP"], "Costs": [100], "description": ["kept"]})
+    old = _create(client, "InformationSystem", {"name": ["Mainframe"], "Costs": [7]})
+    finance = _create(client, "BusinessDomain", {"name": ["Finance"]})
+    before = {i: _get(client, "InformationSystem", i) for i in (erp, old)}
+    key = _scenario(client, name="Consolidation")
+    _put(client, "InformationSystem", erp, {"Costs": [80], "businessDomains": [finance]}, key)
+    _create(client, "InformationSystem", {"name": ["CRM"]}, key)
+    assert client.delete(f"/api/element/InformationSystem/{old}", params={"scenario": key}).status_code == 204
+    assert client.post(f"{SCENARIOS}/{key}/revert").json()["code"] == "not_merged"
+    merged = client.post(f"{SCENARIOS}/{key}/merge", json={}).json()
+    crm = merged["created"][0]["id"]
+
+    revert = client.post(f"{SCENARIOS}/{key}/revert")
+    assert revert.status_code == 201, revert.text
+    undo = revert.json()["key"]
+    assert revert.json()["name"] == "Revert of Consolidation"
+    summary = _diff(client, undo)["summary"]
+    assert summary["InformationSystem"] == {"updated": 1, "created": 1, "deleted": 1}
+    assert client.post(f"{SCENARIOS}/{undo}/merge", json={}).status_code == 200
+    restored = _get(client, "InformationSystem", erp)
+    assert restored["Costs"] == before[erp]["Costs"] and restored["businessDomains"] == []
+    assert client.get(f"/api/element/InformationSystem/{crm}").status_code == 404
+    back = client.get("/api/massdata/InformationSystem", params={"filter": '@name = "Mainframe"'}).json()
+    assert [e["Costs"] for e in back["items"]] == [[7]]
+    assert _ids(_get(client, "BusinessDomain", finance)["informationSystems"]) == set()

@@ -284,6 +284,11 @@ class Folding:
             return []
         return self.fold(repository.element_changesets_between(db, element_ids, start, end))
 
+    def of_revision(self, db: Session, revision: int) -> list[NetChange]:
+        """What one revision of main did to each element it changed."""
+        element_ids = repository.changed_element_ids(db, revision - 1, revision, None)
+        return self.between(db, element_ids, revision - 1, revision)
+
 
 def folding(db: Session, actor: Actor, metamodel: Metamodel) -> Folding:
     return Folding(property_visibility(db, actor, metamodel), attribute_identities(db, metamodel))

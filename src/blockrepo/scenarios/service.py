@@ -1120,6 +1120,66 @@ def changes(
     return {"items": items, "nextAfter": rows[limit - 1].id if more else None}
 
 
+# --- revert -------------------------------------------------------------------------------------------
+
+
+def revert(writer: elements.Writer, key: str) -> ScenarioOut:
+    """A new scenario, based on main now, that undoes what the merge of `key` brought into main: what it
+    created goes, what it deleted comes back (under a new id), what it changed is set back (relation
+    entries it added removed, those it removed added). Reviewed and merged like any scenario; a merged
+    scenario only (409 otherwise)."""
+    db, actor, metamodel = writer.db, writer.actor, writer.metamodel
+    merged = _owned(db, actor, key, "reverts it")
+    if merged.state != "merged" or merged.merged_revision is None:
+        raise Conflict(f"scenario {key!r} is not merged: there is nothing to revert", code="not_merged")
+    newest = newest_revision(db)
+    scenario = repository.add_scenario(
+        db,
+        Scenario(
+            key=_key_for(f"revert {merged.name}"),
+            name=f"Revert of {merged.name}",
+            description=f"Undoes the merge of scenario {key} (revision {merged.merged_revision}).",
+            base_revision=newest,
+            owner_id=actor.user_id,
+            owner_login=actor.login,
+            state="open",
+            created_at=_now(),
+            version=0,
+        ),
+    )
+    fold = folding(db, dataclasses.replace(actor, supervisor=True, restriction=None), metamodel)
+    nets = fold.of_revision(db, merged.merged_revision)
+    now_states = asof.states_as_of(db, metamodel, [net.element_id for net in nets], newest)
+    for net in nets:
+        type_def = metamodel.type_named(net.type_name)
+        if type_def is None:
+            continue
+        current = now_states.get(net.element_id)
+        if net.action == "created" and current is not None and not current.state.get("children"):
+            _record(writer, scenario, type_def, net.element_id, "deleted", current.state, None)
+        elif net.action == "deleted" and current is None:
+            body = {name: base for name, (base, _) in net.values.items() if name != "children"}
+            body.update(
+                {name: list(ends.removed.values()) for name, ends in net.ends.items() if name != "children"}
+            )
+            after = dict(elements.validated_state(writer, type_def, _body_of(body), None))
+            _record(writer, scenario, type_def, repository.reserve_element_id(db), "created", None, after)
+        elif net.action == "updated" and current is not None:
+            after = dict(current.state)
+            for name, (base, _) in net.values.items():
+                if name != "children":
+                    after[name] = base
+            for name, ends in net.ends.items():
+                if name == "children":
+                    continue
+                entries = _entries_after(after.get(name, []), ends.removed.values(), ends.added.values())
+                after[name] = entries
+            _record(writer, scenario, type_def, net.element_id, "updated", current.state, after)
+    db.flush()
+    db.refresh(scenario)
+    return scenario_out(db, scenario, newest)
+
+
 # --- sync ---------------------------------------------------------------------------------------------
 
 

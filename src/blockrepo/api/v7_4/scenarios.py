@@ -398,3 +398,19 @@ def scenario_changes(
     return JsonResponse(
         service.changes(ctx.db, ctx.actor, ctx.metamodel, key, element_id=element, after=after, limit=limit)
     )
+
+
+@router.post(
+    "/{key}/revert",
+    operation_id="revertScenario",
+    status_code=201,
+    response_model=ScenarioOut,
+    responses=_errors(404, 409),
+    summary="Make a scenario that undoes a merged one",
+)
+def revert_scenario(key: Key, ctx: RequestContext = Depends(element_write_context)) -> Response:
+    """A new scenario, based on main now, holding the inverse of what the merge brought into main (from
+    main's history): reviewed and merged like any other. 409 `not_merged` for a scenario not merged."""
+    scenario = service.revert(element_writer(ctx), key)
+    ctx.commit()
+    return model_response(scenario, status_code=201, headers={"Location": f"/api/scenarios/{scenario.key}"})
