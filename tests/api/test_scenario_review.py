@@ -166,3 +166,58 @@ def test_approve_scenarios_lets_one_approve_without_being_asked(app: FastAPI, cl
             ).status_code
             == 403
         )
+
+
+def test_a_required_rule_stops_the_merge_of_a_scenario_that_breaks_it(
+    app: FastAPI, client: TestClient
+) -> None:
+    _people(app)
+    erp = _erp(client)
+    rule = client.post(
+        "/api/scenario-rules",
+        json={
+            "name": "Systems are described",
+            "query": "InformationSystem[@description = null];",
+            "required": True,
+        },
+    )
+    assert rule.status_code == 201, rule.text
+    advice = client.post(
+        "/api/scenario-rules",
+        json={"name": "Advice", "query": "InformationSystem[count(businessDomains) = 0];"},
+    )
+    assert advice.status_code == 201
+    with client_as(app, "anna", "anna-password-1") as anna:
+        key = _planned(anna, erp)  # describes the ERP
+        made = anna.post("/api/element/InformationSystem", json={"name": ["CRM"]}, params={"scenario": key})
+        crm = made.json()["id"][0]
+        checked = anna.get(f"{SCENARIOS}/{key}/checks").json()
+        assert checked["mergeable"] is False
+        by_name = {c["rule"]["name"]: c for c in checked["checks"]}
+        assert by_name["Systems are described"]["violations"] == [
+            {"id": crm, "type": "InformationSystem", "name": "CRM"}
+        ]
+        assert by_name["Advice"]["count"] == 2
+        dry = anna.post(f"{SCENARIOS}/{key}/merge", json={"dryRun": True})
+        assert dry.status_code == 200 and len(dry.json()["checks"]) == 2
+        refused = anna.post(f"{SCENARIOS}/{key}/merge", json={})
+        assert refused.status_code == 409 and refused.json()["code"] == "checks_failed"
+        assert refused.json()["checks"][0]["rule"]["name"] == "Systems are described"
+        anna.patch(
+            f"/api/element/InformationSystem/{crm}", json={"description": ["CRM"]}, params={"scenario": key}
+        )
+        assert anna.get(f"{SCENARIOS}/{key}/checks").json()["mergeable"] is True
+        assert anna.post(f"{SCENARIOS}/{key}/merge", json={}).status_code == 200
+        # Rules are a supervisor's to set.
+        assert (
+            anna.post("/api/scenario-rules", json={"name": "x", "query": "InformationSystem;"}).status_code
+            == 403
+        )
+    bad = client.post("/api/scenario-rules", json={"name": "Broken", "query": "Nope[;"})
+    assert bad.status_code == 400 and bad.json()["errors"][0]["pointer"].startswith("/query")
+    assert (
+        client.post("/api/scenario-rules", json={"name": "Advice", "query": "InformationSystem;"}).status_code
+        == 409
+    )
+    assert client.delete(f"/api/scenario-rules/{rule.json()['id']}").status_code == 204
+    assert [r["name"] for r in client.get("/api/scenario-rules").json()] == ["Advice"]

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.models import User
 from blockrepo.scenarios.models import (
+    MergeRule,
     Scenario,
     ScenarioApproval,
     ScenarioChange,
@@ -258,3 +259,21 @@ def created_ids_of_type(db: Session, scenario_id: int, type_name: str) -> list[i
         ScenarioChange.operation == "created",
     )
     return sorted(int(element_id) for element_id in db.scalars(statement))
+
+
+def merge_rules(db: Session) -> list[MergeRule]:
+    return list(db.scalars(select(MergeRule).order_by(MergeRule.id)))
+
+
+def merge_rule_named(db: Session, name: str) -> MergeRule | None:
+    return db.scalar(select(MergeRule).where(MergeRule.name == name))
+
+
+def add_merge_rule(db: Session, rule: MergeRule) -> MergeRule:
+    db.add(rule)
+    db.flush()
+    return rule
+
+
+def remove_merge_rule(db: Session, rule_id: int) -> bool:
+    return bool(getattr(db.execute(delete(MergeRule).where(MergeRule.id == rule_id)), "rowcount", 0))

@@ -142,3 +142,32 @@ class MergeIn(ApiModel):
     model_config = ConfigDict(json_schema_extra={"examples": [{"dryRun": True}]})
 
     dry_run: bool = Field(False, description="list what the merge would do and change nothing")
+
+
+class MergeRuleIn(ApiModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "Every system has a responsible",
+                    "query": "InformationSystem[count(@Responsible) = 0];",
+                    "required": True,
+                }
+            ]
+        }
+    )
+
+    name: str = Field(min_length=1, max_length=255)
+    query: str = Field(
+        min_length=1, max_length=10_000, description="iteraQL selecting the elements that break the rule"
+    )
+    required: bool = Field(False, description="a scenario that breaks it cannot merge")
+
+
+class MergeRuleOut(ApiModel):
+    id: int
+    name: str
+    query: str
+    required: bool
+    created_by: str
+    created_at: str

@@ -41,9 +41,13 @@ from blockrepo.history import asof
 from blockrepo.history.diff import Folding, NetChange, folding, newest_revision
 from blockrepo.history.repository import ChangesetRow
 from blockrepo.history.service import changeset_json, decode_cursor, encode_cursor, property_visibility
+from blockrepo.massdata import asof as past
+from blockrepo.massdata import listing
+from blockrepo.massdata.query.limits import QueryLimits
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
 from blockrepo.scenarios import repository
 from blockrepo.scenarios.models import (
+    MergeRule,
     Scenario,
     ScenarioApproval,
     ScenarioChange,
@@ -55,6 +59,8 @@ from blockrepo.scenarios.schemas import (
     CommentIn,
     CommentOut,
     MergeIn,
+    MergeRuleIn,
+    MergeRuleOut,
     ResolutionIn,
     ResolutionOut,
     ReviewIn,
@@ -1018,7 +1024,7 @@ def _settled_comparison(
 ) -> list[ElementDiff]:
     """Every element of the scenario compared with main as a supervisor sees it (a merge or a sync takes
     all of the scenario; the writes check the caller's own rights); 409 listing the open conflicts."""
-    fold = folding(db, dataclasses.replace(actor, supervisor=True, restriction=None), metamodel)
+    fold = folding(db, _seeing_all(actor), metamodel)
     compared: list[ElementDiff] = []
     element_ids = repository.changed_element_ids(db, scenario.id)
     for start in range(0, len(element_ids), DIFF_MAX_LIMIT):
@@ -1034,7 +1040,9 @@ def _settled_comparison(
     return compared
 
 
-def merge(writer: elements.Writer, key: str, body: MergeIn, rules: ReviewRules) -> dict[str, Any]:
+def merge(
+    writer: elements.Writer, key: str, body: MergeIn, rules: ReviewRules, limits: QueryLimits
+) -> dict[str, Any]:
     """POST /api/scenarios/{key}/merge: the scenario's net changes written into main in one transaction
     (the caller's), or, with `dryRun`, what would be written. Open conflicts: 409 listing them. A merge
     needs MERGE_SCENARIOS; a scenario proposed for review (every one, where main is protected) needs its
@@ -1054,6 +1062,15 @@ def merge(writer: elements.Writer, key: str, body: MergeIn, rules: ReviewRules) 
             )
     newest = newest_revision(db)
     compared = _settled_comparison(db, actor, metamodel, scenario, newest)
+    results = _evaluate(db, actor, metamodel, scenario, limits)
+    failed = [r for r in results if r["rule"]["required"] and not r["passed"]]
+    if failed and not body.dry_run:
+        raise Conflict(
+            f"scenario {key!r} breaks {len(failed)} required rule(s): "
+            + "; ".join(r["rule"]["name"] for r in failed),
+            code="checks_failed",
+            extra={"checks": failed},
+        )
     steps = _plan(db, metamodel, scenario, compared, newest)
     planned = [
         {
@@ -1067,7 +1084,7 @@ def merge(writer: elements.Writer, key: str, body: MergeIn, rules: ReviewRules) 
         operation: sum(1 for s in steps if s.operation == operation)
         for operation in ("create", "update", "delete")
     }
-    answer: dict[str, Any] = {"dryRun": body.dry_run, "counts": counts, "steps": planned}
+    answer: dict[str, Any] = {"dryRun": body.dry_run, "counts": counts, "steps": planned, "checks": results}
     if body.dry_run:
         return answer
     created = _apply(writer, steps)
@@ -1120,6 +1137,108 @@ def changes(
     return {"items": items, "nextAfter": rows[limit - 1].id if more else None}
 
 
+# --- checks before a merge ----------------------------------------------------------------------------
+
+CHECK_SAMPLE = 100  # elements named per broken rule
+
+
+def _seeing_all(actor: Actor) -> Actor:
+    """The caller as a supervisor sees: checks and merges take all of a scenario into account."""
+    return dataclasses.replace(actor, supervisor=True, restriction=None)
+
+
+def _rule_out(rule: MergeRule) -> MergeRuleOut:
+    return MergeRuleOut(
+        id=rule.id,
+        name=rule.name,
+        query=rule.query,
+        required=rule.required,
+        created_by=rule.created_by,
+        created_at=_stamp(rule.created_at) or "",
+    )
+
+
+def list_rules(db: Session) -> list[MergeRuleOut]:
+    return [_rule_out(rule) for rule in repository.merge_rules(db)]
+
+
+def create_rule(
+    db: Session, actor: Actor, metamodel: Metamodel, body: MergeRuleIn, limits: QueryLimits
+) -> MergeRuleOut:
+    """A check every scenario is held to (a supervisor's to set): the query must parse and name what the
+    metamodel has (400 at `/query` otherwise); names are unique (409)."""
+    if not actor.supervisor:
+        raise Forbidden("only a supervisor sets the rules scenarios must pass")
+    listing.prepare_query(metamodel, actor, body.query, limits=limits, pointer_of=lambda _: "/query")
+    if repository.merge_rule_named(db, body.name) is not None:
+        raise Conflict(f"there is a rule named {body.name!r}", code="name_conflict")
+    rule = repository.add_merge_rule(
+        db,
+        MergeRule(
+            name=body.name,
+            query=body.query,
+            required=body.required,
+            created_by=actor.login,
+            created_at=_now(),
+        ),
+    )
+    return _rule_out(rule)
+
+
+def delete_rule(db: Session, actor: Actor, rule_id: int) -> None:
+    if not actor.supervisor:
+        raise Forbidden("only a supervisor sets the rules scenarios must pass")
+    if not repository.remove_merge_rule(db, rule_id):
+        raise NotFound(f"there is no rule {rule_id}")
+
+
+def _evaluate(
+    db: Session, actor: Actor, metamodel: Metamodel, scenario: Scenario, limits: QueryLimits
+) -> list[dict[str, Any]]:
+    """Every rule run on the scenario as it stands (main at its base and its own changes), as a supervisor
+    sees it; the elements breaking each, as far as `actor` may read their type."""
+    everything = _seeing_all(actor)
+    layer = reading_layer(db, actor, scenario.key)
+    results = []
+    for rule in repository.merge_rules(db):
+        try:
+            prepared = listing.prepare_query(
+                metamodel, everything, rule.query, sort="id", fields=["name"], limits=limits
+            )
+        except BlockrepoError as error:  # the metamodel changed since the rule was written
+            results.append(
+                {"rule": _rule_out(rule).model_dump(by_alias=True), "passed": False, "error": error.detail}
+            )
+            continue
+        page = past.read_page_as_of(
+            db, metamodel, everything, prepared, layer.base, limit=CHECK_SAMPLE, count=True, layer=layer
+        )
+        readable = actor.supervisor or actor.can_type(prepared.type_def.id, "read")
+        results.append(
+            {
+                "rule": _rule_out(rule).model_dump(by_alias=True),
+                "passed": page.total == 0,
+                "count": page.total,
+                "violations": [
+                    {"id": item["id"][0], "type": prepared.type_def.name, "name": item["name"][0]}
+                    for item in page.items
+                ]
+                if readable
+                else [],
+            }
+        )
+    return results
+
+
+def checks(db: Session, actor: Actor, metamodel: Metamodel, key: str, limits: QueryLimits) -> dict[str, Any]:
+    """GET /api/scenarios/{key}/checks: each rule's result on the scenario; `mergeable` is false while a
+    required one fails."""
+    scenario = visible_scenario(db, actor, key)
+    results = _evaluate(db, actor, metamodel, scenario, limits)
+    blocking = [r for r in results if r["rule"]["required"] and not r["passed"]]
+    return {"checks": results, "mergeable": not blocking}
+
+
 # --- revert -------------------------------------------------------------------------------------------
 
 
@@ -1147,7 +1266,7 @@ def revert(writer: elements.Writer, key: str) -> ScenarioOut:
             version=0,
         ),
     )
-    fold = folding(db, dataclasses.replace(actor, supervisor=True, restriction=None), metamodel)
+    fold = folding(db, _seeing_all(actor), metamodel)
     nets = fold.of_revision(db, merged.merged_revision)
     now_states = asof.states_as_of(db, metamodel, [net.element_id for net in nets], newest)
     for net in nets:

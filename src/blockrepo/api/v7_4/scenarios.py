@@ -15,11 +15,14 @@ from blockrepo.api.element_answers import element_writer
 from blockrepo.api.parameters import SCENARIO_KEY
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse, model_response
+from blockrepo.massdata.query.limits import QueryLimits
 from blockrepo.scenarios import service
 from blockrepo.scenarios.schemas import (
     CommentIn,
     CommentOut,
     MergeIn,
+    MergeRuleIn,
+    MergeRuleOut,
     ResolutionIn,
     ResolutionOut,
     ReviewIn,
@@ -288,7 +291,8 @@ def merge_scenario(
     a change main refuses (a name taken meanwhile, a cycle): 409 `merge_refused` naming the element.
     Elements created in the scenario get their id in main at the merge (`created` maps them)."""
     ctx.changes.scenario = key
-    answer = service.merge(element_writer(ctx), key, body, _rules(ctx))
+    limits = QueryLimits.from_settings(ctx.settings)
+    answer = service.merge(element_writer(ctx), key, body, _rules(ctx), limits)
     if not body.dry_run:
         revision = ctx.changes.flush(ctx.db)
         service.record_merge(ctx.db, key, revision)
@@ -414,3 +418,79 @@ def revert_scenario(key: Key, ctx: RequestContext = Depends(element_write_contex
     scenario = service.revert(element_writer(ctx), key)
     ctx.commit()
     return model_response(scenario, status_code=201, headers={"Location": f"/api/scenarios/{scenario.key}"})
+
+
+RULE_EXAMPLES: dict[str, Example] = {
+    "responsible": {
+        "summary": "Every information system has a responsible: required before a merge",
+        "value": {
+            "name": "Every system has a responsible",
+            "query": "InformationSystem[count(@Responsible) = 0];",
+            "required": True,
+        },
+    },
+}
+rules_router = APIRouter(prefix="/api/scenario-rules", tags=["scenarios"])
+
+
+@router.get(
+    "/{key}/checks",
+    operation_id="checkScenario",
+    responses={200: {"description": "Each rule's result on the scenario"}, **_errors(404)},
+    response_class=JsonResponse,
+    summary="Run the merge rules on a scenario",
+)
+def check_scenario(key: Key, ctx: RequestContext = Depends(read_context)) -> JsonResponse:
+    """Each rule of `/api/scenario-rules` run on the scenario as it stands: passed, how many elements
+    break it and the first of them (of types the caller may read). `mergeable` is false while a required
+    rule fails: the merge answers 409 `checks_failed` then."""
+    limits = QueryLimits.from_settings(ctx.settings)
+    return JsonResponse(service.checks(ctx.db, ctx.actor, ctx.metamodel, key, limits))
+
+
+@rules_router.get(
+    "",
+    operation_id="listScenarioRules",
+    response_model=list[MergeRuleOut],
+    responses=_errors(),
+    summary="The rules scenarios are checked against",
+)
+def list_rules(ctx: RequestContext = Depends(read_context)) -> Response:
+    return model_response(service.list_rules(ctx.db))
+
+
+@rules_router.post(
+    "",
+    operation_id="createScenarioRule",
+    status_code=201,
+    response_model=MergeRuleOut,
+    responses=_errors(400, 409, 415),
+    dependencies=JSON_BODY,
+    summary="Add a rule scenarios are checked against",
+)
+def create_rule(
+    body: Annotated[MergeRuleIn, Body(openapi_examples=RULE_EXAMPLES)],
+    ctx: RequestContext = Depends(request_context),
+) -> Response:
+    """An iteraQL query selecting the elements that break the rule; `required` stops the merge of a
+    scenario that breaks it. A supervisor's."""
+    limits = QueryLimits.from_settings(ctx.settings)
+    rule = service.create_rule(ctx.db, ctx.actor, ctx.metamodel, body, limits)
+    ctx.commit()
+    return model_response(rule, status_code=201, headers={"Location": f"/api/scenario-rules/{rule.id}"})
+
+
+@rules_router.delete(
+    "/{id}",
+    operation_id="deleteScenarioRule",
+    status_code=204,
+    responses=_errors(404),
+    summary="Remove a rule",
+)
+def delete_rule(
+    rule_id: Annotated[int, Path(alias="id", ge=1, le=2**31 - 1, description="a rule's id")],
+    ctx: RequestContext = Depends(request_context),
+) -> Response:
+    service.delete_rule(ctx.db, ctx.actor, rule_id)
+    ctx.commit()
+    return Response(status_code=204)

@@ -2,9 +2,9 @@
 
 `scenario` holds each planned landscape (its base revision in main, owner, state and review),
 `scenario_change` the change rows of writes made in it, `scenario_resolution` how its conflicts with main
-are settled, `scenario_reviewer`, `scenario_approval` and `scenario_comment` its review;
-`revision.scenario` names the scenario whose merge made a revision. The Supervisor role gets the functional
-permissions MERGE_SCENARIOS and APPROVE_SCENARIOS.
+are settled, `scenario_reviewer`, `scenario_approval` and `scenario_comment` its review, `merge_rule` the
+checks a scenario must pass to merge; `revision.scenario` names the scenario whose merge made a revision.
+The Supervisor role gets the functional permissions MERGE_SCENARIOS and APPROVE_SCENARIOS.
 
 Revision ID: 0013
 Revises: 0012
@@ -154,6 +154,18 @@ def upgrade() -> None:
     op.create_index(
         "ix_scenario_comment_scenario_id_id", "scenario_comment", ["scenario_id", "id"], unique=False
     )
+    op.create_table(
+        "merge_rule",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("name", sa.String(length=255), nullable=False),
+        sa.Column("query", sa.Text(), nullable=False),
+        sa.Column("required", sa.Boolean(), nullable=False),
+        sa.Column("created_by", sa.String(length=255), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_merge_rule")),
+        sa.UniqueConstraint("name", name=op.f("uq_merge_rule_name")),
+        sqlite_autoincrement=True,
+    )
     for permission in ("MERGE_SCENARIOS", "APPROVE_SCENARIOS"):
         op.execute(
             "INSERT INTO role_functional_permission (role_id, permission)"
@@ -167,6 +179,7 @@ def downgrade() -> None:
     op.execute(
         "DELETE FROM role_functional_permission WHERE permission IN ('MERGE_SCENARIOS', 'APPROVE_SCENARIOS')"
     )
+    op.drop_table("merge_rule")
     op.drop_index("ix_scenario_comment_scenario_id_id", table_name="scenario_comment")
     op.drop_table("scenario_comment")
     op.drop_table("scenario_approval")
