@@ -196,6 +196,7 @@ SLOW_FILES = frozenset(
         "tests/api/test_demo.py",
         "tests/api/test_demo_loading.py",
         "tests/api/test_asof_current_state.py",
+        "tests/api/test_scenario_merge_property.py",
     }
 )
 
