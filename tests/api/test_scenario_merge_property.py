@@ -8,20 +8,10 @@ The repository is shared by a test's examples (a fresh one per example would cos
 start each); each example works on elements of its own, under names of its own, in a scenario of its own
 based on main as the example finds it, so earlier examples' merged scenarios and elements do not matter.
 
-KNOWN BUGS (found by this property; `test_known_bug_*` below pin each minimal example as a strict xfail):
-while `SIDESTEP_KNOWN_BUGS` is true the property draws no write sequence that runs into one of them, so
-that it checks everything else. When src is fixed, the xfail turns into a failure (XPASS strict): drop
-its mark and the matching sidestep, and `SIDESTEP_KNOWN_BUGS` once none is left.
-- deleted on both sides: the merge's delete finds nothing and the whole merge is refused (409).
-- a scenario write relating to an element created in the scenario, or to one main deleted since the base
-  (the scenario still shows it), is refused with 400 `unknown_target`: references are checked against
-  main now, not against the scenario.
-- an element created in the scenario relating to one main deleted since: `relationToDeleted` settled
-  with `take: main`, and the merge still tries to create it with that relation (409 `merge_refused`).
-- a write in the scenario records mirrored rows for the neighbours under main's name of now, and the
-  scenario's read takes an element's name from its newest row: an element renamed in the scenario reads
-  under its old name again (the merge still writes the new one), and one renamed in main since the base
-  reads under main's new name in the scenario (which the merge does not write, being no change there).
+It found five bugs, each now a test of its own below (`test_found_*`): deleted on both sides, the merge
+refused; a scenario relating to an element it created, or to one main deleted since the base, refused as
+an unknown target; an element created in the scenario keeping a relation settled away; and neighbours'
+rows carrying main's name of now instead of the scenario's.
 """
 
 from __future__ import annotations
@@ -51,7 +41,6 @@ VALUES: dict[str, list[list[Any]]] = {
 FIELDS = {SYSTEM: ["name", *VALUES], DOMAIN: ["name", "description"]}
 SIDES = ("main", "scenario")
 EXAMPLES = int(os.environ.get("BLOCKREPO_PROPERTY_EXAMPLES", "30"))
-SIDESTEP_KNOWN_BUGS = True
 _examples = itertools.count()
 
 # One write: (operation, side, then small integers the run maps onto what exists on that side).
@@ -83,32 +72,6 @@ class Run:
     names: itertools.count[int] = field(default_factory=itertools.count)
     pools: dict[str, dict[int, str]] = field(default_factory=lambda: {"main": {}, "scenario": {}})
     base: set[int] = field(default_factory=set)
-    renamed: set[int] = field(default_factory=set)
-
-    def sidestepped(self, step: tuple[Any, ...], target: int | None, other: int | None = None) -> bool:
-        """True for a step that would run into a known bug (see the module's docstring), while
-        `SIDESTEP_KNOWN_BUGS`; the property skips it."""
-        if not SIDESTEP_KNOWN_BUGS or target is None:
-            return False
-        kind, side = step[0], step[1]
-        other_side = "main" if side == "scenario" else "scenario"
-        if kind == "delete" and target in self.base and target not in self.pools[other_side]:
-            return True  # deleted on both sides
-        if kind == "delete" and side == "scenario" and self.renamed:
-            return True  # mirrored rows on its neighbours could carry a renamed one's wrong name
-        if kind == "delete" and side == "main" and step[2] == DOMAIN:
-            # Related from an element created in the scenario: that element's creation fails the merge.
-            for element_id, type_name in self.pools["scenario"].items():
-                if element_id not in self.base and type_name == SYSTEM:
-                    current = self.get("scenario", SYSTEM, element_id)
-                    if current and target in {e["id"] for e in current.get("businessDomains", [])}:
-                        return True
-        if kind == "relate" and side == "scenario" and other is not None:
-            if other not in self.base or other not in self.pools["main"]:
-                return True  # created in the scenario, or deleted in main: refused as unknown
-            if other in self.renamed:
-                return True  # its mirrored row would carry main's name of now
-        return False
 
     def params(self, side: str) -> dict[str, str]:
         return {"scenario": self.key} if side == "scenario" else {}
@@ -145,7 +108,7 @@ class Run:
             self.create(side, step[2], [])
         elif kind == "delete":
             target = self.pick(side, step[3], step[2])
-            if target is not None and not self.sidestepped(step, target[0]):
+            if target is not None:
                 self.write(side, "DELETE", f"/api/element/{target[1]}/{target[0]}")
                 del self.pools[side][target[0]]
         elif kind == "name":
@@ -153,7 +116,6 @@ class Run:
             if target is not None:
                 body = {"name": [self.name()]}
                 self.write(side, "PATCH", f"/api/element/{target[1]}/{target[0]}", body)
-                self.renamed.add(target[0])
         elif kind == "value":
             target = self.pick(side, step[2], SYSTEM)
             if target is not None:
@@ -161,7 +123,7 @@ class Run:
                 self.write(side, "PATCH", f"/api/element/{SYSTEM}/{target[0]}", body)
         else:  # relate
             system, domain = self.pick(side, step[2], SYSTEM), self.pick(side, step[3], DOMAIN)
-            if system is None or domain is None or self.sidestepped(step, system[0], domain[0]):
+            if system is None or domain is None:
                 return
             current = self.get(side, SYSTEM, system[0])
             assert current is not None
@@ -322,7 +284,7 @@ def test_a_merge_gives_main_the_scenarios_net_changes(
                 assert entry["main"] == entry["scenario"], (item["element"], entry)
 
 
-# --- the known bugs' minimal examples (strict xfails: a fix makes them fail until the mark goes) ----------
+# --- the bugs the property found, each as its minimal example ------------------------------------------
 
 
 def _new(client: TestClient, type_name: str, name: str, key: str | None = None, **extra: Any) -> int:
@@ -338,29 +300,26 @@ def _scenario(client: TestClient) -> str:
     return str(response.json()["key"])
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: deleted on both sides, the merge is refused (not_found)")
-def test_known_bug_an_element_deleted_on_both_sides_merges(client: TestClient) -> None:
+def test_found_an_element_deleted_on_both_sides_merges(client: TestClient) -> None:
     erp = _new(client, SYSTEM, "ERP")
     key = _scenario(client)
     assert client.delete(f"/api/element/{SYSTEM}/{erp}").status_code == 204
     assert client.delete(f"/api/element/{SYSTEM}/{erp}", params={"scenario": key}).status_code == 204
     merged = client.post(f"/api/scenarios/{key}/merge", json={})
-    assert merged.status_code == 200, merged.text  # today: 409 merge_refused, reason not_found
+    assert merged.status_code == 200, merged.text
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: a scenario write cannot relate to an element it created")
-def test_known_bug_a_scenario_relates_to_an_element_it_created(client: TestClient) -> None:
+def test_found_a_scenario_relates_to_an_element_it_created(client: TestClient) -> None:
     erp = _new(client, SYSTEM, "ERP")
     key = _scenario(client)
     finance = _new(client, DOMAIN, "Finance", key)
     related = client.patch(
         f"/api/element/{SYSTEM}/{erp}", json={"businessDomains": [{"id": finance}]}, params={"scenario": key}
     )
-    assert related.status_code == 200, related.text  # today: 400 unknown_target
+    assert related.status_code == 200, related.text
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: a created element's relationToDeleted, taken main, fails")
-def test_known_bug_a_created_element_related_to_one_main_deleted_merges(client: TestClient) -> None:
+def test_found_a_created_element_related_to_one_main_deleted_merges(client: TestClient) -> None:
     legacy = _new(client, DOMAIN, "Legacy")
     key = _scenario(client)
     crm = _new(client, SYSTEM, "CRM", key, businessDomains=[{"id": legacy}])
@@ -368,11 +327,10 @@ def test_known_bug_a_created_element_related_to_one_main_deleted_merges(client: 
     body = {"element": crm, "field": f"businessDomains/{legacy}", "take": "main"}
     assert client.post(f"/api/scenarios/{key}/resolutions", json=body).status_code == 200
     merged = client.post(f"/api/scenarios/{key}/merge", json={})
-    assert merged.status_code == 200, merged.text  # today: 409 merge_refused (unknown_target on create)
+    assert merged.status_code == 200, merged.text
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: a neighbour's mirrored row brings back the old name")
-def test_known_bug_a_rename_in_a_scenario_survives_a_neighbours_write(client: TestClient) -> None:
+def test_found_a_rename_in_a_scenario_survives_a_neighbours_write(client: TestClient) -> None:
     erp = _new(client, SYSTEM, "ERP")
     finance = _new(client, DOMAIN, "Finance")
     key = _scenario(client)
@@ -381,13 +339,12 @@ def test_known_bug_a_rename_in_a_scenario_survives_a_neighbours_write(client: Te
     assert renamed.status_code == 200, renamed.text
     body = {"businessDomains": [{"id": finance}]}
     assert client.patch(f"/api/element/{SYSTEM}/{erp}", json=body, params=params).status_code == 200
-    # The merge writes "Money" (the diff has the rename); the scenario's own read says "Finance" again.
+    # The merge writes "Money" (the diff has the rename); the scenario's own read says so too.
     read = client.get(f"/api/element/{DOMAIN}/{finance}", params=params).json()
     assert read["name"] == ["Money"], read["name"]
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: a neighbour's mirrored row carries main's newer name")
-def test_known_bug_main_renaming_after_the_base_does_not_show_in_the_scenario(client: TestClient) -> None:
+def test_found_main_renaming_after_the_base_does_not_show_in_the_scenario(client: TestClient) -> None:
     erp = _new(client, SYSTEM, "ERP")
     finance = _new(client, DOMAIN, "Finance")
     key = _scenario(client)
@@ -397,4 +354,4 @@ def test_known_bug_main_renaming_after_the_base_does_not_show_in_the_scenario(cl
         client.patch(f"/api/element/{SYSTEM}/{erp}", json=body, params={"scenario": key}).status_code == 200
     )
     read = client.get(f"/api/element/{DOMAIN}/{finance}", params={"scenario": key}).json()
-    assert read["name"] == ["Finance"], read["name"]  # today: "Money", main's name of after the base
+    assert read["name"] == ["Finance"], read["name"]

@@ -51,6 +51,7 @@ __all__ = [
     "parents_of",
     "planned_changesets",
     "record_changed_elements",
+    "stored_ids",
     "update_element",
     "validated_state",
 ]
@@ -252,3 +253,8 @@ def ids_named(db: Session, type_def: BlockTypeDef, names: Iterable[str]) -> dict
 def parents_of(db: Session, ids: Iterable[int]) -> dict[int, int | None]:
     """id -> parent id of the stored elements `ids` and of all their ancestors."""
     return repository.parent_chains(db, ids)
+
+
+def stored_ids(db: Session, ids: Iterable[int]) -> set[int]:
+    """Those of `ids` that are stored elements now."""
+    return set(repository.find_by_ids(db, ids))

@@ -33,6 +33,8 @@ class Scenario(Base):
     merged_revision: Mapped[int | None] = mapped_column(Integer, nullable=True)
     merged_by: Mapped[str | None] = mapped_column(String(255), nullable=True)
     merged_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # The ids main gave the elements the scenario created, by their ids in the scenario (as text keys).
+    merged_ids: Mapped[dict[str, int] | None] = mapped_column(JSON, nullable=True)
     # Proposed for review: how many reviewers' approvals of its current version a merge needs.
     required_approvals: Mapped[int | None] = mapped_column(Integer, nullable=True)
     proposed_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -374,13 +374,21 @@ def _record(
             "changes": own,
         }
     ]
+    # A neighbour's row carries its name as the scenario has it (a read takes the name of the newest
+    # row): the entries a write resolves name the elements as main has them now.
+    seen = (
+        _states(writer.db, writer.metamodel, scenario, [n.element_id for n in neighbours])
+        if neighbours
+        else {}
+    )
     for neighbour in neighbours:
+        there = seen.get(neighbour.element_id)
         rows.append(
             {
                 **common,
                 "element_id": neighbour.element_id,
                 "type_name": neighbour.type_name,
-                "element_name": neighbour.element_name,
+                "element_name": there.state["name"][0] if there is not None else neighbour.element_name,
                 "operation": "updated",
                 "changes": neighbour.changes,
             }
@@ -447,6 +455,74 @@ def _check_name(
         raise NameConflict(f"the scenario already has a {type_def.name} named {name!r}")
 
 
+def _reference_id(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("id"), int) and not isinstance(value["id"], bool):
+        return int(value["id"])
+    return None
+
+
+def _checked(
+    writer: elements.Writer,
+    scenario: Scenario,
+    type_def: BlockTypeDef,
+    body: dict[str, Any],
+    element_id: int | None,
+) -> dict[str, Any]:
+    """`elements.service.validated_state` of the body, where references (by id) to elements main does not
+    have (created in the scenario, or deleted in main since the base) are checked here (they exist in the
+    scenario and are of the end's type) and kept aside from the write core's check."""
+    referenced = {
+        ref
+        for key, values in body.items()
+        if (key == "parent" or key in type_def.ends) and isinstance(values, list)
+        for value in values
+        if (ref := _reference_id(value)) is not None
+    }
+    wanted = referenced - elements.stored_ids(writer.db, referenced) if referenced else set()
+    if not wanted:
+        return dict(elements.validated_state(writer, type_def, body, element_id))
+    planned = _states(writer.db, writer.metamodel, scenario, sorted(wanted))
+    kept, aside, errors = dict(body), {}, []
+    for key, values in body.items():
+        if not (key == "parent" or key in type_def.ends) or not isinstance(values, list):
+            continue
+        other_type = type_def.name if key == "parent" else type_def.ends[key].other_type
+        keep, entries = [], []
+        for index, value in enumerate(values):
+            ref = _reference_id(value)
+            if ref is None or ref not in wanted:
+                keep.append(value)
+                continue
+            state = planned.get(ref)
+            if state is None or state.type_name != other_type:
+                errors.append(
+                    ErrorItem(f"/{key}/{index}", "unknown_target", f"the scenario has no {other_type} {ref}")
+                )
+            elif isinstance(value, dict) and value.get("attributes"):
+                errors.append(
+                    ErrorItem(
+                        f"/{key}/{index}/attributes",
+                        "not_yet",
+                        "relation attributes to an element created in the scenario are set after the merge",
+                    )
+                )
+            else:
+                entries.append({"id": ref, "name": state.state["name"][0]})
+        if entries:
+            kept[key], aside[key] = keep, entries
+    if errors:
+        raise ValidationFailed(
+            f"{len(errors)} problem(s): " + "; ".join(f"{e.pointer}: {e.message}" for e in errors),
+            errors=errors,
+        )
+    checked = dict(elements.validated_state(writer, type_def, kept, element_id))
+    for key, entries in aside.items():
+        checked[key] = entries if key == "parent" else [*checked.get(key, []), *entries]
+    return checked
+
+
 def update_element(
     writer: elements.Writer,
     key: str,
@@ -472,9 +548,9 @@ def update_element(
             "id must match the path", errors=[ErrorItem("/id", "id_mismatch", "the id is the path's")]
         )
     if _in_main_at_base(writer.db, writer.metamodel, scenario, element_id):
-        checked = elements.validated_state(writer, type_def, {"name": before["name"], **given}, element_id)
+        checked = _checked(writer, scenario, type_def, {"name": before["name"], **given}, element_id)
     else:  # created in the scenario: checked as the creation it will be in main
-        checked = elements.validated_state(writer, type_def, {**_body_of(before), **given}, None)
+        checked = _checked(writer, scenario, type_def, {**_body_of(before), **given}, None)
     after = dict(before)
     for name in given:
         if name in checked:
@@ -491,7 +567,7 @@ def create_element(writer: elements.Writer, key: str, type_name: str, body: dict
     """POST in a scenario: a new element there, with an id from main's sequence (never another's)."""
     scenario = _writable(writer, key)
     type_def = elements.resolve_type(writer.metamodel, writer.actor, type_name, "create")
-    after = dict(elements.validated_state(writer, type_def, body, None))
+    after = _checked(writer, scenario, type_def, body, None)
     _check_name(writer.db, scenario, type_def, after["name"][0], None)
     element_id = repository.reserve_element_id(writer.db)
     _record(writer, scenario, type_def, element_id, "created", None, after)
@@ -687,7 +763,9 @@ def _compared(
         created_here = repository.created_element_ids(db, scenario.id) if related else set()
         gone = {i for i in related if i not in alive and i not in created_here}
     resolutions = _Resolutions({(r.element_id, r.field): r for r in repository.resolutions(db, scenario.id)})
-    merged_view = _merged_view_conflicts(db, metamodel, planned, resolutions) if against_main else {}
+    merged_view = (
+        _merged_view_conflicts(db, metamodel, scenario, planned, resolutions) if against_main else {}
+    )
     compared = []
     for net in planned:
         diff = _compare(net, main_nets.get(net.element_id), gone, resolutions, against_main=against_main)
@@ -714,7 +792,7 @@ def _from_base(planned: list[NetChange], base: Mapping[int, asof.StateAt]) -> No
 
 
 def _merged_view_conflicts(
-    db: Session, metamodel: Metamodel, planned: list[NetChange], resolutions: _Resolutions
+    db: Session, metamodel: Metamodel, scenario: Scenario, planned: list[NetChange], resolutions: _Resolutions
 ) -> dict[int, list[dict[str, Any]]]:
     """What the scenario's changes would break in main as it is now, by element: a name another element
     of the type has taken (`nameTaken`), a parent that makes a cycle (`cycle`), an attribute, literal or
@@ -755,8 +833,9 @@ def _merged_view_conflicts(
     for type_name, wanted in names.items():
         type_def = metamodel.type_named(type_name)
         assert type_def is not None
+        merged_as = scenario.merged_ids or {}
         for name, holder in elements.ids_named(db, type_def, wanted).items():
-            if holder != wanted[name]:
+            if holder not in (wanted[name], merged_as.get(str(wanted[name]))):
                 add(wanted[name], "nameTaken", "name", f"main has another {type_name} named {name!r}")
     if new_parents:
         main_parents = elements.parents_of(db, [p for p in new_parents.values() if p is not None])
@@ -922,12 +1001,12 @@ def _plan(
     db: Session, metamodel: Metamodel, scenario: Scenario, compared: list[ElementDiff], newest: int
 ) -> list[_Step]:
     """The writes that bring the scenario's net field state into main: creates, updates, deletes."""
-    creates, updates, deletes = [], [], []
+    creates, links, updates, deletes = [], [], [], []
     resolutions = {(r.element_id, r.field): r for r in repository.resolutions(db, scenario.id)}
     created_ids = [d.net.element_id for d in compared if d.action == "created"]
     planned_states = _states(db, metamodel, scenario, created_ids) if created_ids else {}
-    updated_ids = [d.net.element_id for d in compared if d.action == "updated"]
-    main_states = asof.states_as_of(db, metamodel, updated_ids, newest) if updated_ids else {}
+    in_main = [d.net.element_id for d in compared if d.action != "created"]
+    main_states = asof.states_as_of(db, metamodel, in_main, newest) if in_main else {}
     for compared_element in compared:
         net = compared_element.net
         type_def = metamodel.type_named(net.type_name)
@@ -941,13 +1020,29 @@ def _plan(
                 for (element_id, settled_field), settled in resolutions.items():
                     if element_id != net.element_id:
                         continue
-                    if settled.take == "main":
+                    end, _, gone = settled_field.rpartition("/")
+                    if end:  # a relation to an element main deleted: left out
+                        body[end] = [e for e in body.get(end, []) if str(e["id"]) != gone]
+                    elif settled.take == "main":
                         body.pop(settled_field, None)
                     elif settled.take == "value":
                         body[settled_field] = settled.value
-                creates.append(_Step("create", type_def, net.element_id, net.name, body))
+                # References to other elements the scenario created wait until all of them exist.
+                later = {
+                    key: values
+                    for key, values in body.items()
+                    if any(_reference_id(v) in planned_states for v in values if isinstance(v, dict))
+                }
+                creates.append(
+                    _Step(
+                        "create", type_def, net.element_id, net.name, {**body, **{key: [] for key in later}}
+                    )
+                )
+                if later:
+                    links.append(_Step("update", type_def, net.element_id, net.name, later))
         elif compared_element.action == "deleted":
-            if whole is None or whole.take == "scenario":
+            gone_already = net.element_id not in main_states
+            if not gone_already and (whole is None or whole.take == "scenario"):
                 deletes.append(_Step("delete", type_def, net.element_id, net.name, {}))
         else:
             if whole is not None and whole.take == "main":
@@ -977,7 +1072,7 @@ def _plan(
                     body[name] = [_reference(v) if isinstance(v, dict) and "id" in v else v for v in value]
             if body:
                 updates.append(_Step("update", type_def, net.element_id, net.name, body))
-    return [*creates, *updates, *deletes]
+    return [*creates, *links, *updates, *deletes]
 
 
 def _remap(value: Any, ids: Mapping[int, int]) -> Any:
@@ -999,7 +1094,8 @@ def _apply(writer: elements.Writer, steps: Sequence[_Step]) -> dict[int, int]:
                 element = elements.create_element(writer, step.type_def.name, body)
                 created[step.element_id] = int(element["id"][0])
             elif step.operation == "update":
-                elements.update_element(writer, step.type_def.name, step.element_id, body)
+                target = created.get(step.element_id, step.element_id)
+                elements.update_element(writer, step.type_def.name, target, body)
             else:
                 elements.delete_element(writer, step.type_def.name, step.element_id)
         except BlockrepoError as error:
@@ -1089,6 +1185,7 @@ def merge(
         return answer
     created = _apply(writer, steps)
     repository.mark_merged(db, scenario, None, actor.login, _now())
+    scenario.merged_ids = {str(old): new for old, new in created.items()}
     answer["created"] = [{"scenarioId": old, "id": new} for old, new in created.items()]
     return answer
 

@@ -40,6 +40,7 @@ def upgrade() -> None:
         sa.Column("merged_revision", sa.Integer(), nullable=True),
         sa.Column("merged_by", sa.String(length=255), nullable=True),
         sa.Column("merged_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("merged_ids", sa.JSON(), nullable=True),
         sa.Column("required_approvals", sa.Integer(), nullable=True),
         sa.Column("proposed_at", sa.DateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(
