@@ -1084,34 +1084,65 @@ def _remap(value: Any, ids: Mapping[int, int]) -> Any:
     return value
 
 
+# Updates of one type a merge hands the write core at once.
+MERGE_CHUNK = 1000
+
+
+def _refused(step: _Step, error: BlockrepoError) -> Conflict:
+    return Conflict(
+        f"the merge cannot {step.operation} {step.type_def.name} {step.element_id} ({step.name}): "
+        + error.detail,
+        code="merge_refused",
+        errors=error.errors,
+        extra={
+            "element": {"id": step.element_id, "type": step.type_def.name, "name": step.name},
+            "operation": step.operation,
+            "reason": error.instance_code,
+        },
+    )
+
+
 def _apply(writer: elements.Writer, steps: Sequence[_Step]) -> dict[int, int]:
-    """Write the steps into main; a step the write core refuses fails the whole merge (409 naming it)."""
+    """Write the steps into main, updates of a type in chunks; a step the write core refuses fails the
+    whole merge (409 naming it)."""
     created: dict[int, int] = {}
-    for step in steps:
+    index = 0
+    while index < len(steps):
+        step = steps[index]
+        if step.operation == "update":
+            chunk = [step]
+            while (
+                index + len(chunk) < len(steps)
+                and len(chunk) < MERGE_CHUNK
+                and steps[index + len(chunk)].operation == "update"
+                and steps[index + len(chunk)].type_def.id == step.type_def.id
+            ):
+                chunk.append(steps[index + len(chunk)])
+            by_target = {created.get(s.element_id, s.element_id): s for s in chunk}
+            updates = [
+                (target, {key: _remap(value, created) for key, value in s.body.items()})
+                for target, s in by_target.items()
+            ]
+            try:
+                elements.update_elements(writer, step.type_def.name, updates)
+            except BlockrepoError as error:
+                if error.status >= 500:
+                    raise
+                raise _refused(by_target.get(error.extra.get("elementId", -1), step), error) from error
+            index += len(chunk)
+            continue
         body = {key: _remap(value, created) for key, value in step.body.items()}
         try:
             if step.operation == "create":
                 element = elements.create_element(writer, step.type_def.name, body)
                 created[step.element_id] = int(element["id"][0])
-            elif step.operation == "update":
-                target = created.get(step.element_id, step.element_id)
-                elements.update_element(writer, step.type_def.name, target, body)
             else:
                 elements.delete_element(writer, step.type_def.name, step.element_id)
         except BlockrepoError as error:
             if error.status >= 500:
                 raise
-            raise Conflict(
-                f"the merge cannot {step.operation} {step.type_def.name} {step.element_id} "
-                f"({step.name}): {error.detail}",
-                code="merge_refused",
-                errors=error.errors,
-                extra={
-                    "element": {"id": step.element_id, "type": step.type_def.name, "name": step.name},
-                    "operation": step.operation,
-                    "reason": error.instance_code,
-                },
-            ) from error
+            raise _refused(step, error) from error
+        index += 1
     return created
 
 
