@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import codecs
 import json
+import marshal
 import re
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
@@ -19,11 +21,13 @@ from blockrepo.nul_characters import ESCAPED_NUL, MAX_REPORTED, NUL, nul_error, 
 @dataclass
 class Document:
     metamodel: dict[str, Any] | None
-    # type name -> records: each a dict, or (JSON import) the record's JSON text as a memoryview of the
-    # body, parsed when its turn comes (`record_of`)
+    # type name -> records: each a dict, or the record's JSON text as a memoryview of the body (JSON
+    # import), or the record in `marshal`'s bytes (xlsx import), made a dict when its turn comes
+    # (`record_of`)
     elements: dict[str, list[Any]] = field(default_factory=dict)
-    # type name -> each record's `name` member as the scanner read it while finding the record's end, or
-    # UNREAD (JSON import): the importer's survey of the names then parses no record again
+    # type name -> each record's `name` member as the reader read it (the JSON import's scanner while
+    # finding the record's end, or the xlsx reader), or UNREAD: the importer's survey of the names then
+    # parses no record again
     names: dict[str, list[Any]] = field(default_factory=dict)
     users: list[Any] = field(default_factory=list)  # {"login", "firstName", "lastName"} that values name
     # The revision the file was exported at and its mark (`revisions.repository.revision_mark`): where
@@ -31,7 +35,7 @@ class Document:
     # element stays the same element); elsewhere names decide.
     revision: int | None = None
     revision_mark: str | None = None
-    # type name -> each record's `id` member as the scanner read it (JSON import), like `names`
+    # type name -> each record's `id` member as the reader read it, like `names`
     ids: dict[str, list[Any]] = field(default_factory=dict)
     # An xlsx import: where each record's values are in the workbook (`locate`)
     cells: CellMap | None = None
@@ -49,7 +53,8 @@ class SheetCells:
     each column's letter by its header."""
 
     sheet: str
-    rows: list[int] = field(default_factory=list)
+    # A machine int each, not an int object: a workbook's row numbers stay through the whole import.
+    rows: array[int] = field(default_factory=lambda: array("i"))
     columns: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (letter, header shown)
 
 
@@ -93,7 +98,9 @@ UNREAD = object()
 
 def record_of(record: Any) -> Any:
     """A record of `Document.elements` as a parsed value (orjson.JSONDecodeError for malformed text)."""
-    return orjson.loads(record) if record.__class__ is memoryview else record
+    if record.__class__ is memoryview:
+        return orjson.loads(record)
+    return marshal.loads(record) if record.__class__ is bytes else record
 
 
 def _refuse_constant(name: str) -> NoReturn:

@@ -127,6 +127,10 @@ class _TypeImport:
     doomed: list[int] = field(default_factory=list)
     doomed_names: dict[int, str] = field(default_factory=dict)
     keep_unlisted: bool = False  # `Document.keep_unlisted`
+    # The records' names as the document's reader read them (`Document.names`), or None: a chunk takes
+    # the reader's copy of a name, which `names` holds, so that the names its elements are known by
+    # (`Writer.known_names`) are not a second copy of every name in the file.
+    read_names: list[Any] | None = None
 
     @property
     def where(self) -> str:
@@ -151,8 +155,9 @@ class _TypeImport:
             del record
             if not isinstance(raw, dict):
                 continue
+            read = UNREAD if self.read_names is None else self.read_names[index]
             try:
-                name = check_name(raw.get("name"))
+                name = check_name(raw.get("name") if read is UNREAD else read)
             except ValueProblem:
                 continue
             if self.names.get(name) != index:
@@ -307,6 +312,8 @@ def import_document(
         )
         for type_name, records in document.elements.items()
     ]
+    # The survey took what it needs of the ids the reader read: they go before the chunks.
+    document.ids.clear()
     for type_import in imports:
         type_import.keep_unlisted = document.keep_unlisted
         type_id = type_import.type_def.id
@@ -424,7 +431,9 @@ class _ImportRun:
             return
         written = persistence.persist_types(self.writer, [TypeItems(type_def, items)], order_counts=False)
         self.touched |= written.changed | written.mirrored
-        self.unwritten[type_def.id] -= here
+        # A new set, sized to the names left: a set's table does not shrink as it empties (`-=`), and the
+        # file's names were all in it.
+        self.unwritten[type_def.id] = self.unwritten[type_def.id] - here
         # The chunk's history goes to the database now: an import holds one chunk's, not the file's.
         self.writer.changes.write_ahead(self.writer.db)
         known = self.writer.known_names
@@ -663,7 +672,9 @@ def _survey(
     missing = [a for a in actions if not writer.actor.can_type(type_def.id, a)]
     if missing:
         raise Forbidden(f"importing {type_name} needs {', '.join(missing)} on it")
-    result = _TypeImport(type_def, records, _BodyBuilder(writer.actor, type_def, problems))
+    result = _TypeImport(
+        type_def, records, _BodyBuilder(writer.actor, type_def, problems), read_names=read_names
+    )
     names = result.names
     given_ids: dict[int, Any] = {}  # record index -> the id it gives
     for index, record in enumerate(records):

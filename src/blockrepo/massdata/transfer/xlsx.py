@@ -9,12 +9,15 @@ Excel) to the names they stand for. Several values in one cell, and relation end
 boolean); text cells are always text, so a value starting with `=` never becomes a formula. openpyxl's
 write-only mode streams rows to temporary files, so a large workbook does not build up in memory. A
 "Read me" sheet comes first, the `_` sheets are hidden, and the type sheets have a styled, frozen and
-filtered header and checked cells (`xlsx_layout`); the reader needs none of that.
+filtered header and checked cells (`xlsx_layout`); the reader needs none of that. The reader holds each
+record of a type sheet as `marshal`'s bytes, unpacked when the importer's chunk reaches it, and reads the
+names and ids beside them for the importer's survey.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import marshal
 import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -30,7 +33,7 @@ from blockrepo.errors import BadRequest, ErrorItem
 from blockrepo.history.repository import current_revision
 from blockrepo.massdata.listing import begin_snapshot
 from blockrepo.massdata.transfer import xlsx_layout as layout
-from blockrepo.massdata.transfer.document import CellMap, Document, SheetCells
+from blockrepo.massdata.transfer.document import CellMap, Document, SheetCells, record_of
 from blockrepo.massdata.transfer.export import (
     EXPORT_BATCH,
     Progress,
@@ -416,7 +419,9 @@ def _read(workbook: Any) -> Document:
         for t in metamodel.get("types", [])
     }
     multiple = {a["name"]: bool(a.get("multiple")) for a in metamodel.get("attributes", [])}
-    elements: dict[str, list[dict[str, Any]]] = {}
+    elements: dict[str, list[Any]] = {}
+    names: dict[str, list[Any]] = {}
+    ids: dict[str, list[Any]] = {}
     cells = CellMap()
     relation_sheets: list[tuple[str, str]] = []
     revision: int | None = None
@@ -436,10 +441,11 @@ def _read(workbook: Any) -> Document:
         elif title == MARK_ROW and kind == "revisionMark" and isinstance(name, str):
             mark = name
         elif kind == "type" and title in workbook.sheetnames:
-            elements[str(name)], cells.types[str(name)] = _read_type_sheet(
+            type_name = str(name)
+            elements[type_name], names[type_name], ids[type_name], cells.types[type_name] = _read_type_sheet(
                 workbook[title],
                 str(title),
-                builtin_types.get(str(name), {}),
+                builtin_types.get(type_name, {}),
                 value_types,
                 multiple,
                 read_only.get(str(title), set()),
@@ -452,7 +458,7 @@ def _read(workbook: Any) -> Document:
         relation_type = relation_types.get(name)
         if relation_type is None:
             raise _bad(title, f"relation type {name!r} is not in the _relationTypes sheet")
-        _merge_relation_sheet(workbook[title], title, relation_type, elements, value_types)
+        _merge_relation_sheet(workbook[title], title, relation_type, elements, names, value_types)
     users = []
     if USERS_SHEET in workbook.sheetnames:
         for row in list(_rows(workbook[USERS_SHEET]))[1:]:
@@ -463,6 +469,8 @@ def _read(workbook: Any) -> Document:
     return Document(
         metamodel=metamodel or None,
         elements=elements,
+        names=names,
+        ids=ids,
         users=users,
         revision=revision,
         revision_mark=mark,
@@ -478,15 +486,16 @@ def _read_type_sheet(
     multiple: dict[str, bool],
     read_only: set[str],
     keys: dict[str, str],
-) -> tuple[list[dict[str, Any]], SheetCells]:
-    """The records of a type's sheet, and where they are in it; the `read_only` columns are left out.
+) -> tuple[list[Any], list[Any], list[Any], SheetCells]:
+    """The records of a type's sheet (each `_packed`), their names and ids (for the importer's survey,
+    which then unpacks no record), and where they are in the sheet; the `read_only` columns are left out.
     A header shown by display name stands for the key `keys` gives it; any other header is a key (a
     workbook of an earlier version, or a column added by hand)."""
     rows = _numbered_rows(sheet)
     cells = SheetCells(title)
     first = next(rows, None)
     if first is None:
-        return [], cells
+        return [], [], [], cells
     shown = [None if c is None else str(c) for c in first[1]]
     columns = [None if c is None else keys.get(c, c) for c in shown]
     cells.columns = {
@@ -494,7 +503,9 @@ def _read_type_sheet(
         for position, (column, header) in enumerate(zip(columns, shown, strict=True), start=1)
         if column is not None
     }
-    records = []
+    records: list[Any] = []
+    names: list[Any] = []
+    ids: list[Any] = []
     for number, row in rows:
         cells.rows.append(number)
         record: dict[str, Any] = {}
@@ -516,20 +527,36 @@ def _read_type_sheet(
                 record[column] = [_typed(value_type, item) for item in items]
             else:  # a relation end: names
                 record[column] = split_values(_cell_text(value))
-        records.append(record)
-    return records, cells
+        records.append(_packed(record))
+        names.append(record.get("name"))
+        ids.append(record.get("id"))
+    return records, names, ids, cells
+
+
+def _packed(record: dict[str, Any]) -> Any:
+    """A record as `marshal`'s bytes, which take a small part of the dict's memory until the importer's
+    chunk reaches it (`document.record_of`): a workbook's records held as dicts took most of an import's
+    peak. A record with a value marshal does not take (a date cell where a number belongs) stays a dict."""
+    try:
+        return marshal.dumps(record)
+    except ValueError:
+        return record
 
 
 def _merge_relation_sheet(
     sheet: Any,
     title: str,
     relation_type: dict[str, Any],
-    elements: dict[str, list[dict[str, Any]]],
+    elements: dict[str, list[Any]],
+    names: dict[str, list[Any]],
     value_types: dict[str, str],
 ) -> None:
-    """Put the attribute values of a relation sheet on the source end entries of the type sheets."""
+    """Put the attribute values of a relation sheet on the source end entries of the type sheets (the
+    last record of a name where several have it)."""
     source_end = str(relation_type["sourceEnd"])
-    sources = {record.get("name"): record for record in elements.get(str(relation_type["source"]), [])}
+    records = elements.get(str(relation_type["source"]), [])
+    sources = {name: index for index, name in enumerate(names.get(str(relation_type["source"]), []))}
+    unpacked: dict[int, dict[str, Any]] = {}  # record index -> the record, packed again at the end
     rows = _rows(sheet)
     header = next(rows, None)
     if header is None:
@@ -540,11 +567,14 @@ def _merge_relation_sheet(
             (_cell_text(row[0]) if row[0] is not None else None),
             (_cell_text(row[1]) if len(row) > 1 and row[1] is not None else None),
         )
-        record = sources.get(source_name)
-        if record is None or target_name is None:
+        index = sources.get(source_name)
+        if index is None or target_name is None:
             raise _bad(
                 title, f"row {source_name!r} -> {target_name!r}: no such source element in the type sheet"
             )
+        record = unpacked.get(index)
+        if record is None:
+            record = unpacked[index] = record_of(records[index])
         attributes = {}
         for name, value in zip(attribute_names, row[2:], strict=False):
             if value is None or value == "":
@@ -552,14 +582,16 @@ def _merge_relation_sheet(
             items = split_values(_cell_text(value)) if isinstance(value, str) else [value]
             attributes[name] = [_typed(value_types.get(name, "text"), item) for item in items]
         entries = record.setdefault(source_end, [])
-        for index, entry in enumerate(entries):
+        for position, entry in enumerate(entries):
             if (entry if isinstance(entry, str) else entry.get("name")) == target_name:
-                entries[index] = (
+                entries[position] = (
                     {"name": target_name, "attributes": attributes} if attributes else target_name
                 )
                 break
         else:
             entries.append({"name": target_name, "attributes": attributes} if attributes else target_name)
+    for index, record in unpacked.items():
+        records[index] = _packed(record)
 
 
 def stream_xlsx(
