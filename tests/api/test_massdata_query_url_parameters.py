@@ -111,7 +111,7 @@ def test_url_fields_narrow_a_stream(client: TestClient, processes: list[int]) ->
 def test_the_description_offers_them(anon: TestClient) -> None:
     operation = anon.get("/api/7_4/openapi.json").json()["paths"][QUERY]["post"]
     names = {p["name"] for p in operation["parameters"] if p.get("in") == "query"}
-    assert names == {"fields", "limit", "sort", "cursor", "count", "asOf"}
+    assert names == {"fields", "limit", "sort", "cursor", "count", "asOf", "scenario"}
     assert "`result`" in operation["description"]
 
 

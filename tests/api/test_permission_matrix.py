@@ -239,7 +239,7 @@ def _setup(sup: TestClient, world: World) -> None:
     # and one of the supervisor's that nobody else may see.
     world.ids["scenario:victim"] = _ok(sup.post("/api/scenarios", json={"name": "victim"}))["key"]
     for actor in ACTORS:
-        for kind in ("scenario", "scenarioclose"):
+        for kind in ("scenario", "scenarioclose", "scenarioreview"):
             if actor == "disabled":
                 world.ids[f"{kind}:{actor}"] = world.ids["scenario:victim"]
                 continue
@@ -627,6 +627,7 @@ def of(template: str) -> Callable[[World, str], str]:
             "tokenrotate",
             "scenario",
             "scenarioclose",
+            "scenarioreview",
         ):
             keys[f"{kind}_me"] = world.ids[f"{kind}:{actor}"]
         keys["user_doomed_me"] = world.ids[f"user:doomed-{actor}"]
@@ -1425,7 +1426,24 @@ CASES = [
         of("/api/scenarios/{scenario_victim}/revert"),
         expect(409, 404, 404, 404),
     ),
-    Case("scenarios", "sync one's scenario", "POST", of("/api/scenarios/{scenario_me}/sync"), READ_ALL),
+    Case("scenarios", "check one's scenario", "GET", of("/api/scenarios/{scenario_me}/checks"), READ_ALL),
+    Case("scenarios", "list the merge rules", "GET", fixed("/api/scenario-rules"), READ_ALL),
+    Case(
+        "scenarios",
+        "add a merge rule",
+        "POST",
+        fixed("/api/scenario-rules"),
+        ADMIN_ONLY_CREATE,
+        body=lambda _world, actor: {"name": f"rule of {actor}", "query": "Project;"},
+    ),
+    Case(
+        "scenarios",
+        "remove a merge rule",
+        "DELETE",
+        fixed("/api/scenario-rules/999999"),
+        expect(404, 403, 403, 403),
+    ),
+    Case("scenarios", "sync one's scenario", "POST", of("/api/scenarios/{scenarioreview_me}/sync"), READ_ALL),
     Case(
         "scenarios",
         "sync another's scenario",
@@ -1437,7 +1455,7 @@ CASES = [
         "scenarios",
         "propose one's scenario for review",
         "POST",
-        of("/api/scenarios/{scenarioclose_me}/review"),
+        of("/api/scenarios/{scenarioreview_me}/review"),
         READ_ALL,
         body=body({"reviewers": ["reader"], "requiredApprovals": 1}),
     ),
@@ -1670,6 +1688,7 @@ FAMILIES = (
     "/api/backup",
     "/api/exchange",
     "/api/scenarios",
+    "/api/scenario-rules",
 )
 HTTP_METHODS = ("get", "put", "post", "delete", "patch")
 

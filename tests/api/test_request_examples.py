@@ -119,6 +119,7 @@ PATH_VALUES: dict[str, dict[str, object] | Callable[[TestClient], dict[str, obje
     "/api/webhooks/{id}/replay": _webhook,
     "/api/webhooks/{id}/secret": _webhook,
     "/api/scenarios": {},
+    "/api/scenario-rules": {},
     "/api/scenarios/{key}/resolutions": _scenario_in_conflict,
     "/api/scenarios/{key}/merge": _scenario_in_conflict,
     "/api/scenarios/{key}/review": _scenario_in_conflict,

@@ -22,7 +22,7 @@ from tests.helpers import session_of
 
 OPENAPI_PATH = "/api/7_4/openapi.json"
 CODE = "unknown_query_parameter"
-PATH_VALUES = {"type": "BusinessProcess", "id": "999999", "name": "Nope"}
+PATH_VALUES = {"type": "BusinessProcess", "id": "999999", "name": "Nope", "key": "no-such-scenario"}
 # The live change stream never ends by itself (tests/contract/test_openapi_contract.py): it is asked only
 # with an unknown name, which is refused before the stream starts.
 ENDLESS = ("get", "/api/history/stream")

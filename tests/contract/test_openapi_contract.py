@@ -263,6 +263,17 @@ QUERY_SYNTAX = KnownRefusal("a query must parse as iteraQL", "query_syntax", (("
 QUERY_NAMES = KnownRefusal(
     "the types and properties a query names must exist", "query_invalid", (("query_invalid", "/query"),)
 )
+# A saved query (a scenario rule) within the published query limits; the query route states them itself.
+QUERY_WITHIN_LIMITS = tuple(
+    KnownRefusal("a query stays within the query limits", code, ((code, "/query"),))
+    for code in (
+        "query_too_long",
+        "query_too_many_steps",
+        "query_too_deep",
+        "query_too_many_operators",
+        "query_literal_too_long",
+    )
+)
 QUERY_MEMBER_TWICE = KnownRefusal(
     "`fields`, `limit`, `sort`, `cursor`, `count` and `asOf` of a query go in the URL or in the JSON body, "
     "not in both",
@@ -300,6 +311,7 @@ KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
     ("POST", "/api/scenarios"): (SCENARIO_BODY,),
     ("POST", "/api/scenarios/{key}/resolutions"): (SCENARIO_RESOLUTION,),
     ("POST", "/api/scenarios/{key}/review"): (SCENARIO_REVIEW,),
+    ("POST", "/api/scenario-rules"): (QUERY_SYNTAX, QUERY_NAMES, NUL_IN_TEXT, *QUERY_WITHIN_LIMITS),
     ("POST", "/api/scenarios/{key}/comments"): (SCENARIO_COMMENT,),
     ("GET", "/api/scenarios/{key}/diff"): (HISTORY_CURSOR,),
     ("GET", "/api/massdata/{type}"): (

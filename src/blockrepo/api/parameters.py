@@ -42,13 +42,13 @@ def given(value: str | None) -> str | None:
 
 # A planning scenario a request works in (API.md section 11): the query parameter or the header.
 SCENARIO_HEADER = "Blockrepo-Scenario"
-SCENARIO_KEY: JsonDict = {"type": "string", "minLength": 1, "maxLength": 64}
+SCENARIO_KEY: JsonDict = {"type": "string", "maxLength": 64}
 ScenarioQuery = Annotated[
     str | None,
     Query(
         alias="scenario",
-        description="a planning scenario's key: read or write the element there, not in main (or send "
-        "the `Blockrepo-Scenario` header)",
+        description="a planning scenario's key: read or write there, not in main (or send the "
+        "`Blockrepo-Scenario` header); empty: main",
         json_schema_extra=SCENARIO_KEY,
     ),
 ]
