@@ -507,3 +507,20 @@ def test_another_tools_identifiers_are_remembered(client: TestClient) -> None:
     _import(client, _archi_model({"id-c": "Ticketing"}).replace(b"id-model-1", b"id-model-2"), dryRun="true")
     report = _import(client, _archi_model({"id-c": "Pager"}).replace(b"id-model-1", b"id-model-2"))
     assert report["created"] == 1
+
+
+def test_a_model_can_land_in_a_new_scenario_for_review(client: TestClient) -> None:
+    feed = client.get("/api/history", params={"sinceRevision": 0, "limit": 1000}).json()["items"]
+    landed = client.post(
+        "/api/exchange/archimate",
+        content=(DATA / "model-2.1.xml").read_bytes(),
+        headers=XML,
+        params={"newScenario": "The model from Archi"},
+    )
+    assert landed.status_code == 200, landed.text
+    key = landed.json()["scenario"]["key"]
+    # Main is as it was; the scenario holds what the import would have written.
+    assert client.get("/api/history", params={"sinceRevision": 0, "limit": 1000}).json()["items"] == feed
+    summary = client.get(f"/api/scenarios/{key}/diff").json()["summary"]
+    created = sum(counts.get("created", 0) for counts in summary.values())
+    assert created == landed.json()["created"] > 0

@@ -529,3 +529,38 @@ def test_a_merged_scenario_is_undone_by_merging_its_revert(app: FastAPI, client:
     back = client.get("/api/massdata/InformationSystem", params={"filter": '@name = "Mainframe"'}).json()
     assert [e["Costs"] for e in back["items"]] == [[7]]
     assert _ids(_get(client, "BusinessDomain", finance)["informationSystems"]) == set()
+
+
+def test_an_import_can_land_in_a_new_scenario_for_review(app: FastAPI, client: TestClient) -> None:
+    create_attribute(app, "Costs", "number", types=["InformationSystem"])
+    erp = _create(client, "InformationSystem", {"name": ["ERP"], "Costs": [100]})
+    exported = client.get("/api/massdata/export").json()
+    feed_before = client.get("/api/history", params={"sinceRevision": 0, "limit": 1000}).json()["items"]
+    systems = exported["elements"]["InformationSystem"]
+    for record in systems:
+        record["Costs"] = [50]
+    systems.append({"name": "CRM", "Costs": [70]})
+    landed = client.post(
+        "/api/massdata/import", json=exported, params={"newScenario": "Costs from the finance sheet"}
+    )
+    assert landed.status_code == 200, landed.text
+    key = landed.json()["scenario"]["key"]
+    # Main is as it was: no element, no revision.
+    assert _get(client, "InformationSystem", erp)["Costs"] == [100]
+    assert (
+        client.get("/api/history", params={"sinceRevision": 0, "limit": 1000}).json()["items"] == feed_before
+    )
+    page = _diff(client, key)
+    assert page["summary"] == {"InformationSystem": {"updated": 1, "created": 1}}
+    assert _fields(page, erp)["Costs"]["scenario"] == [50]
+    crm = next(i["element"]["id"] for i in page["items"] if i["action"] == "created")
+    assert _get(client, "InformationSystem", crm, key)["Costs"] == [70]
+    # Its id is kept from main's sequence: main's next element gets another.
+    assert _create(client, "InformationSystem", {"name": ["Shop"]}) > crm
+    assert client.post(f"{SCENARIOS}/{key}/merge", json={}).status_code == 200
+    assert _get(client, "InformationSystem", erp)["Costs"] == [50]
+    # A file that needs metamodel changes cannot land in a scenario: it would change main's metamodel.
+    costs = next(a for a in exported["metamodel"]["attributes"] if a["name"] == "Costs")
+    exported["metamodel"]["attributes"].append({**costs, "name": "Brand new"})
+    refused = client.post("/api/massdata/import", json=exported, params={"newScenario": "needs more"})
+    assert refused.status_code in (400, 409), refused.text

@@ -297,3 +297,11 @@ def folding(db: Session, actor: Actor, metamodel: Metamodel) -> Folding:
 def newest_revision(db: Session) -> int:
     """The newest revision of main that history shows."""
     return repository.current_revision(db)
+
+
+def element_changesets_of(db: Session, revision: int) -> list[ChangesetRow]:
+    """Every element changeset one revision recorded, by element."""
+    element_ids = repository.changed_element_ids(db, revision - 1, revision, None)
+    return (
+        repository.element_changesets_between(db, element_ids, revision - 1, revision) if element_ids else []
+    )

@@ -277,3 +277,15 @@ def add_merge_rule(db: Session, rule: MergeRule) -> MergeRule:
 
 def remove_merge_rule(db: Session, rule_id: int) -> bool:
     return bool(getattr(db.execute(delete(MergeRule).where(MergeRule.id == rule_id)), "rowcount", 0))
+
+
+def keep_element_ids(db: Session, largest: int) -> None:
+    """Element ids up to `largest` stay used after a rollback undid the elements that had them (SQLite's
+    AUTOINCREMENT counter is rolled back with them; PostgreSQL's sequence is not)."""
+    if db.connection().dialect.name != "sqlite":
+        return
+    moved = db.execute(
+        text("UPDATE sqlite_sequence SET seq = max(seq, :id) WHERE name = 'element'"), {"id": largest}
+    )
+    if not getattr(moved, "rowcount", 0):
+        db.execute(text("INSERT INTO sqlite_sequence (name, seq) VALUES ('element', :id)"), {"id": largest})

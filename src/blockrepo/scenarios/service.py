@@ -20,7 +20,7 @@ import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.orm import Session
 
@@ -38,7 +38,7 @@ from blockrepo.errors import (
     ValidationFailed,
 )
 from blockrepo.history import asof
-from blockrepo.history.diff import Folding, NetChange, folding, newest_revision
+from blockrepo.history.diff import Folding, NetChange, element_changesets_of, folding, newest_revision
 from blockrepo.history.repository import ChangesetRow
 from blockrepo.history.service import changeset_json, decode_cursor, encode_cursor, property_visibility
 from blockrepo.massdata import asof as past
@@ -1365,6 +1365,67 @@ def checks(db: Session, actor: Actor, metamodel: Metamodel, key: str, limits: Qu
     results = _evaluate(db, actor, metamodel, scenario, limits)
     blocking = [r for r in results if r["rule"]["required"] and not r["passed"]]
     return {"checks": results, "mergeable": not blocking}
+
+
+# --- a write that lands in a new scenario -------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+def into_new_scenario(writer: elements.Writer, name: str, write: Callable[[], T]) -> tuple[T, ScenarioOut]:
+    """Run `write` (an import) as it would run in main, then keep what it recorded as the changes of a new
+    scenario named `name`, based on main now, for review; main is left as it was (the write runs inside
+    a savepoint that is rolled back once its change rows are read). A write that needs the metamodel or
+    the accounts changed (shared by every scenario) is refused with 409 `needs_main_changes`."""
+    db, changes = writer.db, writer.changes
+    newest = newest_revision(db)
+    savepoint = db.begin_nested()
+    try:
+        result = write()
+        if changes.metamodel_changed or changes.access_changed:
+            raise Conflict(
+                "the file needs attributes, types or accounts main does not have yet: import those into main "
+                "first (a scenario shares main's metamodel and accounts)",
+                code="needs_main_changes",
+            )
+        revision = changes.flush(db)
+        rows = [] if revision is None else element_changesets_of(db, revision)
+    finally:
+        savepoint.rollback()
+    created = [row.element_id for row in rows if row.operation == "created" and row.element_id is not None]
+    if created:
+        repository.keep_element_ids(db, max(created))
+    scenario = repository.add_scenario(
+        db,
+        Scenario(
+            key=_key_for(name),
+            name=name,
+            description="",
+            base_revision=newest,
+            owner_id=writer.actor.user_id,
+            owner_login=writer.actor.login,
+            state="open",
+            created_at=_now(),
+            version=1,
+        ),
+    )
+    stamp = _row_stamp(writer, scenario)
+    repository.add_changes(
+        db,
+        [
+            {
+                **stamp,
+                "element_id": row.element_id,
+                "type_name": row.type_name,
+                "element_name": row.element_name or "",
+                "operation": row.operation,
+                "changes": row.changes,
+            }
+            for row in rows
+            if row.element_id is not None and row.type_name is not None
+        ],
+    )
+    return result, scenario_out(db, scenario, newest)
 
 
 # --- revert -------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response, StreamingResponse
 
 from blockrepo.api.context import RequestContext, open_read_context, principal_of, request_context
+from blockrepo.api.element_answers import element_writer
 from blockrepo.api.parameters import AsOfQuery
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
@@ -22,11 +23,13 @@ from blockrepo.massdata import asof as past
 from blockrepo.massdata import listing
 from blockrepo.massdata.transfer.archimate.csv_files import read_archi_csv_zip, write_archi_csv
 from blockrepo.massdata.transfer.archimate.export import stream_archimate
-from blockrepo.massdata.transfer.archimate.importer import import_model
+from blockrepo.massdata.transfer.archimate.importer import MappingReport, import_model
 from blockrepo.massdata.transfer.archimate.mapping import load_mapping
 from blockrepo.massdata.transfer.archimate.model import ArchimateModel
 from blockrepo.massdata.transfer.archimate.reader import read_exchange
+from blockrepo.massdata.transfer.importer import ImportReport
 from blockrepo.massdata.transfer.plan import plan_export
+from blockrepo.scenarios import service as scenarios
 
 router = APIRouter(tags=["exchange"])
 XML = "application/xml"
@@ -258,10 +261,20 @@ def import_archimate(
     model: Annotated[ArchimateModel, Depends(_model)],
     ctx: Annotated[RequestContext, Depends(request_context)],
     dry_run: Annotated[bool, Query(alias="dryRun", description="validate and report only")] = False,
+    new_scenario: Annotated[
+        str | None,
+        Query(
+            alias="newScenario",
+            max_length=255,
+            description="land the import in a new planning scenario of this name, for review, instead of "
+            "main (the model may not need attributes, types or accounts main lacks)",
+        ),
+    ] = None,
 ) -> JsonResponse:
     mapping = load_mapping(ctx.settings.archimate_mapping)
-    with collector_paused():
-        report, mapped = import_model(
+
+    def run_import() -> tuple[ImportReport, MappingReport]:
+        return import_model(
             ctx.db,
             ctx.metamodel,
             ctx.actor,
@@ -271,6 +284,16 @@ def import_archimate(
             hash_password=ctx.services.passwords.hash,
             list_rows=dry_run,
         )
+
+    with collector_paused():
+        if new_scenario and not dry_run:
+            (report, mapped), scenario = scenarios.into_new_scenario(
+                element_writer(ctx), new_scenario, run_import
+            )
+            ctx.commit()
+            landed = scenario.model_dump(mode="json", by_alias=True)
+            return JsonResponse({**report.as_json(), "mapping": mapped.as_json(), "scenario": landed})
+        report, mapped = run_import()
         report.dry_run = dry_run
         if not dry_run:
             ctx.commit()

@@ -20,6 +20,7 @@ from blockrepo.api.context import (
     request_context,
 )
 from blockrepo.api.cursors import MASSDATA
+from blockrepo.api.element_answers import element_writer
 from blockrepo.api.limits import PAGE_SIZE_BOUNDS
 from blockrepo.api.parameters import (
     REVISION_OR_TIME,
@@ -43,7 +44,7 @@ from blockrepo.massdata import bulk, listing
 from blockrepo.massdata.query.limits import QueryLimits
 from blockrepo.massdata.transfer.document import Document, parse_json_document
 from blockrepo.massdata.transfer.export import stream_json
-from blockrepo.massdata.transfer.importer import import_document, parse_mode
+from blockrepo.massdata.transfer.importer import ImportReport, import_document, parse_mode
 from blockrepo.massdata.transfer.plan import plan_export as export_plan
 from blockrepo.massdata.transfer.xlsx import read_workbook, stream_xlsx
 from blockrepo.massdata.transfer.xlsx_limits import XlsxLimits
@@ -417,9 +418,18 @@ def import_repository(
         str, Query(description="additive (default) or cud", json_schema_extra={"enum": ["additive", "cud"]})
     ] = "additive",
     dry_run: Annotated[bool, Query(alias="dryRun", description="validate and report only")] = False,
+    new_scenario: Annotated[
+        str | None,
+        Query(
+            alias="newScenario",
+            max_length=255,
+            description="land the import in a new planning scenario of this name, for review, instead of "
+            "main (the file may not need attributes, types or accounts main lacks)",
+        ),
+    ] = None,
 ) -> JsonResponse:
-    with collector_paused():
-        report = import_document(
+    def run_import() -> ImportReport:
+        return import_document(
             ctx.db,
             ctx.metamodel,
             ctx.actor,
@@ -429,6 +439,15 @@ def import_repository(
             hash_password=ctx.services.passwords.hash,
             list_rows=dry_run,
         )
+
+    with collector_paused():
+        if new_scenario and not dry_run:
+            report, scenario = scenarios.into_new_scenario(element_writer(ctx), new_scenario, run_import)
+            ctx.commit()
+            return JsonResponse(
+                {**report.as_json(), "scenario": scenario.model_dump(mode="json", by_alias=True)}
+            )
+        report = run_import()
         report.dry_run = dry_run
         if not dry_run:
             ctx.commit()
