@@ -564,3 +564,24 @@ def test_an_import_can_land_in_a_new_scenario_for_review(app: FastAPI, client: T
     exported["metamodel"]["attributes"].append({**costs, "name": "Brand new"})
     refused = client.post("/api/massdata/import", json=exported, params={"newScenario": "needs more"})
     assert refused.status_code in (400, 409), refused.text
+
+
+def test_a_scenario_element_has_a_tag_of_its_own(app: FastAPI, client: TestClient) -> None:
+    erp = _create(client, "InformationSystem", {"name": ["ERP"], "description": ["main"]})
+    key = _scenario(client)
+    other = _scenario(client, name="Option B")
+    path = f"/api/element/InformationSystem/{erp}"
+    in_main = client.get(path).headers["ETag"]
+    # The same element at the same revision in two scenarios and in main: three tags, so a browser that
+    # kept main's copy never gets a 304 for the scenario's request (the header is not in the URL).
+    tags = {client.get(path, headers={"Blockrepo-Scenario": k}).headers["ETag"] for k in (key, other)}
+    assert len(tags | {in_main}) == 3
+    revalidated = client.get(path, headers={"Blockrepo-Scenario": key, "If-None-Match": in_main})
+    assert revalidated.status_code == 200 and revalidated.json()["description"] == ["main"]
+    tag = client.get(path, params={"scenario": key}).headers["ETag"]
+    assert client.get(path, params={"scenario": key}, headers={"If-None-Match": tag}).status_code == 304
+    changed = client.patch(
+        path, json={"description": ["planned"]}, params={"scenario": key}, headers={"If-Match": tag}
+    )
+    assert changed.status_code == 200 and changed.headers["ETag"] != tag
+    assert client.get(path, headers={"If-None-Match": changed.headers["ETag"]}).status_code == 200

@@ -21,6 +21,13 @@ def view_tag_of(ctx: RequestContext, element: dict[str, Any]) -> str:
     return "" if type_def is None else reading.view_tag(ctx.metamodel, ctx.actor, type_def)
 
 
+def in_scenario(view_tag: str, key: str) -> str:
+    """The view tag of an element read in a planning scenario: its own for every scenario, so that a copy
+    of the element as main (or another scenario) has it is never revalidated by the scenario's tag; the
+    revision still leads the tag, so If-Match reads it alike."""
+    return f"{view_tag}.s-{key}"
+
+
 def update_element(
     ctx: RequestContext, type_name: str, element_id: int, body: dict[str, Any], if_match: str | None
 ) -> tuple[dict[str, Any], str]:

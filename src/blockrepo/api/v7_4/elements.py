@@ -17,7 +17,13 @@ from blockrepo.api.context import (
     open_read_context,
     principal_of,
 )
-from blockrepo.api.element_answers import element_response, element_writer, update_element, view_tag_of
+from blockrepo.api.element_answers import (
+    element_response,
+    element_writer,
+    in_scenario,
+    update_element,
+    view_tag_of,
+)
 from blockrepo.api.etag import element_etag, if_match_check, not_modified
 from blockrepo.api.parameters import REVISION_OR_TIME, ScenarioHeader, ScenarioQuery, given, scenario_named
 from blockrepo.api.problem_docs import problem_responses
@@ -204,6 +210,7 @@ def get_element(
         if key is not None:
             with services.read_sessions() as db:
                 element = scenarios.read_element(db, ctx.actor, ctx.metamodel, key, type_name, element_id)
+            view_tag = in_scenario(view_tag, key)
         elif as_of is None:
             element = reading.read_element(ctx.connection, ctx.metamodel, ctx.actor, type_name, element_id)
         else:
@@ -244,7 +251,7 @@ def update_element_route(
             element_writer(ctx), key, type_name, element_id, body, if_match=if_match_check(if_match)
         )
         ctx.commit()
-        return element_response(element, view_tag_of(ctx, element))
+        return element_response(element, in_scenario(view_tag_of(ctx, element), key))
     return element_response(*update_element(ctx, type_name, element_id, body, if_match))
 
 
@@ -295,9 +302,11 @@ def post_element(
         element = service.create_element(element_writer(ctx), type_name, body)
     ctx.commit()
     location = f"/api/element/{element['type'][0]}/{element['id'][0]}"
+    view_tag = view_tag_of(ctx, element)
     if key is not None:
         location += f"?scenario={key}"
-    return element_response(element, view_tag_of(ctx, element), 201, {"Location": location})
+        view_tag = in_scenario(view_tag, key)
+    return element_response(element, view_tag, 201, {"Location": location})
 
 
 @router.delete(
