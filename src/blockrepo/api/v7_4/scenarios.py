@@ -16,7 +16,7 @@ from blockrepo.api.parameters import SCENARIO_KEY
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse, model_response
 from blockrepo.massdata.query.limits import QueryLimits
-from blockrepo.scenarios import service
+from blockrepo.scenarios import comparison, merging, review, service
 from blockrepo.scenarios.schemas import (
     CommentIn,
     CommentOut,
@@ -119,9 +119,9 @@ def _errors(*statuses: int) -> dict[int | str, Any]:
     return problem_responses(*sorted({401, 403, *statuses}))
 
 
-def _rules(ctx: RequestContext) -> service.ReviewRules:
+def _rules(ctx: RequestContext) -> review.ReviewRules:
     settings = ctx.settings
-    return service.ReviewRules(settings.scenario_self_approval, settings.protected_main)
+    return review.ReviewRules(settings.scenario_self_approval, settings.protected_main)
 
 
 @router.post(
@@ -234,7 +234,7 @@ def diff_scenario(
     What the caller may not read is left out, as in history. The first page counts elements by type and
     action and the open conflicts."""
     return JsonResponse(
-        service.diff(ctx.db, ctx.actor, ctx.metamodel, key, against=against, limit=limit, cursor=cursor)
+        comparison.diff(ctx.db, ctx.actor, ctx.metamodel, key, against=against, limit=limit, cursor=cursor)
     )
 
 
@@ -246,7 +246,7 @@ def diff_scenario(
     summary="How a scenario's conflicts are settled",
 )
 def list_resolutions(key: Key, ctx: RequestContext = Depends(read_context)) -> Response:
-    return model_response(service.list_resolutions(ctx.db, ctx.actor, key))
+    return model_response(comparison.list_resolutions(ctx.db, ctx.actor, key))
 
 
 @router.post(
@@ -264,7 +264,7 @@ def resolve_conflict(
 ) -> Response:
     """`take`: `scenario`, `main`, or `value` with the field's values. Stored with the scenario and
     honoured by its diff and its merge; settling the same field again replaces it."""
-    resolution = service.resolve(ctx.db, ctx.actor, ctx.metamodel, key, body)
+    resolution = comparison.resolve(ctx.db, ctx.actor, ctx.metamodel, key, body)
     ctx.commit()
     return model_response(resolution)
 
@@ -292,10 +292,10 @@ def merge_scenario(
     Elements created in the scenario get their id in main at the merge (`created` maps them)."""
     ctx.changes.scenario = key
     limits = QueryLimits.from_settings(ctx.settings)
-    answer = service.merge(element_writer(ctx), key, body, _rules(ctx), limits)
+    answer = merging.merge(element_writer(ctx), key, body, _rules(ctx), limits)
     if not body.dry_run:
         revision = ctx.changes.flush(ctx.db)
-        service.record_merge(ctx.db, key, revision)
+        merging.record_merge(ctx.db, key, revision)
         answer["revision"] = revision
     ctx.commit()
     return JsonResponse(answer)
@@ -316,7 +316,7 @@ def propose_scenario(
 ) -> Response:
     """Reviewers see the scenario, comment on it and approve it; a merge then needs `requiredApprovals`
     of its current version (a later change makes earlier approvals lapse)."""
-    scenario = service.propose(ctx.db, ctx.actor, key, body)
+    scenario = review.propose(ctx.db, ctx.actor, key, body)
     ctx.commit()
     return model_response(scenario)
 
@@ -331,7 +331,7 @@ def propose_scenario(
 def approve_scenario(key: Key, ctx: RequestContext = Depends(element_write_context)) -> Response:
     """By one of its reviewers, or a holder of APPROVE_SCENARIOS; never by its owner unless the setting
     `scenario_self_approval` allows it (403 `self_approval`)."""
-    scenario = service.approve(ctx.db, ctx.actor, key, _rules(ctx))
+    scenario = review.approve(ctx.db, ctx.actor, key, _rules(ctx))
     ctx.commit()
     return model_response(scenario)
 
@@ -344,7 +344,7 @@ def approve_scenario(key: Key, ctx: RequestContext = Depends(element_write_conte
     summary="The comments on a scenario",
 )
 def list_comments(key: Key, ctx: RequestContext = Depends(read_context)) -> Response:
-    return model_response(service.list_comments(ctx.db, ctx.actor, key))
+    return model_response(review.list_comments(ctx.db, ctx.actor, key))
 
 
 @router.post(
@@ -361,7 +361,7 @@ def comment_scenario(
     body: Annotated[CommentIn, Body(openapi_examples=COMMENT_EXAMPLES)],
     ctx: RequestContext = Depends(element_write_context),
 ) -> Response:
-    made = service.comment(ctx.db, ctx.actor, key, body)
+    made = review.comment(ctx.db, ctx.actor, key, body)
     ctx.commit()
     return model_response(made, status_code=201)
 
@@ -377,7 +377,7 @@ def sync_scenario(key: Key, ctx: RequestContext = Depends(element_write_context)
     """Moves the base to main's newest revision: main's changes fold in, each settled conflict becomes the
     scenario's own change as its resolution says. Open conflicts: 409 `scenario_conflicts` listing them
     (settle them first). Afterwards `behindMain` is 0."""
-    scenario = service.sync(element_writer(ctx), key)
+    scenario = merging.sync(element_writer(ctx), key)
     ctx.commit()
     return model_response(scenario)
 
@@ -415,7 +415,7 @@ def scenario_changes(
 def revert_scenario(key: Key, ctx: RequestContext = Depends(element_write_context)) -> Response:
     """A new scenario, based on main now, holding the inverse of what the merge brought into main (from
     main's history): reviewed and merged like any other. 409 `not_merged` for a scenario not merged."""
-    scenario = service.revert(element_writer(ctx), key)
+    scenario = merging.revert(element_writer(ctx), key)
     ctx.commit()
     return model_response(scenario, status_code=201, headers={"Location": f"/api/scenarios/{scenario.key}"})
 
@@ -445,7 +445,7 @@ def check_scenario(key: Key, ctx: RequestContext = Depends(read_context)) -> Jso
     break it and the first of them (of types the caller may read). `mergeable` is false while a required
     rule fails: the merge answers 409 `checks_failed` then."""
     limits = QueryLimits.from_settings(ctx.settings)
-    return JsonResponse(service.checks(ctx.db, ctx.actor, ctx.metamodel, key, limits))
+    return JsonResponse(review.checks(ctx.db, ctx.actor, ctx.metamodel, key, limits))
 
 
 @rules_router.get(
@@ -456,7 +456,7 @@ def check_scenario(key: Key, ctx: RequestContext = Depends(read_context)) -> Jso
     summary="The rules scenarios are checked against",
 )
 def list_rules(ctx: RequestContext = Depends(read_context)) -> Response:
-    return model_response(service.list_rules(ctx.db))
+    return model_response(review.list_rules(ctx.db))
 
 
 @rules_router.post(
@@ -475,7 +475,7 @@ def create_rule(
     """An iteraQL query selecting the elements that break the rule; `required` stops the merge of a
     scenario that breaks it. A supervisor's."""
     limits = QueryLimits.from_settings(ctx.settings)
-    rule = service.create_rule(ctx.db, ctx.actor, ctx.metamodel, body, limits)
+    rule = review.create_rule(ctx.db, ctx.actor, ctx.metamodel, body, limits)
     ctx.commit()
     return model_response(rule, status_code=201, headers={"Location": f"/api/scenario-rules/{rule.id}"})
 
@@ -491,6 +491,6 @@ def delete_rule(
     rule_id: Annotated[int, Path(alias="id", ge=1, le=2**31 - 1, description="a rule's id")],
     ctx: RequestContext = Depends(request_context),
 ) -> Response:
-    service.delete_rule(ctx.db, ctx.actor, rule_id)
+    review.delete_rule(ctx.db, ctx.actor, rule_id)
     ctx.commit()
     return Response(status_code=204)
