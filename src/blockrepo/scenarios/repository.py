@@ -175,9 +175,7 @@ def reserve_element_id(db: Session) -> int:
             )
         ).scalar_one()
     )
-    moved = db.execute(text("UPDATE sqlite_sequence SET seq = :id WHERE name = 'element'"), {"id": next_id})
-    if not getattr(moved, "rowcount", 0):
-        db.execute(text("INSERT INTO sqlite_sequence (name, seq) VALUES ('element', :id)"), {"id": next_id})
+    keep_element_ids(db, next_id)
     return next_id
 
 
