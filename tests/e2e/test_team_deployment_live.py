@@ -213,6 +213,32 @@ def feed(base_url: str) -> list[dict[str, Any]]:
             params["cursor"] = body["nextCursor"]
 
 
+def follow(base_url: str, stop: threading.Event, seen: list[int]) -> None:
+    """Poll the feed as a client would, from the newest revision it has seen, until told to stop and
+    caught up: a revision that commits below one it has already seen would be missed."""
+    last = 0
+    with httpx.Client(base_url=base_url, auth=ADMIN, timeout=60) as client:
+        while True:
+            stopping = stop.is_set()
+            params: dict[str, Any] = {"sinceRevision": last, "limit": 500}
+            while True:
+                try:
+                    body = client.get("/api/history", params=params).json()
+                except (httpx.TransportError, ValueError):
+                    time.sleep(0.05)  # an instance the proxy handed the poll to died under it
+                    continue
+                for item in body["items"]:
+                    if item["revision"] != (seen[-1] if seen else None):
+                        seen.append(item["revision"])
+                    last = item["revision"]
+                if body["nextCursor"] is None:
+                    break
+                params["cursor"] = body["nextCursor"]
+            if stopping:
+                return
+            time.sleep(0.02)
+
+
 def test_writers_on_all_three_keep_the_feed_gap_free_and_a_killed_instance_loses_no_acknowledged_write(
     team: tuple[Proxy, list[LiveServer]],
 ) -> None:
@@ -226,7 +252,10 @@ def test_writers_on_all_three_keep_the_feed_gap_free_and_a_killed_instance_loses
         threading.Thread(target=writer, args=(url, f"w{i}", stop, acknowledged, errors), daemon=True)
         for i, url in enumerate(targets)
     ]
-    for thread in threads:
+    followed: list[int] = []
+    written = threading.Event()  # every writer has had its last answer: the follower may catch up and end
+    follower = threading.Thread(target=follow, args=(proxy.base_url, written, followed), daemon=True)
+    for thread in [*threads, follower]:
         thread.start()
     time.sleep(2.0)
     victim = instances[1]
@@ -240,6 +269,8 @@ def test_writers_on_all_three_keep_the_feed_gap_free_and_a_killed_instance_loses
     stop.set()
     for thread in threads:
         thread.join(timeout=60)
+    written.set()
+    follower.join(timeout=60)
     assert len(acknowledged) > before_stop, "the proxy's writers stopped when one instance died"
     # What was not acknowledged: the dead instance's own writer could not connect, a write the proxy had
     # handed to it when it died answered 502 (nginx sends no POST twice), and a write that met a
@@ -252,8 +283,10 @@ def test_writers_on_all_three_keep_the_feed_gap_free_and_a_killed_instance_loses
     changesets = feed(proxy.base_url)
     revisions = [item["revision"] for item in changesets]  # a revision may have several changesets
     assert revisions == sorted(revisions), "the feed is out of order"
-    distinct = sorted(set(revisions))
-    assert distinct == list(range(distinct[0], distinct[-1] + 1)), "a gap in the feed"
+    # On PostgreSQL a number claimed by a write that rolled back (a 409, the killed instance's write in
+    # flight) is never used, so numbers may skip; what the feed promises is that a client polling it from
+    # the newest revision it saw, while writes commit out of order, never misses one nor sees one twice.
+    assert followed == sorted(set(revisions)), "a client following the feed missed or repeated a revision"
     stored: set[int] = set()
     params: dict[str, Any] = {"limit": 1000, "fields": "id"}
     with httpx.Client(base_url=survivor, auth=ADMIN, timeout=60) as client:
