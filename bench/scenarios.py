@@ -16,7 +16,8 @@ larger ones as the change rows those PATCHes record, inserted directly (the scen
 what the 100 measure). Measured, each the median of several calls:
 
 - GET of an element by id in the 1,000-change scenario (one it changed, one it did not) and in main,
-  alternating; a list page of 100 (`GET /api/massdata/…?scenario=`) in the same scenario and in main.
+  alternating; list pages of 100 (`GET /api/massdata/…?scenario=`, by id, and by name descending with a
+  filter and the count) in the same scenario and in main.
 - `GET /api/scenarios/{key}/diff` (first page of 100 with the summary), against main and against the base.
 - `POST /api/scenarios/{key}/merge` of the 10,000-change scenario, with `dryRun` and for real (once).
 
@@ -65,7 +66,7 @@ MAIN_CHANGES = 1_000
 CHANGES = (100, 1_000, 10_000)
 READS = 200
 DIFF_READS = 5
-LIST_READS = 5
+LIST_READS = 40
 HEADERS = {"Content-Type": "application/json"}
 PROFILE_STEPS = ("read", "write", "diff", "merge")
 IDLE = ("acquire", "wait (threading", "select (selectors", "_worker (concurrent", "run_forever")
@@ -290,18 +291,26 @@ def run_size(size: int, database: str | None, profile: str | None) -> list[tuple
                     )
                 )
 
-            # A list page of 100 in the same scenario: the type's elements folded at the base with the
-            # scenario's rows on top, filtered and sorted in memory (massdata's asOf path).
-            def list_scenario(_n: int) -> None:
-                check(client.get(f"/api/massdata/{TYPE}", params={"limit": 100, "scenario": reading}))
+            # List pages of 100 in the same scenario: main's stored elements for those that do not
+            # diverge, the scenario's fold (kept between reads) for those that do, merged in order. By id
+            # (the first page is all elements the scenario changed), and by name from the end with a
+            # filter and the count (elements main changed after the base among stored ones).
+            for what, listing in (
+                ("list page of 100", {"limit": 100}),
+                (
+                    "list page of 100 by -name, filtered, counted",
+                    {"limit": 100, "sort": "-name", "filter": '!@name.startsWith("x")', "count": True},
+                ),
+            ):
 
-            def list_main(_n: int) -> None:
-                check(client.get(f"/api/massdata/{TYPE}", params={"limit": 100}))
+                def list_scenario(_n: int, p: dict[str, Any] = listing) -> None:
+                    check(client.get(f"/api/massdata/{TYPE}", params={**p, "scenario": reading}))
 
-            lists = alternating({"scenario": list_scenario, "main": list_main}, LIST_READS)
-            rows.append(
-                (f"{label}: list page of 100 (ms)", f"{lists['scenario']:.1f}", f"{lists['main']:.1f}")
-            )
+                def list_main(_n: int, p: dict[str, Any] = listing) -> None:
+                    check(client.get(f"/api/massdata/{TYPE}", params=p))
+
+                lists = alternating({"scenario": list_scenario, "main": list_main}, LIST_READS)
+                rows.append((f"{label}: {what} (ms)", f"{lists['scenario']:.1f}", f"{lists['main']:.1f}"))
             # The diff's first page (100 elements, and the summary that folds the whole scenario).
             for count, key in keys.items():
                 for against in ("main", "base"):

@@ -585,3 +585,48 @@ def test_a_scenario_element_has_a_tag_of_its_own(app: FastAPI, client: TestClien
     )
     assert changed.status_code == 200 and changed.headers["ETag"] != tag
     assert client.get(path, headers={"If-None-Match": changed.headers["ETag"]}).status_code == 200
+
+
+def test_a_scenario_compares_with_main_as_it_stood_at_a_revision_or_a_time(
+    app: FastAPI, client: TestClient
+) -> None:
+    create_attribute(app, "Costs", "number", types=["InformationSystem"])
+    create_role(app, "planners", types={"InformationSystem": ["read", "update", "create", "delete"]})
+    create_user(app, "anna", "anna-password-1", roles=["planners"])
+    erp = _create(client, "InformationSystem", {"name": ["ERP"], "Costs": [100]})
+    key = _scenario(client)
+    base = int(client.get(f"{SCENARIOS}/{key}").json()["baseRevision"])
+    _put(client, "InformationSystem", erp, {"Costs": [80]}, key)
+    first = int(_put(client, "InformationSystem", erp, {"Costs": [90]})["revision"][0])
+    revision = int(client.get("/api/history", params={"sinceRevision": 0}).json()["items"][-1]["revision"])
+    moment = client.get("/api/history", params={"sinceRevision": 0}).json()["items"][-1]["timestamp"]
+    _put(client, "InformationSystem", erp, {"Costs": [80]})  # main now agrees with the scenario
+    assert first > 1
+
+    now = _fields(_diff(client, key), erp)["Costs"]
+    assert (now["state"], now["main"]) == ("changed", [80])
+    for against in (f"revision:{revision}", f"time:{moment}"):
+        then = _diff(client, key, against=against)
+        costs = _fields(then, erp)["Costs"]
+        assert (costs["state"], costs["main"]) == ("conflict", [90])
+        assert then["openConflicts"] == 1
+    at_base = _fields(_diff(client, key, against=f"revision:{base}"), erp)["Costs"]
+    assert (at_base["state"], at_base["main"]) == ("unchanged-in-main", [100])
+
+    for bad, code in (
+        ("revision:x", "invalid_value"),
+        ("mainline", "invalid_value"),
+        (f"revision:{base - 1}", "before_base"),
+        (f"revision:{revision + 100}", "future_revision"),
+        ("time:yesterday", None),
+    ):
+        response = client.get(f"{SCENARIOS}/{key}/diff", params={"against": bad})
+        assert response.status_code == 400, (bad, response.text)
+        assert response.json()["errors"][0]["pointer"] == "query:against"
+        assert code is None or response.json()["errors"][0]["code"] == code
+    with client_as(app, "anna", "anna-password-1") as anna:  # main's past is history: VIEW_HISTORY
+        own = _scenario(anna, "anna's plan")
+        _put(anna, "InformationSystem", erp, {"Costs": [70]}, own)
+        assert anna.get(f"{SCENARIOS}/{own}/diff").status_code == 200
+        past = anna.get(f"{SCENARIOS}/{own}/diff", params={"against": f"revision:{revision + 1}"})
+        assert past.status_code == 403, past.text

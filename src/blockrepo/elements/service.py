@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.elements import repository
-from blockrepo.elements.compiled import view_of
+from blockrepo.elements.compiled import reader_of, view_of
 from blockrepo.elements.read.reader import ElementReader
 from blockrepo.elements.read.repository import LoadedElement, load_elements
 from blockrepo.elements.read.view import ElementView
@@ -50,11 +50,13 @@ __all__ = [
     "ids_named",
     "parents_of",
     "planned_changesets",
+    "reader_of",
     "record_changed_elements",
     "stored_ids",
     "update_element",
     "update_elements",
     "validated_state",
+    "view_of",
 ]
 
 RevisionCheck = Callable[[int], bool]

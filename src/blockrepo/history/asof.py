@@ -13,9 +13,12 @@ since a change was recorded are read under today's name, deleted ones not at all
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import datetime as dt
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from sqlalchemy.orm import Session
 
@@ -57,7 +60,7 @@ def resolve_as_of(db: Session, raw: str, pointer: str = "query:asOf") -> int:
 
 
 @dataclass
-class _Folded:
+class Folded:
     """One element as its change rows describe it up to a revision."""
 
     element_id: int
@@ -68,11 +71,19 @@ class _Folded:
     exists: bool = False
     last: ChangesetRow | None = None
 
+    @property
+    def modified(self) -> dt.datetime | None:
+        """When its newest changeset was written (to the microsecond, as the stored column has it)."""
+        return None if self.last is None else self.last.created_at
+
     def apply(self, row: ChangesetRow, names: AttributeNames | None) -> None:
         self.changesets += 1
         self.last = row
         self.type_name = row.type_name
-        self.name = row.element_name or ""
+        # The name is what the rows' `name` changes made it. A row's own `element_name` is the name when it
+        # was written: a scenario's row written before a sync may predate a rename main made since.
+        if row.operation != "updated" or not self.name:
+            self.name = row.element_name or ""
         if row.operation == "created":
             self.exists = True
             self.properties = {}
@@ -86,6 +97,8 @@ class _Folded:
                 self.properties[prop] = apply_related_change(self.properties.get(prop, []), change)
             else:
                 self.properties[prop] = list(change.get("new", []))
+                if prop == "name" and self.properties[prop]:
+                    self.name = str(self.properties[prop][0])
 
 
 @dataclass(frozen=True)
@@ -138,14 +151,14 @@ def attribute_names(db: Session, metamodel: Metamodel) -> AttributeNames:
     return AttributeNames(attribute_identities(db, metamodel), metamodel)
 
 
-def fold_elements(rows: Iterable[ChangesetRow], names: AttributeNames | None = None) -> dict[int, _Folded]:
-    folded: dict[int, _Folded] = {}
+def fold_elements(rows: Iterable[ChangesetRow], names: AttributeNames | None = None) -> dict[int, Folded]:
+    folded: dict[int, Folded] = {}
     for row in rows:
         if row.element_id is None:
             continue
         element = folded.get(row.element_id)
         if element is None:
-            element = folded[row.element_id] = _Folded(row.element_id)
+            element = folded[row.element_id] = Folded(row.element_id)
         element.apply(row, names)
     return folded
 
@@ -178,6 +191,147 @@ class Layer:
     base: int
     created: Callable[[Session, str], list[int]]
     overlay: Callable[[Session, Sequence[int]], Overlay]
+    # What tells one state of the layer's rows from another (a scenario's id, key, creation time and
+    # version), and the ids of every element it has rows of: with both, reads start from main's stored
+    # elements and fold only those that diverge (`diverged`).
+    identity: tuple[Any, ...] = ()
+    changed: Callable[[Session], Iterable[int]] | None = None
+
+
+T = TypeVar("T")
+_DERIVED_KEPT = 64
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where a layered view (a planning scenario) may differ from main's stored elements: `ids`, the
+    elements (of any type) main changed after the layer's base or the layer changed; `alive`, those of
+    them that exist in the view, as it has them (main's rows up to the base, then the layer's). Every
+    other element is in the view exactly as main stores it now."""
+
+    ids: frozenset[int]
+    alive: Mapping[int, Folded]
+    # What reads derived from it (a type's elements in an order, those a filter keeps), by what they asked:
+    # paging through a list reads the same again. Emptied when full.
+    derived: dict[Hashable, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def of_type(self, type_name: str) -> list[Folded]:
+        return self.remembered(
+            ("type", type_name),
+            lambda: [element for element in self.alive.values() if element.type_name == type_name],
+        )
+
+    def remembered(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()`, kept under `key` for the next read of this divergence."""
+        if key in self.derived:
+            return cast(T, self.derived[key])
+        value = compute()
+        if len(self.derived) >= _DERIVED_KEPT:
+            self.derived.clear()
+        self.derived[key] = value
+        return value
+
+    def renamed(self, items: list[dict[str, Any]], view: ElementView) -> list[dict[str, Any]]:
+        """Main's JSON of elements that do not diverge, with the related elements they name named as the
+        view names them (a name changed in main after the base or in the layer)."""
+        keys = [key for key in _ELEMENT_REFERENCES if key in view.head] + [end.name for end in view.ends]
+        if not keys:
+            return items
+        out = []
+        for item in items:
+            fixed = None
+            for key in keys:
+                entries = item.get(key) or []
+                if any(isinstance(e, dict) and e.get("id") in self.alive for e in entries):
+                    fixed = fixed or dict(item)
+                    fixed[key] = [self._named(entry) for entry in entries]
+            out.append(fixed or item)
+        return out
+
+    def _named(self, entry: Any) -> Any:
+        folded = self.alive.get(entry["id"]) if isinstance(entry, dict) and "id" in entry else None
+        return entry if folded is None else {**entry, "name": folded.name}
+
+
+class _DivergenceCache:
+    """Divergences lately computed, by everything they depend on, least recently used first out; bounded
+    by the elements they hold. A layer's rows and main's rows after its base only grow, and the key
+    counts both, so an entry is never stale: a newer snapshot with the same counts has the same rows."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._entries: OrderedDict[tuple[Any, ...], Divergence] = OrderedDict()
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> Divergence | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[Any, ...], divergence: Divergence) -> None:
+        with self._lock:
+            if key in self._entries:
+                return
+            self._entries[key] = divergence
+            self._held += len(divergence.ids)
+            while self._held > self.capacity and len(self._entries) > 1:
+                _, dropped = self._entries.popitem(last=False)
+                self._held -= len(dropped.ids)
+
+
+# About a hundred thousand folded elements (some hundred MB at most) per process.
+_DIVERGENCES = _DivergenceCache(100_000)
+
+
+def diverged(db: Session, metamodel: Metamodel, layer: Layer) -> Divergence | None:
+    """Where `layer`'s view differs from main's stored elements (None for a layer that cannot say). Costs
+    a count of main's change rows after the base per call; the fold is kept for the next read of the
+    same rows (per process)."""
+    if layer.changed is None:
+        return None
+    changes = repository.changes_after(db, layer.base)
+    key = (str(db.get_bind().engine.url), *layer.identity, layer.base, changes, metamodel.revision)
+    found = _DIVERGENCES.get(key)
+    if found is not None:
+        return found
+    ids = sorted({*repository.element_ids_changed_after(db, layer.base), *layer.changed(db)})
+    rows = repository.element_changesets_up_to(db, ids, layer.base)
+    folded = fold_elements([*rows, *layer.overlay(db, ids).of(ids)], attribute_names(db, metamodel))
+    divergence = Divergence(
+        frozenset(ids),
+        {i: e for i, e in folded.items() if e.exists and e.type_name is not None},
+    )
+    _DIVERGENCES.put(key, divergence)
+    return divergence
+
+
+def render_diverged(
+    db: Session,
+    view: ElementView,
+    divergence: Divergence,
+    elements: Sequence[Folded],
+    base: int,
+    *,
+    look_up_names: bool = True,
+) -> list[dict[str, Any]]:
+    """The JSON of diverging `elements` (of `view`'s type) as the view has them. Related elements are
+    named as the view names them: those that diverge from the divergence, the others as main named them
+    at the base (one query), or, without `look_up_names`, as the change rows named them."""
+    referenced = {
+        entry["id"]
+        for element in elements
+        for key in (*_ELEMENT_REFERENCES, *(end.name for end in view.ends))
+        for entry in element.properties.get(key, [])
+        if isinstance(entry, dict) and "id" in entry
+    }
+    names = {i: divergence.alive[i].name for i in referenced if i in divergence.alive}
+    rest = referenced - divergence.ids
+    if look_up_names and rest:
+        names.update({i: name for i, (name, _) in repository.names_at(db, rest, base).items()})
+    return [_render(view, element, names) for element in elements]
 
 
 @dataclass(frozen=True)
@@ -248,7 +402,7 @@ def read_elements_as_of(
     return [_render(view, element, names) for element in alive]
 
 
-def _render(view: ElementView, element: _Folded, names: dict[int, str]) -> dict[str, Any]:
+def _render(view: ElementView, element: Folded, names: dict[int, str]) -> dict[str, Any]:
     """The element JSON in the shape `ElementView.render` gives today's elements."""
     props = element.properties
 

@@ -334,6 +334,19 @@ def former_attribute_names(db: Session) -> list[tuple[int | None, str, int, int 
     ]
 
 
+def changes_after(db: Session, revision: int) -> int:
+    """How many change rows were recorded after `revision`: the number tells a snapshot's set of them from
+    a later one's (rows are never removed). Counts the revision index alone."""
+    return int(db.scalar(select(func.count()).select_from(Change).where(Change.revision > revision)) or 0)
+
+
+def element_ids_changed_after(db: Session, revision: int) -> list[int]:
+    """The elements change rows recorded after `revision` concern. Walks the revision index, so the cost
+    grows with what changed since, not with the history."""
+    statement = select(Change.element_id).where(Change.entity == "element", Change.revision > revision)
+    return [int(element_id) for element_id in db.scalars(statement) if element_id is not None]
+
+
 def element_ids_alive_at(db: Session, type_name: str, revision: int) -> list[int]:
     """Ids of the elements of a type that existed at `revision` (created, not yet deleted), ascending."""
     statement = (

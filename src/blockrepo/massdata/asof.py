@@ -10,6 +10,7 @@ size; memory holds one batch of elements plus a key per match.
 
 from __future__ import annotations
 
+import bisect
 import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -19,12 +20,33 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.elements.repository import chunks
-from blockrepo.elements.service import ElementView
-from blockrepo.history.asof import Layer, element_ids_as_of, read_elements_as_of, resolve_as_of
+from blockrepo.elements.service import ElementReader, ElementView
+from blockrepo.history.asof import (
+    Divergence,
+    Folded,
+    Layer,
+    diverged,
+    element_ids_as_of,
+    read_elements_as_of,
+    render_diverged,
+    resolve_as_of,
+)
 from blockrepo.history.service import require_history
-from blockrepo.massdata.listing import Listing, Page, SortKey, begin_snapshot, encode_cursor, log
+from blockrepo.massdata.listing import (
+    Listing,
+    Page,
+    SortKey,
+    begin_snapshot,
+    count_stored,
+    decode_values,
+    encode_cursor,
+    encode_values,
+    log,
+    stored_matches,
+)
 from blockrepo.massdata.query.compiler import QueryCompiler
 from blockrepo.massdata.query.evaluator import ElementJson, Evaluator, attribute_value, column_value
+from blockrepo.massdata.query.syntax import Comparison, Count, Not, Predicate, TextMatch
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
 
 # Elements folded per round trip: `read_elements_as_of` costs a fixed number of queries per 1,000 ids.
@@ -152,6 +174,10 @@ def read_page_as_of(
 ) -> Page:
     """A page of the listing as the repository stood at `revision` (the counterpart of `read_page`), or as
     a planning scenario has it (`layer`)."""
+    if layer is not None and _reads_only_its_own(listing):
+        divergence = diverged(db, metamodel, layer)
+        if divergence is not None:
+            return _layered_page(db, metamodel, actor, listing, layer, divergence, limit=limit, count=count)
     state = _PastState(db, metamodel, actor, revision, layer)
     matches = _sorted_matches(state, listing)
     remaining = _after_cursor(listing, matches)
@@ -161,6 +187,177 @@ def read_page_as_of(
     next_cursor = encode_cursor(listing.type_def.name, listing.keys, page[-1]) if more else None
     # `total` counts every match, as the SQL listing does, not only those after the cursor.
     return Page(items, next_cursor, len(matches) if count else None)
+
+
+def _reads_only_its_own(listing: Listing) -> bool:
+    """Whether the listing's condition reads nothing but each element's own state (no query steps, no
+    `count(end[...])` looking at related elements): then a condition on an element main stores as the
+    view has it can run in SQL."""
+    if listing.query is not None:
+        return False
+
+    def own(predicate: Predicate | None) -> bool:
+        if predicate is None or isinstance(predicate, (Comparison, TextMatch)):
+            return True
+        if isinstance(predicate, Count):
+            return predicate.where is None
+        if isinstance(predicate, Not):
+            return own(predicate.part)
+        return all(own(part) for part in predicate.parts)
+
+    return own(listing.predicate)
+
+
+def _fields_read(predicate: Predicate) -> set[str]:
+    """The keys of element JSON a condition reads."""
+    if isinstance(predicate, (Comparison, TextMatch)):
+        return {predicate.prop.name}
+    if isinstance(predicate, Count):
+        return {predicate.target}
+    if isinstance(predicate, Not):
+        return _fields_read(predicate.part)
+    return {name for part in predicate.parts for name in _fields_read(part)}
+
+
+def _nothing_related(type_def: BlockTypeDef, ids: Sequence[int]) -> list[ElementJson]:
+    raise AssertionError("a condition on the element's own state loads no related elements")
+
+
+def _as_cursor_has_it(keys: Sequence[SortKey], values: Sequence[Any]) -> list[Any]:
+    """Sort key values as a cursor carries them, whichever side gave them (a row's columns or values
+    taken from element JSON): comparable with each other."""
+    try:
+        return decode_values(keys, encode_values(values))
+    except (ValueError, OverflowError):
+        return list(values)
+
+
+def _layered_page(
+    db: Session,
+    metamodel: Metamodel,
+    actor: Actor,
+    listing: Listing,
+    layer: Layer,
+    divergence: Divergence,
+    *,
+    limit: int,
+    count: bool,
+) -> Page:
+    """A page of a planning scenario's view that starts from main's stored elements: those that do not
+    diverge are listed by the SQL listing (their state is main's), the diverging ones of the type are
+    filtered and sorted in memory, and the two ordered runs are merged. Costs main's page plus the
+    scenario's own elements of the type, not the type's history."""
+    type_def, keys = listing.type_def, listing.keys
+    stored = [
+        (_as_cursor_has_it(keys, values), element_id)
+        for values, element_id in stored_matches(db, listing, limit + 1, divergence.ids)
+    ]
+    own = divergence.of_type(type_def.name)
+    by_id = divergence.remembered(("by id", type_def.name), lambda: {e.element_id: e for e in own})
+    # The type's diverging elements in listing order, and those the filter keeps: both kept with the
+    # divergence, so the next page of the same list reads them again for free. Neither depends on the
+    # reader: what it may not read it cannot sort or filter by (`parse_sort`, `compile_filter`).
+    keyed: list[tuple[Keyed, int]] = divergence.remembered(
+        ("sorted", type_def.name, tuple(key.spec for key in keys)),
+        lambda: _diverging_in_order(db, metamodel, actor, type_def, keys, divergence, own, layer.base),
+    )
+    if listing.predicate is not None:
+        predicate, ordered = listing.predicate, keyed
+
+        def filtered() -> list[tuple[Keyed, int]]:
+            kept = _kept(db, metamodel, actor, type_def, predicate, divergence, own, layer.base)
+            return [entry for entry in ordered if entry[1] in kept]
+
+        keyed = divergence.remembered(
+            ("filtered", type_def.name, tuple(key.spec for key in keys), predicate), filtered
+        )
+    total = len(keyed)
+    if listing.after is not None:
+        in_order = functools.cmp_to_key(functools.partial(_compare_keys, keys))
+        after = in_order(listing.after)
+        keyed = keyed[bisect.bisect_right(keyed, after, key=lambda entry: in_order(entry[0])) :]
+    page = list(_merged(keys, stored, keyed, limit + 1))
+    more = len(page) > limit
+    page = page[:limit]
+    from_main = [element_id for _, element_id in page if element_id not in by_id]
+    items = {
+        item["id"][0]: item
+        for item in divergence.renamed(ElementReader(listing.view).read(db, from_main), listing.view)
+    }
+    ours = [by_id[element_id] for _, element_id in page if element_id in by_id]
+    for item in render_diverged(db, listing.view, divergence, ours, layer.base):
+        items[item["id"][0]] = item
+    next_cursor = encode_cursor(type_def.name, keys, page[-1][0]) if more else None
+    if count:
+        total += count_stored(db, listing, divergence.ids)
+    return Page([items[element_id] for _, element_id in page], next_cursor, total if count else None)
+
+
+def _diverging_in_order(
+    db: Session,
+    metamodel: Metamodel,
+    actor: Actor,
+    type_def: BlockTypeDef,
+    keys: Sequence[SortKey],
+    divergence: Divergence,
+    own: list[Folded],
+    base: int,
+) -> list[tuple[Keyed, int]]:
+    """(sort key values as a cursor has them, id) of the type's diverging elements, in listing order."""
+    view = ElementView.build(metamodel, actor, type_def, [key.name for key in keys])
+
+    def sort_values(element: Folded, item: ElementJson) -> Keyed:
+        # The JSON has times to the millisecond; the stored column (and its cursor) to the microsecond.
+        return [
+            element.modified if key.name == "lastModificationTime" else _sort_value(key, type_def, item)
+            for key in keys
+        ]
+
+    rendered = render_diverged(db, view, divergence, own, base, look_up_names=False)
+    keyed = [
+        (_as_cursor_has_it(keys, sort_values(element, item)), element.element_id)
+        for element, item in zip(own, rendered, strict=True)
+    ]
+
+    def order(left: tuple[Keyed, int], right: tuple[Keyed, int]) -> int:
+        return _compare_keys(keys, left[0], right[0])
+
+    keyed.sort(key=functools.cmp_to_key(order))
+    return keyed
+
+
+def _kept(
+    db: Session,
+    metamodel: Metamodel,
+    actor: Actor,
+    type_def: BlockTypeDef,
+    predicate: Predicate,
+    divergence: Divergence,
+    own: list[Folded],
+    base: int,
+) -> frozenset[int]:
+    """The ids of the type's diverging elements the filter keeps."""
+    view = ElementView.build(metamodel, actor, type_def, _fields_read(predicate))
+    rendered = render_diverged(db, view, divergence, own, base, look_up_names=False)
+    # The condition reads each element's own state only (`_reads_only_its_own`): nothing to load.
+    evaluator = Evaluator(QueryCompiler(metamodel, actor, "", "filter"), _nothing_related)
+    return frozenset(item["id"][0] for item in evaluator.filter(predicate, type_def, rendered))
+
+
+def _merged(
+    keys: Sequence[SortKey], left: list[tuple[Keyed, int]], right: list[tuple[Keyed, int]], limit: int
+) -> Iterator[tuple[Keyed, int]]:
+    """The first `limit` of two runs in listing order, in that order."""
+    i = j = 0
+    for _ in range(limit):
+        if i < len(left) and (j == len(right) or _compare_keys(keys, left[i][0], right[j][0]) <= 0):
+            yield left[i]
+            i += 1
+        elif j < len(right):
+            yield right[j]
+            j += 1
+        else:
+            return
 
 
 def stream_ndjson_as_of(

@@ -14,13 +14,13 @@ import binascii
 import datetime as dt
 import io
 import logging
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Collection, Generator, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
-from sqlalchemy import CTE, ColumnElement, Select, and_, false, func, or_, select
+from sqlalchemy import CTE, ColumnElement, Select, and_, bindparam, false, func, or_, select
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
@@ -240,8 +240,19 @@ def _decode_value(kind: str, raw: Any) -> Any:
     raise ValueError(f"not a {kind}")
 
 
+def encode_values(values: Sequence[Any]) -> list[Any]:
+    """Sort key values as a cursor writes them (JSON)."""
+    return [_encode_value(v) for v in values]
+
+
+def decode_values(keys: Sequence[SortKey], raw_values: Sequence[Any]) -> list[Any]:
+    """Sort key values a cursor wrote, as the keyset query binds them (ValueError for any a row of the
+    database could not have given)."""
+    return [_decode_value(key.kind, raw) for key, raw in zip(keys, raw_values, strict=True)]
+
+
 def encode_cursor(type_name: str, keys: Sequence[SortKey], values: Sequence[Any]) -> str:
-    payload = [type_name, ",".join(key.spec for key in keys), [_encode_value(v) for v in values]]
+    payload = [type_name, ",".join(key.spec for key in keys), encode_values(values)]
     return base64.urlsafe_b64encode(orjson.dumps(payload)).decode().rstrip("=")
 
 
@@ -255,7 +266,7 @@ def decode_cursor(token: str, type_name: str, keys: Sequence[SortKey], pointer: 
             raise invalid_cursor(pointer)  # another type's or sort order's
         if not isinstance(raw_values, list) or len(raw_values) != len(keys):
             raise ValueError("wrong length")
-        return [_decode_value(key.kind, raw) for key, raw in zip(keys, raw_values, strict=True)]
+        return decode_values(keys, raw_values)
     except BadRequest:
         raise
     except (ValueError, TypeError, OverflowError, binascii.Error, orjson.JSONDecodeError):
@@ -280,21 +291,33 @@ class Listing:
     query: Query | None = None
     steps: tuple[CTE, ...] = ()  # the navigation steps the condition reads from (`CompiledQuery.steps`)
 
-    def statement(self, limit: int, after: Sequence[Any] | None) -> Select[Any]:
+    def statement(
+        self, limit: int, after: Sequence[Any] | None, without: Collection[int] = ()
+    ) -> Select[Any]:
         statement = select(Element.id, *(key.expression for key in self.keys)).where(
             Element.type_id == self.type_def.id
         )
+        if without:
+            statement = statement.where(_not_among(without))
         if self.condition is not None:
             statement = statement.add_cte(*self.steps).where(self.condition)
         if after is not None:
             statement = statement.where(keyset_after(self.keys, after))
         return statement.order_by(*(key.order() for key in self.keys)).limit(limit)
 
-    def count_statement(self) -> Select[Any]:
+    def count_statement(self, without: Collection[int] = ()) -> Select[Any]:
         statement = select(func.count()).select_from(Element).where(Element.type_id == self.type_def.id)
+        if without:
+            statement = statement.where(_not_among(without))
         if self.condition is None:
             return statement
         return statement.add_cte(*self.steps).where(self.condition)
+
+
+def _not_among(ids: Collection[int]) -> Condition:
+    # The ids are written into the statement (integers only): a planning scenario's thousands of diverging
+    # elements would pass SQLite's limit of bound parameters.
+    return Element.id.not_in(bindparam("without", sorted(ids), expanding=True, literal_execute=True))
 
 
 def _fields(
@@ -408,6 +431,19 @@ def read_page(
     next_cursor = encode_cursor(listing.type_def.name, listing.keys, list(rows[-1][1:])) if more else None
     total = int(db.scalar(listing.count_statement()) or 0) if count else None
     return Page(items, next_cursor, total)
+
+
+def stored_matches(
+    db: Session, listing: Listing, limit: int, without: Collection[int]
+) -> list[tuple[list[Any], int]]:
+    """(sort key values, id) of up to `limit` stored matches after the listing's cursor, leaving out
+    `without` (elements a planning scenario has otherwise)."""
+    rows = db.execute(listing.statement(limit, listing.after, without)).all()
+    return [(list(row[1:]), int(row[0])) for row in rows]
+
+
+def count_stored(db: Session, listing: Listing, without: Collection[int]) -> int:
+    return int(db.scalar(listing.count_statement(without)) or 0)
 
 
 def begin_snapshot(db: Session) -> None:

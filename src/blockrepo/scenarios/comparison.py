@@ -17,7 +17,7 @@ from blockrepo.errors import (
 )
 from blockrepo.history import asof
 from blockrepo.history.diff import Folding, NetChange, folding, newest_revision
-from blockrepo.history.service import decode_cursor, encode_cursor
+from blockrepo.history.service import decode_cursor, encode_cursor, require_history
 from blockrepo.metamodel.snapshot import Metamodel
 from blockrepo.scenarios import repository
 from blockrepo.scenarios.models import (
@@ -52,8 +52,9 @@ TAKES = {
     "cycle": frozenset({"main", "value"}),
     "metamodelChanged": frozenset({"main"}),
 }
-# Where a diff compares a scenario: main as it is now, or the scenario's own base.
-AGAINST = ("main", "base")
+# Where a diff compares a scenario: main as it is now, the scenario's own base, or main as it stood at a
+# revision or a time since the base.
+AGAINST = ("main", "base", "revision:<n>", "time:<ISO-8601>")
 
 
 # --- the diff ------------------------------------------------------------------------------------------
@@ -200,8 +201,11 @@ def compared_elements(
     *,
     against_main: bool,
     newest: int,
+    now: bool = True,
 ) -> list[ElementDiff]:
-    """The scenario's elements among `element_ids` compared, in id order."""
+    """The scenario's elements among `element_ids` compared, in id order: against main at `newest`
+    (`against_main`), else against the base. What main's tables must decide (a name taken, a cycle, the
+    metamodel) is compared only with main as it is `now`."""
     rows = changeset_rows(repository.change_rows(db, scenario.id, element_ids))
     planned = [net for net in fold.fold(rows) if fold.visibility.can_read_type(net.type_name)]
     _from_base(planned, asof.states_as_of(db, metamodel, element_ids, scenario.base_revision))
@@ -219,7 +223,7 @@ def compared_elements(
         gone = {i for i in related if i not in alive and i not in created_here}
     resolutions = _Resolutions({(r.element_id, r.field): r for r in repository.resolutions(db, scenario.id)})
     merged_view = (
-        _merged_view_conflicts(db, metamodel, scenario, planned, resolutions) if against_main else {}
+        _merged_view_conflicts(db, metamodel, scenario, planned, resolutions) if against_main and now else {}
     )
     compared = []
     for net in planned:
@@ -321,11 +325,8 @@ def diff(
     relation end both changed: they merge as sets) or `conflict` (settled by a resolution). The first page
     counts the elements by type and action and the open conflicts."""
     scenario = visible_scenario(db, actor, key)
-    if against not in AGAINST:
-        raise ValidationFailed(
-            f"against must be one of {', '.join(AGAINST)}",
-            errors=[ErrorItem("query:against", "invalid_value", f"not one of {', '.join(AGAINST)}")],
-        )
+    newest = newest_revision(db)
+    target = _compared_with(db, actor, scenario, against, newest)
     size = DIFF_LIMIT if limit is None else limit
     if not 1 <= size <= DIFF_MAX_LIMIT:
         raise ValidationFailed(
@@ -334,7 +335,6 @@ def diff(
         )
     scope = f"s{scenario.id}-{against}"
     after = decode_cursor(cursor, scope)[0] if cursor is not None else 0
-    newest = newest_revision(db)
     fold = folding(db, actor, metamodel)
     element_ids = [i for i in repository.changed_element_ids(db, scenario.id) if i > after]
     page: dict[str, Any] = {"scenario": scenario_out(db, scenario, newest).model_dump(by_alias=True)}
@@ -345,7 +345,14 @@ def diff(
     for start in range(0, len(element_ids), DIFF_MAX_LIMIT):
         batch = element_ids[start : start + DIFF_MAX_LIMIT]
         for compared in compared_elements(
-            db, metamodel, scenario, fold, batch, against_main=against == "main", newest=newest
+            db,
+            metamodel,
+            scenario,
+            fold,
+            batch,
+            against_main=target is not None,
+            newest=newest if target is None else target,
+            now=against == "main",
         ):
             if cursor is None:
                 counts = summary.setdefault(compared.net.type_name, {})
@@ -365,6 +372,30 @@ def diff(
     page["items"] = items
     page["nextCursor"] = encode_cursor(scope, items[-1]["element"]["id"], 0) if more and items else None
     return page
+
+
+def _compared_with(db: Session, actor: Actor, scenario: Scenario, against: str, newest: int) -> int | None:
+    """The revision of main the diff compares with (None: the base). A revision or a time is history:
+    it needs VIEW_HISTORY, and must be at or after the base (before it, main's changes are not the
+    scenario's concern)."""
+    if against == "main":
+        return newest
+    if against == "base":
+        return None
+    kind, _, moment = against.partition(":")
+    if kind not in ("revision", "time") or not moment or (kind == "revision") != moment.isdigit():
+        raise ValidationFailed(
+            f"against must be one of {', '.join(AGAINST)}",
+            errors=[ErrorItem("query:against", "invalid_value", f"not one of {', '.join(AGAINST)}")],
+        )
+    require_history(actor)
+    revision = asof.resolve_as_of(db, moment, "query:against")
+    if revision < scenario.base_revision:
+        raise ValidationFailed(
+            f"revision {revision} is before the scenario's base {scenario.base_revision}",
+            errors=[ErrorItem("query:against", "before_base", f"the base is {scenario.base_revision}")],
+        )
+    return revision
 
 
 # --- resolutions ---------------------------------------------------------------------------------------

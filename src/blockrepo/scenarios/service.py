@@ -284,7 +284,10 @@ def element_states(
 def reading_layer(db: Session, actor: Actor, key: str) -> asof.Layer:
     """What list reads and queries fold on top of main to read in the scenario (`massdata`'s asOf path):
     main at the base, the elements the scenario created, its rows."""
-    scenario = visible_scenario(db, actor, key)
+    return _layer(visible_scenario(db, actor, key))
+
+
+def _layer(scenario: Scenario) -> asof.Layer:
     scenario_id, base = scenario.id, scenario.base_revision
 
     def created(session: Session, type_name: str) -> list[int]:
@@ -293,7 +296,12 @@ def reading_layer(db: Session, actor: Actor, key: str) -> asof.Layer:
     def overlay(session: Session, ids: Sequence[int]) -> asof.Overlay:
         return overlay_of(session, scenario_id, ids)
 
-    return asof.Layer(base, created, overlay)
+    def changed(session: Session) -> list[int]:
+        return repository.changed_element_ids(session, scenario_id)
+
+    # Every change to the scenario's rows moves its version (a write, a resolution, a sync).
+    identity = (scenario_id, scenario.key, scenario.created_at.isoformat(), scenario.version)
+    return asof.Layer(base, created, overlay, identity, changed)
 
 
 def read_element(
@@ -301,20 +309,41 @@ def read_element(
 ) -> dict[str, Any]:
     """GET /api/element/{type}/{id} in a scenario: the element as the scenario has it, as `actor` may see
     it (the same JSON as in main; `revision` counts its changesets in main up to the base and in the
-    scenario)."""
+    scenario). An element neither main (since the base) nor the scenario changed is read as main stores
+    it; the others come from the scenario's fold (`asof.diverged`), kept between reads. Read sessions
+    only: a write's answer is `_written`."""
     scenario = visible_scenario(db, actor, key)
     type_def = elements.resolve_type(metamodel, actor, type_name)
+    reader = elements.reader_of(metamodel, actor, type_def)
+    view = reader.view
+    divergence = asof.diverged(db, metamodel, _layer(scenario))
+    assert divergence is not None  # a scenario's layer names its changed elements
+    if element_id in divergence.ids:
+        folded = divergence.alive.get(element_id)
+        alive = [] if folded is None or folded.type_name != type_name else [folded]
+        found = asof.render_diverged(db, view, divergence, alive, scenario.base_revision)
+    else:
+        found = divergence.renamed(reader.read(db, [element_id]), view)
+    if not found:
+        raise NotFound(f"there is no {type_name} with id {element_id} in scenario {key!r}")
+    return found[0]
+
+
+def _written(writer: elements.Writer, scenario: Scenario, type_name: str, element_id: int) -> dict[str, Any]:
+    """The answer to a write in the scenario: the element folded with the rows just written (never kept:
+    the transaction may still roll back)."""
+    type_def = elements.resolve_type(writer.metamodel, writer.actor, type_name)
     found = asof.read_elements_as_of(
-        db,
-        metamodel,
-        actor,
+        writer.db,
+        writer.metamodel,
+        writer.actor,
         type_def,
         [element_id],
         scenario.base_revision,
-        overlay=_overlay(db, scenario, [element_id]),
+        overlay=_overlay(writer.db, scenario, [element_id]),
     )
     if not found:
-        raise NotFound(f"there is no {type_name} with id {element_id} in scenario {key!r}")
+        raise NotFound(f"there is no {type_name} with id {element_id} in scenario {scenario.key!r}")
     return found[0]
 
 
@@ -531,7 +560,7 @@ def update_element(
     if after["name"] != before["name"]:
         _check_name(writer.db, scenario, type_def, after["name"][0], element_id)
     record_write(writer, scenario, type_def, element_id, "updated", before, after)
-    return read_element(writer.db, writer.actor, writer.metamodel, key, type_name, element_id)
+    return _written(writer, scenario, type_name, element_id)
 
 
 def create_element(writer: elements.Writer, key: str, type_name: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -542,7 +571,7 @@ def create_element(writer: elements.Writer, key: str, type_name: str, body: dict
     _check_name(writer.db, scenario, type_def, after["name"][0], None)
     element_id = repository.reserve_element_id(writer.db)
     record_write(writer, scenario, type_def, element_id, "created", None, after)
-    return read_element(writer.db, writer.actor, writer.metamodel, key, type_name, element_id)
+    return _written(writer, scenario, type_name, element_id)
 
 
 def delete_element(

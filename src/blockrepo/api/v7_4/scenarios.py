@@ -3,7 +3,7 @@ conflicts and merge them. Elements are read and written in a scenario through th
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Path, Query
 from fastapi.openapi.models import Example
@@ -218,7 +218,13 @@ def reopen_scenario(key: Key, ctx: RequestContext = Depends(element_write_contex
 def diff_scenario(
     key: Key,
     against: Annotated[
-        Literal["main", "base"], Query(description="`main` (three ways: base, scenario, main) or `base`")
+        str,
+        Query(
+            max_length=100,
+            description="`main` (three ways: base, scenario, main now), `base`, or main as it stood at "
+            "`revision:<n>` or `time:<ISO-8601>` since the base (needs VIEW_HISTORY)",
+            examples=["main", "base", "revision:42", "time:2026-07-01T00:00:00Z"],
+        ),
     ] = "main",
     limit: Annotated[int | None, Query(ge=1, le=1000, description="elements a page (default 100)")] = None,
     cursor: Annotated[
