@@ -20,6 +20,8 @@ what the 100 measure). Measured, each the median of several calls:
   filter and the count) in the same scenario and in main.
 - `GET /api/scenarios/{key}/diff` (first page of 100 with the summary), against main and against the base.
 - `POST /api/scenarios/{key}/merge` of the 10,000-change scenario, with `dryRun` and for real (once).
+- A bulk update of 5,000 descriptions (`POST /api/massdata/…?scenario=`) in a new scenario, taking turns
+  with the same bulk update in main; the rate in elements a second.
 
 Prints a table; asserts nothing. With `--profile`, py-spy samples the named step at the largest size and
 the functions with the largest share of the busy samples are printed (`pip install py-spy`; it needs
@@ -67,8 +69,10 @@ CHANGES = (100, 1_000, 10_000)
 READS = 200
 DIFF_READS = 5
 LIST_READS = 40
+BULK_ELEMENTS = 5_000
+BULK_WRITES = 3
 HEADERS = {"Content-Type": "application/json"}
-PROFILE_STEPS = ("read", "write", "diff", "merge")
+PROFILE_STEPS = ("read", "write", "diff", "merge", "bulk")
 IDLE = ("acquire", "wait (threading", "select (selectors", "_worker (concurrent", "run_forever")
 
 
@@ -350,6 +354,36 @@ def run_size(size: int, database: str | None, profile: str | None) -> list[tuple
             bulk = time.perf_counter() - started
             rows.append(
                 (f"{label}: merge of {max(counts):,} changed elements (s)", f"{seconds:.2f}", f"{bulk:.2f}")
+            )
+            # Bulk writes of the same kind in a new scenario and in main, taking turns: a new description
+            # on each of `BULK_ELEMENTS` elements, one request (elements/s).
+            fresh = check(client.post("/api/scenarios", json={"name": "bulk"}), 201)["key"]
+            targets = ids[: min(BULK_ELEMENTS, size)]
+
+            def bulk_body(n: int) -> bytes:
+                return orjson.dumps(
+                    {"elements": [{"id": [i], "description": [f"bulk {n} {i}"]} for i in targets]}
+                )
+
+            def bulk_scenario(n: int) -> None:
+                response = client.post(
+                    f"/api/massdata/{TYPE}", content=bulk_body(n), headers=HEADERS, params={"scenario": fresh}
+                )
+                if check(response)["updated"] != len(targets):
+                    raise RuntimeError(f"the scenario's bulk write answered {response.text[:300]}")
+
+            def bulk_main(n: int) -> None:
+                check(client.post(f"/api/massdata/{TYPE}", content=bulk_body(n), headers=HEADERS))
+
+            with profiled(profile == "bulk", f"bulk writes of {len(targets)} in a scenario, {label}"):
+                bulks = alternating({"scenario": bulk_scenario, "main": bulk_main}, BULK_WRITES)
+            rates = {side: len(targets) / (ms / 1000) for side, ms in bulks.items()}
+            rows.append(
+                (
+                    f"{label}: bulk update of {len(targets):,} elements (elements/s)",
+                    f"{rates['scenario']:,.0f}",
+                    f"{rates['main']:,.0f}",
+                )
             )
         app.state.services.dispose()
     return rows

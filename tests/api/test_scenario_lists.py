@@ -147,3 +147,94 @@ def test_a_list_follows_the_scenario_and_main_as_they_change(app: FastAPI, clien
     assert listed() == [("First", [2]), ("Planned", [5])]
     assert client.post(f"/api/scenarios/{key}/sync").status_code == 200  # main folds in
     assert listed() == [("Later", []), ("Planned", [5]), ("Primary", [2])]
+
+
+BULK = "/api/massdata/InformationSystem"
+
+
+def test_a_bulk_write_in_a_scenario_is_the_single_writes_it_stands_for(
+    app: FastAPI, client: TestClient
+) -> None:
+    create_attribute(app, "Costs", "number", types=["InformationSystem"])
+    domain = _created(client, "/api/element/BusinessDomain", {"name": ["Finance"]}, {})
+    erp = _created(client, SYSTEMS, {"name": ["ERP"], "Costs": [10]}, {})
+    crm = _created(client, SYSTEMS, {"name": ["CRM"], "Costs": [20]}, {})
+    key = str(client.post("/api/scenarios", json={"name": "plan"}).json()["key"])
+    planned = _created(client, SYSTEMS, {"name": ["Planned"]}, {"scenario": key})
+    before_main = client.get(BULK, params={"sort": "id"}).json()["items"]
+
+    body = {
+        "elements": [
+            {"id": erp, "Costs": [11], "businessDomains": [domain]},
+            {"name": ["CRM"], "description": ["by name"]},
+            {"name": ["New one"], "Costs": [5], "businessDomains": [{"id": domain}]},
+            {"id": planned, "Costs": [7]},
+        ],
+        "match": "name",
+    }
+    dry = client.post(BULK, json={**body, "dryRun": True}, params={"scenario": key})
+    assert dry.status_code == 200, dry.text
+    assert (dry.json()["created"], dry.json()["updated"], dry.json()["dryRun"]) == (1, 3, True)
+    written = client.post(BULK, json=body, params={"scenario": key})
+    assert written.status_code == 200, written.text
+    results = written.json()["results"]
+    assert [r["status"] for r in results] == [200, 200, 201, 200]
+    new_one = results[2]["id"]
+    assert results[1]["id"] == crm and new_one > planned
+
+    def in_scenario(element_id: int) -> dict[str, Any]:
+        response = client.get(f"{SYSTEMS}/{element_id}", params={"scenario": key})
+        assert response.status_code == 200, response.text
+        return dict(response.json())
+
+    assert in_scenario(erp)["Costs"] == [11]
+    assert [e["id"] for e in in_scenario(erp)["businessDomains"]] == [domain]
+    assert in_scenario(crm)["description"] == ["by name"]
+    assert (in_scenario(new_one)["name"], in_scenario(new_one)["Costs"]) == (["New one"], [5])
+    assert in_scenario(planned)["Costs"] == [7]
+    mirrored = client.get(f"/api/element/BusinessDomain/{domain}", params={"scenario": key}).json()
+    assert sorted(e["id"] for e in mirrored["informationSystems"]) == [erp, new_one]
+    # Main saw none of it.
+    assert client.get(BULK, params={"sort": "id"}).json()["items"] == before_main
+    assert client.get(f"{SYSTEMS}/{new_one}").status_code == 404
+
+    # Atomic: one bad item, nothing written; per item: the good ones go on.
+    version = client.get(f"/api/scenarios/{key}").json()["version"]
+    bad = {"elements": [{"id": erp, "Costs": [12]}, {"id": erp + 1000, "Costs": [1]}, {"name": ["CRM"]}]}
+    refused = client.post(BULK, json=bad, params={"scenario": key})
+    assert refused.status_code == 400, refused.text
+    assert [r["status"] for r in refused.json()["results"]] == [200, 404, 409]
+    assert client.get(f"/api/scenarios/{key}").json()["version"] == version
+    assert in_scenario(erp)["Costs"] == [11]
+    partly = client.post(BULK, json={**bad, "mode": "perItem"}, headers={"Blockrepo-Scenario": key})
+    assert partly.status_code == 200, partly.text
+    assert (partly.json()["updated"], partly.json()["failed"]) == (1, 2)
+    assert in_scenario(erp)["Costs"] == [12]
+    # The merge takes the bulk's changes to main like any others.
+    merged = client.post(f"/api/scenarios/{key}/merge", json={})
+    assert merged.status_code == 200, merged.text
+    landed = client.get(BULK, params={"filter": '@name = "New one"'}).json()["items"]
+    assert [item["Costs"] for item in landed] == [[5]]
+    assert client.post(BULK, json=body, params={"scenario": key}).status_code == 409  # merged: closed
+
+
+def test_a_bulk_write_in_a_scenario_refuses_what_a_single_write_refuses(
+    app: FastAPI, client: TestClient
+) -> None:
+    create_attribute(app, "Costs", "number", types=["InformationSystem"])
+    erp = _created(client, SYSTEMS, {"name": ["ERP"]}, {})
+    key = str(client.post("/api/scenarios", json={"name": "plan"}).json()["key"])
+    gone = _created(client, SYSTEMS, {"name": ["Gone"]}, {"scenario": key})
+    assert client.delete(f"{SYSTEMS}/{gone}", params={"scenario": key}).status_code == 204
+    cases: list[tuple[Any, int, str]] = [
+        ({"id": erp, "Costs": ["many"]}, 400, "/elements/0/Costs/0"),
+        ({"id": gone, "Costs": [1]}, 400, "/elements/0/id"),
+        ({"name": ["ERP"]}, 400, "/elements/0/name"),
+        ({"id": erp, "nothing": [1]}, 400, "/elements/0/nothing"),
+        ("not an object", 400, "/elements/0"),
+    ]
+    for item, status, pointer in cases:
+        response = client.post(BULK, json={"elements": [item]}, params={"scenario": key})
+        assert response.status_code == status, (item, response.text)
+        assert any(e["pointer"].startswith(pointer) for e in response.json()["errors"]), response.text
+    assert client.post(BULK, json={"elements": []}, params={"scenario": "no-such"}).status_code == 404

@@ -340,7 +340,7 @@ KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
     ("POST", "/api/element/{type}"): (ELEMENT_BODY, ONE_SCENARIO),
     ("PUT", "/api/element/{type}/{id}"): (ELEMENT_BODY, ONE_SCENARIO),
     ("PATCH", "/api/element/{type}/{id}"): (ELEMENT_BODY, ONE_SCENARIO),
-    ("POST", "/api/massdata/{type}"): (BULK_ELEMENT_BODIES,),
+    ("POST", "/api/massdata/{type}"): (BULK_ELEMENT_BODIES, ONE_SCENARIO, NUL_IN_QUERY),
     ("POST", "/api/tokens"): (TOKEN_BODY,),
     ("PATCH", "/api/tokens/{id}"): (TOKEN_BODY,),
     ("POST", "/api/webhooks"): (WEBHOOK_BODY,),

@@ -26,6 +26,7 @@ from blockrepo.elements.write.changesets import Changesets
 from blockrepo.elements.write.items import WriteItem, Writer
 from blockrepo.elements.write.record import ElementRecorder, draft_state
 from blockrepo.errors import (
+    BlockrepoError,
     Conflict,
     Forbidden,
     HasChildren,
@@ -56,6 +57,7 @@ __all__ = [
     "update_element",
     "update_elements",
     "validated_state",
+    "validated_states",
     "view_of",
 ]
 
@@ -255,6 +257,24 @@ def validated_state(
     if item.error is not None:
         raise item.error
     return draft_state(view_of(writer.metamodel, None, type_def), item)
+
+
+def validated_states(
+    writer: Writer, type_def: BlockTypeDef, bodies: Sequence[tuple[dict[str, Any], int | None]]
+) -> list[ElementState | BlockrepoError]:
+    """`validated_state` of many bodies (each with the element it writes, None: a new one) in one pass of
+    the validation, rules across them included: per body the state it describes, or the error a write
+    of it alone would raise."""
+    items = [
+        WriteItem(index, {key: value for key, value in body.items() if key not in READ_ONLY_KEYS}, element_id)
+        for index, (body, element_id) in enumerate(bodies)
+    ]
+    validation.validate(writer, type_def, items)
+    view = view_of(writer.metamodel, None, type_def)
+    for item in items:
+        if item.error is not None and not item.error.errors:
+            item.error.errors = list(item.errors)  # the item's problems, as a bulk write reports them
+    return [item.error if item.error is not None else draft_state(view, item) for item in items]
 
 
 def planned_changesets(

@@ -150,7 +150,8 @@ def bulk_write(writer: Writer, type_name: str, request: BulkRequest) -> BulkOutc
 # --- validation ----------------------------------------------------------------------------------------
 
 
-def _single_id(raw: Any) -> int | None:
+def element_id_of(raw: Any) -> int | None:
+    """The element id an item's `id` gives (`n` or `[n]`), None if it gives none."""
     value = raw[0] if isinstance(raw, list) and len(raw) == 1 else raw
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= LARGEST_ID:
         return None
@@ -165,7 +166,7 @@ def _assign_targets(writer: Writer, type_def: BlockTypeDef, items: Sequence[Writ
         if item.body is None:
             continue
         if "id" in item.body:
-            element_id = _single_id(item.body["id"])
+            element_id = element_id_of(item.body["id"])
             if element_id is None:
                 item.fail(invalid([ErrorItem("/id", "wrong_type", "id is a positive integer (or [n])")]))
                 continue
@@ -221,7 +222,7 @@ def parse_delete(body: dict[str, Any], max_elements: int) -> list[int]:
         raise PayloadTooLarge(f"at most {max_elements} ids per request, got {len(ids)}")
     ids = list(map(integral_number_as_int, ids))
     for index, raw in enumerate(ids):
-        if _single_id(raw) is None or isinstance(raw, list):
+        if element_id_of(raw) is None or isinstance(raw, list):
             errors.append(ErrorItem(f"/ids/{index}", "wrong_type", "an id is a positive integer"))
     for key in body:
         if key != "ids":

@@ -322,7 +322,7 @@ def revert(writer: elements.Writer, key: str) -> ScenarioOut:
             )
             after = dict(elements.validated_state(writer, type_def, body_of(body), None))
             record_write(
-                writer, scenario, type_def, repository.reserve_element_id(db), "created", None, after
+                writer, scenario, type_def, repository.reserve_element_ids(db, 1)[0], "created", None, after
             )
         elif net.action == "updated" and current is not None:
             after = dict(current.state)

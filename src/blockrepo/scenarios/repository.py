@@ -160,13 +160,18 @@ def mark_merged(db: Session, scenario: Scenario, revision: int | None, login: st
     db.flush()
 
 
-def reserve_element_id(db: Session) -> int:
-    """An element id from main's own sequence, so that an element created in a scenario keeps an id no
-    element of main or of another scenario ever gets. SQLite: AUTOINCREMENT's counter moved past it
+def reserve_element_ids(db: Session, count: int) -> list[int]:
+    """`count` element ids from main's own sequence, so that an element created in a scenario keeps an id
+    no element of main or of another scenario ever gets. SQLite: AUTOINCREMENT's counter moved past them
     (the write transaction is the only writer); PostgreSQL: the id sequence."""
+    if count <= 0:
+        return []
     connection = db.connection()
     if connection.dialect.name == "postgresql":
-        return int(db.execute(text("SELECT nextval(pg_get_serial_sequence('element', 'id'))")).scalar_one())
+        statement = text(
+            "SELECT nextval(pg_get_serial_sequence('element', 'id')) FROM generate_series(1, :n)"
+        )
+        return [int(value) for value in db.execute(statement, {"n": count}).scalars()]
     next_id = int(
         db.execute(
             text(
@@ -175,8 +180,8 @@ def reserve_element_id(db: Session) -> int:
             )
         ).scalar_one()
     )
-    keep_element_ids(db, next_id)
-    return next_id
+    keep_element_ids(db, next_id + count - 1)
+    return list(range(next_id, next_id + count))
 
 
 def user_ids_named(db: Session, logins: Iterable[str]) -> dict[str, int]:

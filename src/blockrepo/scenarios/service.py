@@ -358,44 +358,66 @@ def record_write(
 ) -> bool:
     """Record one write in the scenario: the element's changeset and its neighbours'. False when it
     changes nothing."""
-    own, neighbours = elements.planned_changesets(type_def, element_id, before, after)
-    if not own and operation == "updated":
-        return False
+    return bool(record_writes(writer, scenario, type_def, [(element_id, operation, before, after)]))
+
+
+# One write of an element in a scenario: its id, "created", "updated" or "deleted", its states before and
+# after (None: not there).
+PlannedWrite = tuple[int, str, Mapping[str, Any] | None, Mapping[str, Any] | None]
+
+
+def record_writes(
+    writer: elements.Writer, scenario: Scenario, type_def: BlockTypeDef, writes: Sequence[PlannedWrite]
+) -> set[int]:
+    """Record writes of elements of one type in the scenario, in order, as one write each records them
+    (the element's changeset and its neighbours'), with one insert; the ids of those that changed
+    something."""
     common = row_stamp(writer, scenario)
-    state = after if after is not None else before
-    assert state is not None
-    rows = [
-        {
-            **common,
-            "element_id": element_id,
-            "type_name": type_def.name,
-            "element_name": state["name"][0],
-            "operation": operation,
-            "changes": own,
-        }
-    ]
-    # A neighbour's row carries its name as the scenario has it (a read takes the name of the newest
-    # row): the entries a write resolves name the elements as main has them now.
-    seen = (
-        element_states(writer.db, writer.metamodel, scenario, [n.element_id for n in neighbours])
-        if neighbours
-        else {}
-    )
-    for neighbour in neighbours:
-        there = seen.get(neighbour.element_id)
+    rows: list[dict[str, Any]] = []
+    neighbours: list[tuple[int, Any]] = []  # (index in rows, the neighbour's changeset)
+    changed: set[int] = set()
+    for element_id, operation, before, after in writes:
+        own, theirs = elements.planned_changesets(type_def, element_id, before, after)
+        if not own and operation == "updated":
+            continue
+        state = after if after is not None else before
+        assert state is not None
+        changed.add(element_id)
         rows.append(
             {
                 **common,
-                "element_id": neighbour.element_id,
-                "type_name": neighbour.type_name,
-                "element_name": there.state["name"][0] if there is not None else neighbour.element_name,
-                "operation": "updated",
-                "changes": neighbour.changes,
+                "element_id": element_id,
+                "type_name": type_def.name,
+                "element_name": state["name"][0],
+                "operation": operation,
+                "changes": own,
             }
         )
+        for neighbour in theirs:
+            neighbours.append((len(rows), neighbour))
+            rows.append({})
+    if not rows:
+        return changed
+    # A neighbour's row carries its name as the scenario has it (a read takes the name of the newest
+    # row): the entries a write resolves name the elements as main has them now.
+    seen = (
+        element_states(writer.db, writer.metamodel, scenario, sorted({n.element_id for _, n in neighbours}))
+        if neighbours
+        else {}
+    )
+    for index, neighbour in neighbours:
+        there = seen.get(neighbour.element_id)
+        rows[index] = {
+            **common,
+            "element_id": neighbour.element_id,
+            "type_name": neighbour.type_name,
+            "element_name": there.state["name"][0] if there is not None else neighbour.element_name,
+            "operation": "updated",
+            "changes": neighbour.changes,
+        }
     repository.add_changes(writer.db, rows)
     repository.bump_version(writer.db, scenario.id)
-    return True
+    return changed
 
 
 def row_stamp(writer: elements.Writer, scenario: Scenario) -> dict[str, Any]:
@@ -409,7 +431,8 @@ def row_stamp(writer: elements.Writer, scenario: Scenario) -> dict[str, Any]:
     }
 
 
-def _writable(writer: elements.Writer, key: str) -> Scenario:
+def writable_scenario(writer: elements.Writer, key: str) -> Scenario:
+    """The open scenario `key`, which the writer may write in (404 / 403 / 409 otherwise)."""
     return open_scenario(owned_scenario(writer.db, writer.actor, key, "writes in it"))
 
 
@@ -447,7 +470,7 @@ def _in_main_at_base(db: Session, metamodel: Metamodel, scenario: Scenario, elem
     return element_id in asof.states_as_of(db, metamodel, [element_id], scenario.base_revision)
 
 
-def _check_name(
+def check_name(
     db: Session, scenario: Scenario, type_def: BlockTypeDef, name: str, element_id: int | None
 ) -> None:
     taken = repository.names_in_scenario(db, scenario.id, type_def.name).get(name)
@@ -463,7 +486,7 @@ def reference_id(value: Any) -> int | None:
     return None
 
 
-def _checked(
+def checked_state(
     writer: elements.Writer,
     scenario: Scenario,
     type_def: BlockTypeDef,
@@ -533,7 +556,7 @@ def update_element(
     if_match: RevisionCheck | None = None,
 ) -> dict[str, Any]:
     """PUT / PATCH in a scenario: the properties in `body` change in the scenario only."""
-    scenario = _writable(writer, key)
+    scenario = writable_scenario(writer, key)
     type_def = elements.resolve_type(writer.metamodel, writer.actor, type_name, "update")
     current = _check_precondition(
         type_name,
@@ -548,9 +571,9 @@ def update_element(
             "id must match the path", errors=[ErrorItem("/id", "id_mismatch", "the id is the path's")]
         )
     if _in_main_at_base(writer.db, writer.metamodel, scenario, element_id):
-        checked = _checked(writer, scenario, type_def, {"name": before["name"], **given}, element_id)
+        checked = checked_state(writer, scenario, type_def, {"name": before["name"], **given}, element_id)
     else:  # created in the scenario: checked as the creation it will be in main
-        checked = _checked(writer, scenario, type_def, {**body_of(before), **given}, None)
+        checked = checked_state(writer, scenario, type_def, {**body_of(before), **given}, None)
     after = dict(before)
     for name in given:
         if name in checked:
@@ -558,18 +581,18 @@ def update_element(
         else:
             after.pop(name, None)
     if after["name"] != before["name"]:
-        _check_name(writer.db, scenario, type_def, after["name"][0], element_id)
+        check_name(writer.db, scenario, type_def, after["name"][0], element_id)
     record_write(writer, scenario, type_def, element_id, "updated", before, after)
     return _written(writer, scenario, type_name, element_id)
 
 
 def create_element(writer: elements.Writer, key: str, type_name: str, body: dict[str, Any]) -> dict[str, Any]:
     """POST in a scenario: a new element there, with an id from main's sequence (never another's)."""
-    scenario = _writable(writer, key)
+    scenario = writable_scenario(writer, key)
     type_def = elements.resolve_type(writer.metamodel, writer.actor, type_name, "create")
-    after = _checked(writer, scenario, type_def, body, None)
-    _check_name(writer.db, scenario, type_def, after["name"][0], None)
-    element_id = repository.reserve_element_id(writer.db)
+    after = checked_state(writer, scenario, type_def, body, None)
+    check_name(writer.db, scenario, type_def, after["name"][0], None)
+    (element_id,) = repository.reserve_element_ids(writer.db, 1)
     record_write(writer, scenario, type_def, element_id, "created", None, after)
     return _written(writer, scenario, type_name, element_id)
 
@@ -584,7 +607,7 @@ def delete_element(
 ) -> None:
     """DELETE in a scenario: the element and its relations go, in the scenario only. An element with
     children in the scenario gets 409 `has_children` (delete them first)."""
-    scenario = _writable(writer, key)
+    scenario = writable_scenario(writer, key)
     type_def = elements.resolve_type(writer.metamodel, writer.actor, type_name, "delete")
     current = _check_precondition(
         type_name,

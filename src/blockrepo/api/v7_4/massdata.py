@@ -48,6 +48,7 @@ from blockrepo.massdata.transfer.importer import ImportReport, import_document, 
 from blockrepo.massdata.transfer.plan import plan_export as export_plan
 from blockrepo.massdata.transfer.xlsx import read_workbook, stream_xlsx
 from blockrepo.massdata.transfer.xlsx_limits import XlsxLimits
+from blockrepo.scenarios import bulk as scenario_bulk
 from blockrepo.scenarios import service as scenarios
 
 router = APIRouter(tags=["Massdata"])
@@ -824,7 +825,9 @@ async def _json_object(request: Request) -> dict[str, Any]:
     "one revision in "
     "history, recorded per element as single writes are. Names resolve against the repository as it was "
     "before the request plus the elements earlier items create. Needs MASSDATA, read on the type and "
-    "create/update as used.",
+    "create/update as used. With `scenario` (or `Blockrepo-Scenario`) the items are written in that "
+    "planning scenario only, each checked as its own write there would be, against the scenario as it "
+    "was before the request; ids of created elements come from main's sequence.",
     response_class=JsonResponse,
     responses={
         200: {
@@ -844,10 +847,17 @@ def bulk_write(
     type_name: TypeName,
     body: Annotated[dict[str, Any], Depends(_json_object)],  # read before the write lock is taken
     ctx: Annotated[RequestContext, Depends(request_context)],
+    scenario: ScenarioQuery = None,
+    scenario_header: ScenarioHeader = None,
 ) -> JsonResponse:
     request = bulk.parse_request(body, ctx.settings.bulk_max_elements)
+    key = scenario_named(scenario, scenario_header)
+    writer = Writer(ctx.db, ctx.metamodel, ctx.actor, ctx.changes)
     with collector_paused():
-        outcome = bulk.bulk_write(Writer(ctx.db, ctx.metamodel, ctx.actor, ctx.changes), type_name, request)
+        if key is None:
+            outcome = bulk.bulk_write(writer, type_name, request)
+        else:
+            outcome = scenario_bulk.bulk_write(writer, key, type_name, request)
         if not request.dry_run:
             ctx.commit()
     return JsonResponse(outcome.as_json())

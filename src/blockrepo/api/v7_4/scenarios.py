@@ -32,6 +32,31 @@ from blockrepo.scenarios.schemas import (
 
 router = APIRouter(prefix="/api/scenarios", tags=["scenarios"])
 
+# The answers built as JSON directly (no model): their outline, so that clients and the contract test
+# know their shape.
+_OBJECTS = {"type": "array", "items": {"type": "object"}}
+DIFF_PAGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["scenario", "items", "nextCursor"],
+    "properties": {
+        "scenario": {"type": "object"},
+        "summary": {"type": "object"},
+        "openConflicts": {"type": "integer"},
+        "items": _OBJECTS,
+        "nextCursor": {"type": ["string", "null"]},
+    },
+}
+CHANGES_PAGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["items", "nextAfter"],
+    "properties": {"items": _OBJECTS, "nextAfter": {"type": ["integer", "null"]}},
+}
+CHECKS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["checks", "mergeable"],
+    "properties": {"checks": _OBJECTS, "mergeable": {"type": "boolean"}},
+}
+
 Key = Annotated[str, Path(description="the scenario's key", json_schema_extra=SCENARIO_KEY)]
 JSON_BODY = [Depends(require_json_body)]
 
@@ -208,7 +233,7 @@ def reopen_scenario(key: Key, ctx: RequestContext = Depends(element_write_contex
     responses={
         200: {
             "description": "A page of the scenario's elements compared",
-            "content": {"application/json": {"example": DIFF_EXAMPLE}},
+            "content": {"application/json": {"schema": DIFF_PAGE_SCHEMA, "example": DIFF_EXAMPLE}},
         },
         **_errors(400, 404),
     },
@@ -391,7 +416,13 @@ def sync_scenario(key: Key, ctx: RequestContext = Depends(element_write_context)
 @router.get(
     "/{key}/changes",
     operation_id="listScenarioChanges",
-    responses={200: {"description": "A page of the scenario's changesets"}, **_errors(400, 404)},
+    responses={
+        200: {
+            "description": "A page of the scenario's changesets",
+            "content": {"application/json": {"schema": CHANGES_PAGE_SCHEMA}},
+        },
+        **_errors(400, 404),
+    },
     response_class=JsonResponse,
     summary="What was written in a scenario, by whom and when",
 )
@@ -442,7 +473,13 @@ rules_router = APIRouter(prefix="/api/scenario-rules", tags=["scenarios"])
 @router.get(
     "/{key}/checks",
     operation_id="checkScenario",
-    responses={200: {"description": "Each rule's result on the scenario"}, **_errors(404)},
+    responses={
+        200: {
+            "description": "Each rule's result on the scenario",
+            "content": {"application/json": {"schema": CHECKS_SCHEMA}},
+        },
+        **_errors(404),
+    },
     response_class=JsonResponse,
     summary="Run the merge rules on a scenario",
 )
