@@ -1352,6 +1352,13 @@ CASES = [
         expect(200, 404, 404, 404),
     ),
     Case(
+        "scenarios",
+        "diff one's scenario against another's",
+        "GET",
+        of("/api/scenarios/{scenario_me}/diff?against=scenario:{scenario_victim}"),
+        expect(200, 404, 404, 404),
+    ),
+    Case(
         "scenarios", "close one's scenario", "POST", of("/api/scenarios/{scenarioclose_me}/close"), READ_ALL
     ),
     Case(

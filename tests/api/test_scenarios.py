@@ -627,3 +627,264 @@ def test_a_scenario_compares_with_main_as_it_stood_at_a_revision_or_a_time(
         assert anna.get(f"{SCENARIOS}/{own}/diff").status_code == 200
         past = anna.get(f"{SCENARIOS}/{own}/diff", params={"against": f"revision:{revision + 1}"})
         assert past.status_code == 403, past.text
+
+
+def _delete(client: TestClient, type_name: str, element_id: int, scenario: str) -> None:
+    response = client.delete(f"/api/element/{type_name}/{element_id}", params={"scenario": scenario})
+    assert response.status_code == 204, response.text
+
+
+def _by_id(page: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    return {int(item["element"]["id"]): item for item in page["items"]}
+
+
+def test_two_scenarios_compare_as_two_plans(app: FastAPI, client: TestClient) -> None:
+    create_attribute(app, "Costs", "number", types=["InformationSystem"])
+    erp = _create(client, "InformationSystem", {"name": ["ERP"], "Costs": [100], "description": ["old"]})
+    crm = _create(client, "InformationSystem", {"name": ["CRM"], "Costs": [10]})
+    shop = _create(client, "InformationSystem", {"name": ["Shop"], "Costs": [1]})
+    ledger = _create(client, "InformationSystem", {"name": ["Ledger"], "Costs": [5]})
+    portal = _create(client, "InformationSystem", {"name": ["Portal"]})
+    old = _create(client, "InformationSystem", {"name": ["Mainframe"], "Costs": [50]})
+    finance = _create(client, "BusinessDomain", {"name": ["Finance"]})
+    hr = _create(client, "BusinessDomain", {"name": ["HR"]})
+    option_a = _scenario(client, "Option A")
+    option_b = _scenario(client, "Option B")
+    # Option A: cheaper ERP, dearer CRM in HR, a new billing system, the ledger kept but cheaper.
+    _put(client, "InformationSystem", erp, {"Costs": [80], "description": ["planned"]}, option_a)
+    _put(client, "InformationSystem", erp, {"businessDomains": [finance]}, option_a)
+    _put(client, "InformationSystem", crm, {"Costs": [20], "businessDomains": [hr]}, option_a)
+    _put(client, "InformationSystem", ledger, {"Costs": [4]}, option_a)
+    _put(client, "InformationSystem", portal, {"description": ["both"]}, option_a)
+    billing = _create(client, "InformationSystem", {"name": ["Billing Cloud"]}, option_a)
+    # Option B: the same description and domain for the ERP, other costs, the CRM in finance, a dearer
+    # shop, the ledger and the mainframe gone.
+    _put(client, "InformationSystem", erp, {"Costs": [90], "description": ["planned"]}, option_b)
+    _put(client, "InformationSystem", erp, {"businessDomains": [finance]}, option_b)
+    _put(client, "InformationSystem", crm, {"businessDomains": [finance]}, option_b)
+    _put(client, "InformationSystem", shop, {"Costs": [2]}, option_b)
+    _put(client, "InformationSystem", portal, {"description": ["both"]}, option_b)
+    _delete(client, "InformationSystem", ledger, option_b)
+    _delete(client, "InformationSystem", old, option_b)
+
+    page = _diff(client, option_a, against=f"scenario:{option_b}", limit=1000)
+    base = client.get(f"{SCENARIOS}/{option_b}").json()["baseRevision"]
+    assert page["scenario"]["key"] == option_a
+    assert page["against"] == {"scenario": option_b, "name": "Option B", "baseRevision": base}
+    assert "openConflicts" not in page and page["nextCursor"] is None
+    assert page["summary"] == {
+        "InformationSystem": {"updated": 4, "unchanged": 2, "created": 1},
+        "BusinessDomain": {"updated": 2},
+    }
+    assert page["otherSummary"] == {
+        "InformationSystem": {"updated": 4, "deleted": 2, "unchanged": 1},
+        "BusinessDomain": {"updated": 1, "unchanged": 1},
+    }
+    items = _by_id(page)
+    assert list(items) == sorted(items) == sorted([erp, crm, shop, ledger, portal, old, billing, finance, hr])
+    assert all("conflicts" not in item for item in page["items"])
+    states = {i: (item["action"], item["otherAction"], item["state"]) for i, item in items.items()}
+    assert states == {
+        erp: ("updated", "updated", "differs"),
+        crm: ("updated", "updated", "differs"),
+        shop: ("unchanged", "updated", "onlyThere"),
+        ledger: ("updated", "deleted", "differs"),
+        portal: ("updated", "updated", "same"),
+        old: ("unchanged", "deleted", "onlyThere"),
+        billing: ("created", "unchanged", "onlyHere"),
+        finance: ("updated", "updated", "differs"),
+        hr: ("updated", "unchanged", "onlyHere"),
+    }
+    fields = _fields(page, erp)
+    assert fields["Costs"] == {
+        "field": "Costs",
+        "base": [100],
+        "scenario": [80],
+        "other": [90],
+        "state": "differs",
+    }
+    assert fields["description"] == {
+        "field": "description",
+        "base": ["old"],
+        "scenario": ["planned"],
+        "other": ["planned"],
+        "state": "same",
+    }
+    domains = fields["businessDomains"]
+    assert domains["state"] == "same" and domains["removed"] == domains["otherRemoved"] == []
+    assert _ids(domains["added"]) == _ids(domains["otherAdded"]) == {finance}
+    fields = _fields(page, crm)
+    assert (fields["Costs"]["scenario"], fields["Costs"]["other"], fields["Costs"]["state"]) == (
+        [20],
+        [10],
+        "onlyHere",
+    )
+    domains = fields["businessDomains"]
+    assert domains["state"] == "differs"
+    assert (_ids(domains["added"]), _ids(domains["otherAdded"])) == ({hr}, {finance})
+    assert _fields(page, shop) == {
+        "Costs": {"field": "Costs", "base": [1], "scenario": [1], "other": [2], "state": "onlyThere"}
+    }
+    costs = _fields(page, ledger)["Costs"]
+    assert (costs["base"], costs["scenario"], costs["other"], costs["state"]) == ([5], [4], [], "differs")
+    assert _fields(page, ledger)["name"]["state"] == "onlyThere"  # B deletes it: its name goes too
+    gone = _fields(page, old)
+    assert gone["name"] == {
+        "field": "name",
+        "base": ["Mainframe"],
+        "scenario": ["Mainframe"],
+        "other": [],
+        "state": "onlyThere",
+    }
+    assert gone["Costs"]["state"] == "onlyThere" and gone["Costs"]["other"] == []
+    assert _fields(page, portal)["description"]["state"] == "same"
+    new = _fields(page, billing)["name"]
+    assert (new["base"], new["scenario"], new["other"], new["state"]) == (
+        [],
+        ["Billing Cloud"],
+        [],
+        "onlyHere",
+    )
+    systems = _fields(page, finance)["informationSystems"]
+    assert systems["state"] == "differs"
+    assert (_ids(systems["added"]), _ids(systems["otherAdded"])) == ({erp}, {erp, crm})
+    systems = _fields(page, hr)["informationSystems"]
+    assert systems["state"] == "onlyHere" and systems["otherAdded"] == systems["otherRemoved"] == []
+
+    # The other way round, what one plan alone changed is the other's.
+    reverse = _diff(client, option_b, against=f"scenario:{option_a}", limit=1000)
+    back = _by_id(reverse)
+    assert (back[shop]["action"], back[shop]["state"]) == ("updated", "onlyHere")
+    assert back[billing]["state"] == "onlyThere"
+    assert _fields(reverse, erp)["Costs"] == {
+        "field": "Costs",
+        "base": [100],
+        "scenario": [90],
+        "other": [80],
+        "state": "differs",
+    }
+    # Comparing two plans is no merge: both are as they were, and their own diffs still have no conflict.
+    assert _diff(client, option_a)["openConflicts"] == _diff(client, option_b)["openConflicts"] == 0
+
+
+def test_two_plans_page_with_a_cursor_of_their_own(app: FastAPI, client: TestClient) -> None:
+    ids = [_create(client, "InformationSystem", {"name": [f"System {n}"]}) for n in range(5)]
+    option_a = _scenario(client, "Option A")
+    option_b = _scenario(client, "Option B")
+    for n, element_id in enumerate(ids):
+        if n % 2 == 0:
+            _put(client, "InformationSystem", element_id, {"description": ["A"]}, option_a)
+        if n != 2:
+            _put(client, "InformationSystem", element_id, {"description": ["B"]}, option_b)
+    _put(client, "InformationSystem", ids[1], {"description": ["A"]}, option_a)
+    _put(client, "InformationSystem", ids[1], {"description": []}, option_a)  # and back: no change in A
+    against = f"scenario:{option_b}"
+    whole = _diff(client, option_a, against=against)
+
+    page = _diff(client, option_a, against=against, limit=1)
+    assert page["summary"] == whole["summary"] and page["otherSummary"] == whole["otherSummary"]
+    seen = list(page["items"])
+    while page["nextCursor"] is not None:
+        page = _diff(client, option_a, against=against, limit=1, cursor=page["nextCursor"])
+        assert len(page["items"]) == 1 and "summary" not in page and "otherSummary" not in page
+        assert page["against"]["scenario"] == option_b
+        seen += page["items"]
+    assert seen == whole["items"]
+    assert [item["element"]["id"] for item in seen] == ids
+    assert [item["state"] for item in seen] == ["differs", "onlyThere", "onlyHere", "onlyThere", "differs"]
+    # A cursor belongs to its comparison.
+    cursor = _diff(client, option_a, against=against, limit=1)["nextCursor"]
+    for other in ({"against": "main"}, {"against": f"scenario:{option_a}"}):
+        response = client.get(f"{SCENARIOS}/{option_a}/diff", params={**other, "cursor": cursor})
+        assert response.status_code == 400, response.text
+        assert response.json()["errors"][0]["pointer"] == "query:cursor"
+
+
+def test_two_plans_compare_from_different_bases_each_as_it_sees_itself(
+    app: FastAPI, client: TestClient
+) -> None:
+    create_attribute(app, "Costs", "number", types=["InformationSystem"])
+    erp = _create(client, "InformationSystem", {"name": ["ERP"], "Costs": [100], "description": ["first"]})
+    earlier = _scenario(client, "Option B")
+    _put(client, "InformationSystem", erp, {"Costs": [110], "description": ["second"]})  # main moves on
+    later = _scenario(client, "Option A")
+    _put(client, "InformationSystem", erp, {"description": ["A's"]}, later)
+    _put(client, "InformationSystem", erp, {"Costs": [90]}, earlier)
+
+    page = _diff(client, later, against=f"scenario:{earlier}")
+    assert page["against"]["baseRevision"] < page["scenario"]["baseRevision"]
+    # `base` is the path's scenario's base; the other plan's values are as it has them, from its own base.
+    assert _fields(page, erp) == {
+        "description": {
+            "field": "description",
+            "base": ["second"],
+            "scenario": ["A's"],
+            "other": ["first"],
+            "state": "onlyHere",
+        },
+        "Costs": {"field": "Costs", "base": [110], "scenario": [110], "other": [90], "state": "onlyThere"},
+    }
+
+
+def test_two_plans_show_only_what_the_reader_may_read(app: FastAPI, client: TestClient) -> None:
+    create_group(app, "Finance")
+    create_attribute(app, "Budget", "number", types=["InformationSystem"], group="Finance")
+    create_role(app, "planners", types={"InformationSystem": ["read", "update", "create", "delete"]})
+    create_role(app, "finance", groups={"Finance": (True, True)})  # Finance is for this role alone
+    create_user(app, "anna", "anna-password-1", roles=["planners"])
+    create_user(app, "bernd", "bernd-password-1", roles=["planners"])
+    erp = _create(client, "InformationSystem", {"name": ["ERP"], "Budget": [10]})
+    crm = _create(client, "InformationSystem", {"name": ["CRM"], "Budget": [1]})
+    with client_as(app, "anna", "anna-password-1") as anna:
+        option_a = _scenario(anna, "Option A")
+        option_b = _scenario(anna, "Option B")
+        _put(anna, "InformationSystem", erp, {"description": ["A"]}, option_a)
+        _put(anna, "InformationSystem", erp, {"description": ["B"]}, option_b)
+    # A supervisor changes the budget in both of anna's plans, and the CRM's in B alone.
+    _put(client, "InformationSystem", erp, {"Budget": [30]}, option_a)
+    _put(client, "InformationSystem", erp, {"Budget": [20]}, option_b)
+    _put(client, "InformationSystem", crm, {"Budget": [2]}, option_b)
+    against = f"scenario:{option_b}"
+    seen_all = _diff(client, option_a, against=against)
+    budget = _fields(seen_all, erp)["Budget"]
+    assert (budget["scenario"], budget["other"], budget["state"]) == ([30], [20], "differs")
+    assert _by_id(seen_all)[crm]["state"] == "onlyThere"
+    with client_as(app, "anna", "anna-password-1") as anna:
+        page = _diff(anna, option_a, against=against)
+        assert set(_fields(page, erp)) == {"description"}
+        assert crm not in _by_id(page)  # all B changed of it is hidden from her: no change she may see
+        assert page["summary"] == {"InformationSystem": {"updated": 1}}
+        assert page["otherSummary"] == {"InformationSystem": {"updated": 1}}
+        assert "Budget" not in json.dumps(page)
+    with client_as(app, "bernd", "bernd-password-1") as bernd:
+        own = _scenario(bernd, "bernd's plan")
+        _put(bernd, "InformationSystem", erp, {"description": ["bernd"]}, own)
+        hidden = bernd.get(f"{SCENARIOS}/{own}/diff", params={"against": against})
+        assert hidden.status_code == 404 and hidden.json()["code"] == "unknown_scenario"
+        assert bernd.get(f"{SCENARIOS}/{option_a}/diff", params={"against": against}).status_code == 404
+    with client_as(app, "anna", "anna-password-1") as anna:
+        assert (
+            anna.get(f"{SCENARIOS}/{option_a}/diff", params={"against": f"scenario:{own}"}).status_code == 404
+        )
+
+
+def test_bad_scenarios_to_compare_with_answer_clearly(app: FastAPI, client: TestClient) -> None:
+    erp = _create(client, "InformationSystem", {"name": ["ERP"]})
+    key = _scenario(client)
+    _put(client, "InformationSystem", erp, {"description": ["planned"]}, key)
+    for bad in (
+        "scenario:",
+        "scenario",
+        "scenario:Option B",
+        "scenario:a/b",
+        "scenario:-x",
+        f"scenario:{'x' * 65}",
+    ):
+        response = client.get(f"{SCENARIOS}/{key}/diff", params={"against": bad})
+        assert response.status_code == 400, (bad, response.text)
+        assert response.json()["errors"][0]["pointer"] == "query:against"
+        assert response.json()["errors"][0]["code"] == "invalid_value"
+    unknown = client.get(f"{SCENARIOS}/{key}/diff", params={"against": "scenario:nope-000000"})
+    assert unknown.status_code == 404 and unknown.json()["code"] == "unknown_scenario"
+    itself = _diff(client, key, against=f"scenario:{key}")
+    assert [(item["state"], item["fields"][0]["state"]) for item in itself["items"]] == [("same", "same")]

@@ -1,10 +1,12 @@
-"""Comparing a planning scenario with main or its base: the diff, its conflicts and their resolutions."""
+"""Comparing a planning scenario with main, its base or another scenario: the diff, its conflicts and their
+resolutions."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.orm import Session
 
@@ -16,7 +18,7 @@ from blockrepo.errors import (
     ValidationFailed,
 )
 from blockrepo.history import asof
-from blockrepo.history.diff import Folding, NetChange, folding, newest_revision
+from blockrepo.history.diff import EndChanges, Folding, NetChange, folding, newest_revision
 from blockrepo.history.service import decode_cursor, encode_cursor, require_history
 from blockrepo.metamodel.snapshot import Metamodel
 from blockrepo.scenarios import repository
@@ -52,9 +54,12 @@ TAKES = {
     "cycle": frozenset({"main", "value"}),
     "metamodelChanged": frozenset({"main"}),
 }
-# Where a diff compares a scenario: main as it is now, the scenario's own base, or main as it stood at a
-# revision or a time since the base.
-AGAINST = ("main", "base", "revision:<n>", "time:<ISO-8601>")
+# Where a diff compares a scenario: main as it is now, the scenario's own base, main as it stood at a
+# revision or a time since the base, or another scenario (two plans side by side).
+AGAINST = ("main", "base", "revision:<n>", "time:<ISO-8601>", "scenario:<key>")
+# A scenario's key as `service.key_for` makes it (the parameter's own limit is 64 characters too).
+_KEY = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+T = TypeVar("T")
 
 
 # --- the diff ------------------------------------------------------------------------------------------
@@ -206,9 +211,9 @@ def compared_elements(
     """The scenario's elements among `element_ids` compared, in id order: against main at `newest`
     (`against_main`), else against the base. What main's tables must decide (a name taken, a cycle, the
     metamodel) is compared only with main as it is `now`."""
-    rows = changeset_rows(repository.change_rows(db, scenario.id, element_ids))
-    planned = [net for net in fold.fold(rows) if fold.visibility.can_read_type(net.type_name)]
-    _from_base(planned, asof.states_as_of(db, metamodel, element_ids, scenario.base_revision))
+    planned = _planned(
+        db, scenario, fold, element_ids, asof.states_as_of(db, metamodel, element_ids, scenario.base_revision)
+    )
     main_nets: dict[int, NetChange] = {}
     gone: set[int] = set()
     if against_main:
@@ -232,6 +237,17 @@ def compared_elements(
             diff.conflicts.extend(merged_view.get(net.element_id, ()))
             compared.append(diff)
     return compared
+
+
+def _planned(
+    db: Session, scenario: Scenario, fold: Folding, element_ids: list[int], base: Mapping[int, asof.StateAt]
+) -> list[NetChange]:
+    """The scenario's rows of `element_ids` folded as `fold`'s reader may see them (elements of types it
+    may not read left out), each field compared with the scenario's base (`base`, its states there)."""
+    rows = changeset_rows(repository.change_rows(db, scenario.id, element_ids))
+    planned = [net for net in fold.fold(rows) if fold.visibility.can_read_type(net.type_name)]
+    _from_base(planned, base)
+    return planned
 
 
 def _from_base(planned: list[NetChange], base: Mapping[int, asof.StateAt]) -> None:
@@ -323,10 +339,13 @@ def diff(
     the base, in the scenario and (against main) in main with a state: `unchanged-in-main` (only the
     scenario changed it: it merges as it is), `changed` (main changed it too, to the same value, or a
     relation end both changed: they merge as sets) or `conflict` (settled by a resolution). The first page
-    counts the elements by type and action and the open conflicts."""
+    counts the elements by type and action and the open conflicts. Against `scenario:<key>` it compares
+    the scenario with another one the caller may see (`compared_plans`: no conflicts there, nothing is
+    merged); an unknown or hidden one is 404 like an unknown scenario."""
     scenario = visible_scenario(db, actor, key)
     newest = newest_revision(db)
-    target = _compared_with(db, actor, scenario, against, newest)
+    other = _other_plan(db, actor, against)
+    target = None if other is not None else _compared_with(db, actor, scenario, against, newest)
     size = DIFF_LIMIT if limit is None else limit
     if not 1 <= size <= DIFF_MAX_LIMIT:
         raise ValidationFailed(
@@ -336,42 +355,101 @@ def diff(
     scope = f"s{scenario.id}-{against}"
     after = decode_cursor(cursor, scope)[0] if cursor is not None else 0
     fold = folding(db, actor, metamodel)
-    element_ids = [i for i in repository.changed_element_ids(db, scenario.id) if i > after]
+    first = cursor is None
     page: dict[str, Any] = {"scenario": scenario_out(db, scenario, newest).model_dump(by_alias=True)}
-    items: list[dict[str, Any]] = []
-    more = False
-    summary: dict[str, dict[str, int]] = {}
-    conflicts = 0
-    for start in range(0, len(element_ids), DIFF_MAX_LIMIT):
-        batch = element_ids[start : start + DIFF_MAX_LIMIT]
-        for compared in compared_elements(
-            db,
-            metamodel,
-            scenario,
-            fold,
-            batch,
-            against_main=target is not None,
-            newest=newest if target is None else target,
-            now=against == "main",
-        ):
-            if cursor is None:
-                counts = summary.setdefault(compared.net.type_name, {})
-                counts[compared.action] = counts.get(compared.action, 0) + 1
-                conflicts += len(compared.open_conflicts)
-            if len(items) < size:
-                items.append(compared.item())
-            else:
-                more = True
-                if cursor is not None:
-                    break
-        if more and cursor is not None:
-            break
-    if cursor is None:
-        page["summary"] = summary
-        page["openConflicts"] = conflicts
+    if other is not None:
+        page["against"] = {"scenario": other.key, "name": other.name, "baseRevision": other.base_revision}
+        items, more, counts = _plans_page(db, metamodel, scenario, other, fold, after, size, first, newest)
+    else:
+        element_ids = [i for i in repository.changed_element_ids(db, scenario.id) if i > after]
+        summary: dict[str, dict[str, int]] = {}
+        conflicts = 0
+
+        def count(compared: ElementDiff) -> None:
+            nonlocal conflicts
+            _count(summary, compared.net.type_name, compared.action)
+            conflicts += len(compared.open_conflicts)
+
+        found, more = _paged(
+            element_ids,
+            size,
+            lambda batch: compared_elements(
+                db,
+                metamodel,
+                scenario,
+                fold,
+                batch,
+                against_main=target is not None,
+                newest=newest if target is None else target,
+                now=against == "main",
+            ),
+            count if first else None,
+        )
+        items = [compared.item() for compared in found]
+        counts = {"summary": summary, "openConflicts": conflicts}
+    if first:
+        page.update(counts)
     page["items"] = items
     page["nextCursor"] = encode_cursor(scope, items[-1]["element"]["id"], 0) if more and items else None
     return page
+
+
+def _plans_page(
+    db: Session,
+    metamodel: Metamodel,
+    here: Scenario,
+    there: Scenario,
+    fold: Folding,
+    after: int,
+    size: int,
+    first: bool,
+    newest: int,
+) -> tuple[list[dict[str, Any]], bool, dict[str, Any]]:
+    """A page of two plans compared (`compared_plans`) over the elements either changed after `after`,
+    whether more follow, and (on the `first` page) what each plan does, by type and action."""
+    summary: dict[str, dict[str, int]] = {}
+    other_summary: dict[str, dict[str, int]] = {}
+
+    def count(compared: PlansCompared) -> None:
+        _count(summary, compared.type_name, compared.action)
+        _count(other_summary, compared.type_name, compared.other_action)
+
+    changed = {*repository.changed_element_ids(db, here.id), *repository.changed_element_ids(db, there.id)}
+    found, more = _paged(
+        sorted(i for i in changed if i > after),
+        size,
+        lambda batch: compared_plans(db, metamodel, here, there, fold, batch, newest),
+        count if first else None,
+    )
+    return [compared.item() for compared in found], more, {"summary": summary, "otherSummary": other_summary}
+
+
+def _count(summary: dict[str, dict[str, int]], type_name: str, action: str) -> None:
+    counts = summary.setdefault(type_name, {})
+    counts[action] = counts.get(action, 0) + 1
+
+
+def _paged(
+    element_ids: list[int],
+    size: int,
+    compare: Callable[[list[int]], Iterable[T]],
+    count: Callable[[T], None] | None,
+) -> tuple[list[T], bool]:
+    """The first `size` of the elements compared (in batches, in id order) and whether more follow. With
+    `count` (a first page) every element is compared and counted; without, comparing stops past the page."""
+    found: list[T] = []
+    more = False
+    for start in range(0, len(element_ids), DIFF_MAX_LIMIT):
+        for compared in compare(element_ids[start : start + DIFF_MAX_LIMIT]):
+            if count is not None:
+                count(compared)
+            if len(found) < size:
+                found.append(compared)
+            elif count is None:
+                return found, True
+            else:
+                more = True
+    return found, more
 
 
 def _compared_with(db: Session, actor: Actor, scenario: Scenario, against: str, newest: int) -> int | None:
@@ -384,10 +462,7 @@ def _compared_with(db: Session, actor: Actor, scenario: Scenario, against: str, 
         return None
     kind, _, moment = against.partition(":")
     if kind not in ("revision", "time") or not moment or (kind == "revision") != moment.isdigit():
-        raise ValidationFailed(
-            f"against must be one of {', '.join(AGAINST)}",
-            errors=[ErrorItem("query:against", "invalid_value", f"not one of {', '.join(AGAINST)}")],
-        )
+        raise _bad_against()
     require_history(actor)
     revision = asof.resolve_as_of(db, moment, "query:against")
     if revision < scenario.base_revision:
@@ -396,6 +471,194 @@ def _compared_with(db: Session, actor: Actor, scenario: Scenario, against: str, 
             errors=[ErrorItem("query:against", "before_base", f"the base is {scenario.base_revision}")],
         )
     return revision
+
+
+def _bad_against() -> ValidationFailed:
+    return ValidationFailed(
+        f"against must be one of {', '.join(AGAINST)}",
+        errors=[ErrorItem("query:against", "invalid_value", f"not one of {', '.join(AGAINST)}")],
+    )
+
+
+def _other_plan(db: Session, actor: Actor, against: str) -> Scenario | None:
+    """The scenario `scenario:<key>` names (None: `against` names no scenario); 400 for a key no scenario
+    can have, 404 for one the caller may not see, as for any unknown scenario."""
+    kind, colon, key = against.partition(":")
+    if kind != "scenario" or not colon:
+        return None
+    if not _KEY.fullmatch(key):
+        raise ValidationFailed(
+            "against=scenario:<key> needs a scenario's key",
+            errors=[ErrorItem("query:against", "invalid_value", f"not a scenario's key: {key!r}")],
+        )
+    return visible_scenario(db, actor, key)
+
+
+# --- two plans side by side ----------------------------------------------------------------------------
+
+# How two plans hold a field (or an element): alike, changed by one of them only (`onlyHere`: the scenario
+# of the path, `onlyThere`: the other one), or each its own way.
+SAME, ONLY_HERE, ONLY_THERE, DIFFERS = "same", "onlyHere", "onlyThere", "differs"
+# The action of a plan that leaves an element as its base has it (or without it, created by the other).
+UNCHANGED = "unchanged"
+
+
+@dataclass
+class PlansCompared:
+    """One element as two scenarios plan it: what each does to it (`action`: the path's scenario,
+    `other_action`: the one compared with) and its fields either changed."""
+
+    element_id: int
+    type_name: str
+    name: str
+    action: str
+    other_action: str
+    fields: list[dict[str, Any]]
+
+    @property
+    def state(self) -> str:
+        if self.action == UNCHANGED:
+            return ONLY_THERE
+        if self.other_action == UNCHANGED:
+            return ONLY_HERE
+        alike = self.action == self.other_action and all(f["state"] == SAME for f in self.fields)
+        return SAME if alike else DIFFERS
+
+    def item(self) -> dict[str, Any]:
+        return {
+            "element": {"id": self.element_id, "type": self.type_name, "name": self.name},
+            "action": self.action,
+            "otherAction": self.other_action,
+            "state": self.state,
+            "fields": self.fields,
+        }
+
+
+def _changed_values(net: NetChange | None) -> dict[str, list[list[Any]]]:
+    if net is None or net.action is None:
+        return {}
+    return {name: pair for name, pair in net.values.items() if pair[0] != pair[1] and name != "children"}
+
+
+def _changed_ends(net: NetChange | None) -> dict[str, EndChanges]:
+    if net is None or net.action is None:
+        return {}
+    return {name: e for name, e in net.ends.items() if name != "children" and (e.added or e.removed)}
+
+
+def _plan_action(net: NetChange | None, changed: bool) -> str:
+    """What a plan does to an element as the reader sees it: an update of nothing it may read is none."""
+    if net is None or net.action is None or (net.action == "updated" and not changed):
+        return UNCHANGED
+    return net.action
+
+
+def _comparable(values: list[Any]) -> list[Any]:
+    """Values as two plans are compared: a related element (a parent) by its id, not by the name a row
+    gave it then."""
+    return [
+        (value["id"], value.get("attributes")) if isinstance(value, dict) and "id" in value else value
+        for value in values
+    ]
+
+
+def _relations(ends: EndChanges) -> tuple[dict[Any, Any], dict[Any, Any]]:
+    """A relation end's entries added and removed, by related id with their relation attributes (the
+    related element's name is how a row named it then, not a difference between plans)."""
+    return (
+        {i: entry.get("attributes") for i, entry in ends.added.items()},
+        {i: entry.get("attributes") for i, entry in ends.removed.items()},
+    )
+
+
+def compared_plans(
+    db: Session,
+    metamodel: Metamodel,
+    here: Scenario,
+    there: Scenario,
+    fold: Folding,
+    element_ids: list[int],
+    newest: int,
+) -> list[PlansCompared]:
+    """Two scenarios' elements among `element_ids` compared, in id order ("option A against option B"):
+    every element either changed, with each field either changed as `base` (its value at `here`'s base),
+    `scenario` (in `here`) and `other` (in `there`), and a state: `same` (the plans agree), `onlyHere` or
+    `onlyThere` (only one plan changed it, the other keeps its base's value) or `differs` (each changed it
+    its own way). Relation ends come as each plan's entries added and removed (`added`/`removed`,
+    `otherAdded`/`otherRemoved`), `same` when both add and remove the same entries. The element's
+    `state` says the same of it as a whole.
+
+    Each plan is compared as it sees itself: main at its own base with its own rows. With two different
+    bases `base` is `here`'s, a plan's changes are those against its own base (what main changed between
+    the two bases is neither plan's change: a field no plan changed is not listed, even if the bases
+    differ on it), and a field only `here` changed shows `there`'s base value as `other`. Conflicts and
+    resolutions belong to a plan against main, never to two plans: there are none here. What `fold`'s
+    reader may not read is left out, as in every diff."""
+    at_base = asof.states_as_of(db, metamodel, element_ids, here.base_revision)
+    at_other_base = (
+        at_base
+        if there.base_revision == here.base_revision
+        else asof.states_as_of(db, metamodel, element_ids, there.base_revision)
+    )
+    mine = {net.element_id: net for net in _planned(db, here, fold, element_ids, at_base)}
+    theirs = {net.element_id: net for net in _planned(db, there, fold, element_ids, at_other_base)}
+    visibility = fold.visibility
+
+    def unchanged(states: Mapping[int, asof.StateAt], element_id: int, name: str) -> list[Any]:
+        """A field as a plan that did not change it has it: as at its base (relation attributes the reader
+        may not read left out, their names as they are today)."""
+        state = states.get(element_id)
+        values = [] if state is None else state.state.get(name, [])
+        return [visibility.trim_relation_value(value, newest + 1) for value in values]
+
+    compared: list[PlansCompared] = []
+    for element_id in element_ids:
+        here_net, there_net = mine.get(element_id), theirs.get(element_id)
+        if here_net is None and there_net is None:
+            continue  # neither plan changed it, or the reader may not read its type
+        here_values, there_values = _changed_values(here_net), _changed_values(there_net)
+        here_ends, there_ends = _changed_ends(here_net), _changed_ends(there_net)
+        action = _plan_action(here_net, bool(here_values or here_ends))
+        other_action = _plan_action(there_net, bool(there_values or there_ends))
+        if action == other_action == UNCHANGED:
+            continue
+        fields: list[dict[str, Any]] = []
+        for name in dict.fromkeys([*here_values, *there_values]):
+            mine_pair, theirs_pair = here_values.get(name), there_values.get(name)
+            planned = unchanged(at_base, element_id, name) if mine_pair is None else mine_pair[1]
+            other = unchanged(at_other_base, element_id, name) if theirs_pair is None else theirs_pair[1]
+            if _comparable(planned) == _comparable(other):
+                state = SAME
+            else:
+                state = ONLY_HERE if theirs_pair is None else ONLY_THERE if mine_pair is None else DIFFERS
+            base = unchanged(at_base, element_id, name) if mine_pair is None else mine_pair[0]
+            fields.append({"field": name, "base": base, "scenario": planned, "other": other, "state": state})
+        for name in dict.fromkeys([*here_ends, *there_ends]):
+            mine_ends, theirs_ends = here_ends.get(name, EndChanges()), there_ends.get(name, EndChanges())
+            if name not in there_ends:
+                state = ONLY_HERE
+            elif name not in here_ends:
+                state = ONLY_THERE
+            else:
+                state = SAME if _relations(mine_ends) == _relations(theirs_ends) else DIFFERS
+            fields.append(
+                {
+                    "field": name,
+                    "added": list(mine_ends.added.values()),
+                    "removed": list(mine_ends.removed.values()),
+                    "otherAdded": list(theirs_ends.added.values()),
+                    "otherRemoved": list(theirs_ends.removed.values()),
+                    "state": state,
+                }
+            )
+        known = here_net if here_net is not None else there_net
+        assert known is not None
+        if here_net is None and element_id in at_base:
+            named = str(at_base[element_id].state["name"][0])  # as the path's scenario names it
+        else:
+            named = known.name
+        compared.append(PlansCompared(element_id, known.type_name, named, action, other_action, fields))
+    return compared
 
 
 # --- resolutions ---------------------------------------------------------------------------------------

@@ -40,7 +40,9 @@ DIFF_PAGE_SCHEMA: dict[str, Any] = {
     "required": ["scenario", "items", "nextCursor"],
     "properties": {
         "scenario": {"type": "object"},
+        "against": {"type": "object"},
         "summary": {"type": "object"},
+        "otherSummary": {"type": "object"},
         "openConflicts": {"type": "integer"},
         "items": _OBJECTS,
         "nextCursor": {"type": ["string", "null"]},
@@ -120,6 +122,55 @@ DIFF_EXAMPLE: dict[str, Any] = {
                 }
             ],
         }
+    ],
+    "nextCursor": None,
+}
+# Two plans side by side (`against=scenario:<key>`): no conflicts, each plan's value and action.
+PLANS_DIFF_EXAMPLE: dict[str, Any] = {
+    "scenario": {"key": "option-a-3f9a1c", "baseRevision": 120, "behindMain": 4},
+    "against": {"scenario": "option-b-7d21e0", "name": "Option B", "baseRevision": 120},
+    "summary": {"InformationSystem": {"updated": 1, "created": 1}},
+    "otherSummary": {"InformationSystem": {"updated": 1, "unchanged": 1}},
+    "items": [
+        {
+            "element": {"id": 128, "type": "InformationSystem", "name": "ERP"},
+            "action": "updated",
+            "otherAction": "updated",
+            "state": "differs",
+            "fields": [
+                {
+                    "field": "Criticality",
+                    "base": ["medium"],
+                    "scenario": ["low"],
+                    "other": ["high"],
+                    "state": "differs",
+                },
+                {
+                    "field": "description",
+                    "base": ["ERP"],
+                    "scenario": ["Kept for finance"],
+                    "other": ["ERP"],
+                    "state": "onlyHere",
+                },
+                {
+                    "field": "businessDomains",
+                    "added": [{"id": 3, "name": "Finance"}],
+                    "removed": [],
+                    "otherAdded": [{"id": 3, "name": "Finance"}],
+                    "otherRemoved": [],
+                    "state": "same",
+                },
+            ],
+        },
+        {
+            "element": {"id": 131, "type": "InformationSystem", "name": "Billing Cloud"},
+            "action": "created",
+            "otherAction": "unchanged",
+            "state": "onlyHere",
+            "fields": [
+                {"field": "name", "base": [], "scenario": ["Billing Cloud"], "other": [], "state": "onlyHere"}
+            ],
+        },
     ],
     "nextCursor": None,
 }
@@ -233,12 +284,23 @@ def reopen_scenario(key: Key, ctx: RequestContext = Depends(element_write_contex
     responses={
         200: {
             "description": "A page of the scenario's elements compared",
-            "content": {"application/json": {"schema": DIFF_PAGE_SCHEMA, "example": DIFF_EXAMPLE}},
+            "content": {
+                "application/json": {
+                    "schema": DIFF_PAGE_SCHEMA,
+                    "examples": {
+                        "main": {"summary": "Against main, three ways", "value": DIFF_EXAMPLE},
+                        "scenario": {
+                            "summary": "Against another scenario: two plans side by side",
+                            "value": PLANS_DIFF_EXAMPLE,
+                        },
+                    },
+                }
+            },
         },
         **_errors(400, 404),
     },
     response_class=JsonResponse,
-    summary="Compare a scenario with main or with its base",
+    summary="Compare a scenario with main, with its base or with another scenario",
 )
 def diff_scenario(
     key: Key,
@@ -246,9 +308,11 @@ def diff_scenario(
         str,
         Query(
             max_length=100,
-            description="`main` (three ways: base, scenario, main now), `base`, or main as it stood at "
-            "`revision:<n>` or `time:<ISO-8601>` since the base (needs VIEW_HISTORY)",
-            examples=["main", "base", "revision:42", "time:2026-07-01T00:00:00Z"],
+            description="`main` (three ways: base, scenario, main now), `base`, main as it stood at "
+            "`revision:<n>` or `time:<ISO-8601>` since the base (needs VIEW_HISTORY), or "
+            "`scenario:<key>`: another scenario you may see, two plans side by side (its value under "
+            "`other`)",
+            examples=["main", "base", "revision:42", "time:2026-07-01T00:00:00Z", "scenario:option-b-7d21e0"],
         ),
     ] = "main",
     limit: Annotated[int | None, Query(ge=1, le=1000, description="elements a page (default 100)")] = None,
@@ -263,7 +327,17 @@ def diff_scenario(
     `removed`. Conflicts are listed per element with their kind (`bothChanged`, `deletedInMain`,
     `changedInMain`, `relationToDeleted`, `nameTaken`, `cycle`, `metamodelChanged`) and resolution.
     What the caller may not read is left out, as in history. The first page counts elements by type and
-    action and the open conflicts."""
+    action and the open conflicts.
+
+    `against=scenario:<key>` compares two plans ("option A against option B"): every element either
+    scenario changed, each field either changed with its value at this scenario's base (`base`), in this
+    scenario (`scenario`) and in the other (`other`), relation ends as each plan's `added`/`removed` and
+    `otherAdded`/`otherRemoved`, and a state: `same`, `onlyHere` (only this scenario changed it),
+    `onlyThere` (only the other did) or `differs`. Each element has both plans' actions (`action`,
+    `otherAction`, `unchanged` for a plan that leaves it alone) and a `state` of its own; the page names
+    the other scenario (`against`), and its first page counts both plans' actions (`summary`,
+    `otherSummary`). Each plan is read as it sees itself (main at its own base and its changes); there are
+    no conflicts between two plans. An unknown scenario, or one the caller may not see, is 404."""
     return JsonResponse(
         comparison.diff(ctx.db, ctx.actor, ctx.metamodel, key, against=against, limit=limit, cursor=cursor)
     )
