@@ -238,6 +238,12 @@ def _setup(sup: TestClient, world: World) -> None:
     # Planning scenarios: each caller's own (a disabled account cannot make one: it gets the victim's),
     # and one of the supervisor's that nobody else may see.
     world.ids["scenario:victim"] = _ok(sup.post("/api/scenarios", json={"name": "victim"}))["key"]
+    # Two more of the supervisor's that no case changes (the victim's is merged, closed, proposed by cases
+    # in any order): one only read, one proposed for review with the supervisor as its reviewer.
+    world.ids["scenario:victimread"] = _ok(sup.post("/api/scenarios", json={"name": "victim read"}))["key"]
+    proposed = _ok(sup.post("/api/scenarios", json={"name": "victim proposed"}))["key"]
+    _ok(sup.post(f"/api/scenarios/{proposed}/review", json={"reviewers": ["system"]}))
+    world.ids["scenario:victimproposed"] = proposed
     for actor in ACTORS:
         for kind in ("scenario", "scenarioclose", "scenarioreview"):
             if actor == "disabled":
@@ -1353,6 +1359,28 @@ CASES = [
     ),
     Case(
         "scenarios",
+        "project a type to a date",
+        "GET",
+        fixed("/api/projection?at=2027-01-01&type=BusinessProcess"),
+        expect(200, 403, 200, 403),
+        check=check_elements,
+    ),
+    Case(
+        "scenarios",
+        "project an unreadable type",
+        "GET",
+        fixed("/api/projection?at=2027-01-01&type=InformationSystem"),
+        expect(200, 403, 403, 403),
+    ),
+    Case(
+        "scenarios",
+        "project with another's scenario",
+        "GET",
+        of("/api/projection?at=2027-01-01&type=BusinessProcess&scenarios={scenario_victimread}"),
+        expect(200, 403, 404, 403),
+    ),
+    Case(
+        "scenarios",
         "diff one's scenario against another's",
         "GET",
         of("/api/scenarios/{scenario_me}/diff?against=scenario:{scenario_victim}"),
@@ -1478,7 +1506,7 @@ CASES = [
         "scenarios",
         "approve another's scenario one does not review",
         "POST",
-        of("/api/scenarios/{scenario_victim}/approvals"),
+        of("/api/scenarios/{scenario_victimproposed}/approvals"),
         expect(403, 404, 404, 404),
     ),
     Case(
@@ -1696,6 +1724,7 @@ FAMILIES = (
     "/api/exchange",
     "/api/scenarios",
     "/api/scenario-rules",
+    "/api/projection",
 )
 HTTP_METHODS = ("get", "put", "post", "delete", "patch")
 

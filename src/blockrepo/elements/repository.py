@@ -79,6 +79,17 @@ def find_by_ids(db: Session, ids: Iterable[int]) -> dict[int, tuple[int, str]]:
     return found
 
 
+def ids_after(db: Session, type_id: int, after: int, limit: int) -> list[int]:
+    """Up to `limit` ids of the type's elements above `after`, ascending."""
+    statement = (
+        select(Element.id)
+        .where(Element.type_id == type_id, Element.id > after)
+        .order_by(Element.id)
+        .limit(limit)
+    )
+    return [int(element_id) for element_id in db.scalars(statement)]
+
+
 def find_by_names(db: Session, names: Mapping[int, Iterable[str]]) -> dict[tuple[int, str], int]:
     """(type id, name) -> id for every existing element among the names asked per type (one query unless
     there are more names than fit one statement)."""

@@ -54,6 +54,7 @@ __all__ = [
     "reader_of",
     "record_changed_elements",
     "stored_ids",
+    "stored_ids_after",
     "update_element",
     "update_elements",
     "validated_state",
@@ -302,6 +303,11 @@ def ids_named(db: Session, type_def: BlockTypeDef, names: Iterable[str]) -> dict
 def parents_of(db: Session, ids: Iterable[int]) -> dict[int, int | None]:
     """id -> parent id of the stored elements `ids` and of all their ancestors."""
     return repository.parent_chains(db, ids)
+
+
+def stored_ids_after(db: Session, type_id: int, after: int, limit: int) -> list[int]:
+    """Up to `limit` ids of the stored elements of a type above `after`, ascending."""
+    return repository.ids_after(db, type_id, after, limit)
 
 
 def stored_ids(db: Session, ids: Iterable[int]) -> set[int]:

@@ -40,4 +40,5 @@ def build_router() -> APIRouter:
     for module in modules:
         router.include_router(module.router)
     router.include_router(scenarios.rules_router)
+    router.include_router(scenarios.projection_router)
     return router

@@ -3,6 +3,7 @@ conflicts and merge them. Elements are read and written in a scenario through th
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Path, Query
@@ -16,7 +17,7 @@ from blockrepo.api.parameters import SCENARIO_KEY
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse, model_response
 from blockrepo.massdata.query.limits import QueryLimits
-from blockrepo.scenarios import comparison, merging, review, service
+from blockrepo.scenarios import comparison, merging, projection, review, service
 from blockrepo.scenarios.schemas import (
     CommentIn,
     CommentOut,
@@ -611,3 +612,73 @@ def delete_rule(
     review.delete_rule(ctx.db, ctx.actor, rule_id)
     ctx.commit()
     return Response(status_code=204)
+
+
+projection_router = APIRouter(prefix="/api/projection", tags=["scenarios"])
+PROJECTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["at", "type", "scenarios", "items", "nextCursor"],
+    "properties": {
+        "at": {"type": "string", "format": "date"},
+        "type": {"type": "string"},
+        "scenarios": _OBJECTS,
+        "items": _OBJECTS,
+        "nextCursor": {"type": ["string", "null"]},
+    },
+}
+
+
+@projection_router.get(
+    "",
+    operation_id="projectLandscape",
+    responses={
+        200: {
+            "description": "A page of the type's elements as they will be on the date",
+            "content": {"application/json": {"schema": PROJECTION_SCHEMA}},
+        },
+        **_errors(400, 404, 409),
+    },
+    response_class=JsonResponse,
+    summary="The landscape as it will be on a date",
+)
+def project_landscape(
+    at: Annotated[dt.date, Query(description="the date to project to", examples=["2027-07-01"])],
+    type_name: Annotated[
+        str, Query(alias="type", min_length=1, max_length=255, description="the building block type")
+    ],
+    scenarios: Annotated[
+        str | None,
+        Query(
+            max_length=2000,
+            description="keys of open scenarios, comma-separated: each applies if effective by `at` "
+            "(no effective date: always), in the order of their dates",
+        ),
+    ] = None,
+    fields: Annotated[
+        str | None, Query(max_length=2000, description="comma-separated keys to answer (default: all)")
+    ] = None,
+    limit: Annotated[int | None, Query(ge=1, le=1000, description="elements a page (default 100)")] = None,
+    cursor: Annotated[
+        str | None, Query(max_length=200, description="`nextCursor` of the page before")
+    ] = None,
+    ctx: RequestContext = Depends(read_context),
+) -> JsonResponse:
+    """Main now, with the chosen scenarios' changes effective by `at` applied as their merges would apply
+    them (field by field, relation ends as additions and removals, new and deleted elements), without the
+    elements whose `runtimePeriod` has ended by `at` or not yet begun. By id, paged; what the caller may
+    not read is left out. Needs MASSDATA and read on the type."""
+    keys = [key.strip() for key in (scenarios or "").split(",") if key.strip()]
+    names = None if fields is None else [name.strip() for name in fields.split(",") if name.strip()]
+    return JsonResponse(
+        projection.project(
+            ctx.db,
+            ctx.actor,
+            ctx.metamodel,
+            at=at,
+            type_name=type_name,
+            scenario_keys=keys,
+            fields=names,
+            limit=limit,
+            cursor=cursor,
+        )
+    )

@@ -1,0 +1,249 @@
+"""The landscape as it will be on a date (`GET /api/projection`): main now, the chosen scenarios' changes that
+are effective by then, and the runtime periods that have begun and not ended.
+
+A scenario is effective on its `effectiveDate` (one without a date always is); the effective ones apply in
+the order of their dates, each as its merge would write it: field by field its net changes (what it
+changed since its base, so main's later changes to other fields stay), relation ends as additions and
+removals, its new elements, its deletions. Then an element whose `runtimePeriod` ends before the date, or
+begins after it, is not there. The page walks main's stored elements of the type by id with the
+scenarios' new ones merged in; each scenario's rows are read for the page's elements only.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from blockrepo.access.actor import Actor
+from blockrepo.elements import service as elements
+from blockrepo.errors import Conflict, ErrorItem, ValidationFailed
+from blockrepo.history import asof
+from blockrepo.history.diff import Folding, NetChange, folding
+from blockrepo.history.service import decode_cursor, encode_cursor
+from blockrepo.massdata.listing import require_massdata
+from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
+from blockrepo.scenarios import repository
+from blockrepo.scenarios.models import Scenario
+from blockrepo.scenarios.service import changeset_rows, overlay_of, visible_scenario
+
+PROJECTION_LIMIT = 100
+PROJECTION_MAX_LIMIT = 1000
+# Main's stored elements read per round while a page fills.
+_BATCH = 500
+MOST_SCENARIOS = 20
+
+
+@dataclass(frozen=True)
+class _Plan:
+    scenario: Scenario
+    created: list[int]  # the ids of the type's elements it creates, ascending
+
+
+def project(
+    db: Session,
+    actor: Actor,
+    metamodel: Metamodel,
+    *,
+    at: dt.date,
+    type_name: str,
+    scenario_keys: Sequence[str] = (),
+    fields: Sequence[str] | None = None,
+    limit: int | None = None,
+    cursor: str | None = None,
+) -> dict[str, Any]:
+    """A page (by id) of the type's elements as they will be on `at`; see the module docstring. Needs
+    MASSDATA and read on the type; what the caller may not read is left out as everywhere."""
+    require_massdata(actor)
+    type_def = elements.resolve_type(metamodel, actor, type_name)
+    size = PROJECTION_LIMIT if limit is None else limit
+    if not 1 <= size <= PROJECTION_MAX_LIMIT:
+        raise ValidationFailed(
+            f"limit must be between 1 and {PROJECTION_MAX_LIMIT}",
+            errors=[ErrorItem("query:limit", "out_of_range", f"1 to {PROJECTION_MAX_LIMIT}")],
+        )
+    chosen = _scenarios(db, actor, scenario_keys)
+    effective = sorted(
+        (s for s in chosen if s.effective_date is None or s.effective_date <= at),
+        key=lambda s: (s.effective_date or dt.date.min, s.id),
+    )
+    plans = [_Plan(s, repository.created_ids_of_type(db, s.id, type_def.name)) for s in effective]
+    scope = "projection-" + ",".join([at.isoformat(), type_def.name, *(s.key for s in chosen)])
+    after = decode_cursor(cursor, scope)[0] if cursor is not None else 0
+    view = elements.ElementView.build(metamodel, actor, type_def, _fields(metamodel, actor, type_def, fields))
+    fold = folding(db, actor, metamodel)
+    items: list[dict[str, Any]] = []
+    more = False
+    for item in _projected(db, actor, metamodel, type_def, plans, fold, view, after):
+        if not _running(item, at):
+            continue
+        if len(items) == size:
+            more = True
+            break
+        items.append(item)
+    return {
+        "at": at.isoformat(),
+        "type": type_def.name,
+        "scenarios": [
+            {
+                "key": s.key,
+                "name": s.name,
+                "effectiveDate": s.effective_date.isoformat() if s.effective_date else None,
+                "applied": s in effective,
+            }
+            for s in chosen
+        ],
+        "items": [_shown(item, view) for item in items],
+        "nextCursor": encode_cursor(scope, items[-1]["id"][0], 0) if more else None,
+    }
+
+
+def _fields(
+    metamodel: Metamodel, actor: Actor, type_def: BlockTypeDef, fields: Sequence[str] | None
+) -> list[str] | None:
+    if fields is None:
+        return None
+    readable = elements.ElementView.build(metamodel, actor, type_def)
+    known = {*readable.head, *(p.name for p in readable.properties), *(e.name for e in readable.ends)}
+    known.update(readable.tail)
+    unknown = [name for name in fields if name not in known]
+    if unknown:
+        message = f"{type_def.name} has no field {', '.join(map(repr, unknown))}"
+        raise ValidationFailed(message, errors=[ErrorItem("query:fields", "unknown_field", message)])
+    return list(fields)
+
+
+def _scenarios(db: Session, actor: Actor, keys: Sequence[str]) -> list[Scenario]:
+    if len(keys) > MOST_SCENARIOS:
+        raise ValidationFailed(
+            f"at most {MOST_SCENARIOS} scenarios",
+            errors=[ErrorItem("query:scenarios", "too_many", f"at most {MOST_SCENARIOS}")],
+        )
+    chosen: list[Scenario] = []
+    for key in dict.fromkeys(keys):
+        scenario = visible_scenario(db, actor, key)
+        if scenario.state != "open":
+            raise Conflict(
+                f"scenario {key!r} is {scenario.state}: a merged one is in main already, a closed one "
+                "is no plan",
+                code="scenario_not_open",
+            )
+        chosen.append(scenario)
+    return chosen
+
+
+def _projected(
+    db: Session,
+    actor: Actor,
+    metamodel: Metamodel,
+    type_def: BlockTypeDef,
+    plans: list[_Plan],
+    fold: Folding,
+    view: elements.ElementView,
+    after: int,
+) -> Iterator[dict[str, Any]]:
+    """The type's elements after `after` by id, each as main has it with the plans applied in order
+    (those they delete left out), with every key the caller may read."""
+    whole = elements.ElementView.build(metamodel, actor, type_def)
+    reader = elements.ElementReader(whole)
+    created = sorted({i for plan in plans for i in plan.created if i > after})
+    while True:
+        stored = elements.stored_ids_after(db, type_def.id, after, _BATCH)
+        upper = stored[-1] if len(stored) == _BATCH else None
+        new = [i for i in created if i > after and (upper is None or i <= upper)]
+        ids = sorted({*stored, *new})
+        if not ids:
+            return
+        present = {item["id"][0]: item for item in reader.read(db, stored)}
+        for plan in plans:
+            _apply(db, actor, metamodel, type_def, plan, fold, whole, ids, present)
+        for element_id in ids:
+            item = present.get(element_id)
+            if item is not None:
+                yield item
+        if upper is None:
+            return
+        after = upper
+
+
+def _apply(
+    db: Session,
+    actor: Actor,
+    metamodel: Metamodel,
+    type_def: BlockTypeDef,
+    plan: _Plan,
+    fold: Folding,
+    view: elements.ElementView,
+    ids: list[int],
+    present: dict[int, dict[str, Any]],
+) -> None:
+    """One scenario's net changes of `ids` applied to `present` (element JSON by id), as its merge would
+    apply them."""
+    scenario = plan.scenario
+    rows = changeset_rows(repository.change_rows(db, scenario.id, ids))
+    if not rows:
+        return
+    wanted = set(ids)
+    new = [i for i in plan.created if i in wanted]
+    if new:
+        for planned in asof.read_elements_as_of(
+            db,
+            metamodel,
+            actor,
+            type_def,
+            new,
+            scenario.base_revision,
+            view=view,
+            overlay=overlay_of(db, scenario.id, new),
+        ):
+            present[planned["id"][0]] = planned
+    for net in fold.fold(rows):
+        if net.type_name != type_def.name or net.element_id in new:
+            continue
+        item = present.get(net.element_id)
+        if item is None:
+            continue  # gone from main since the scenario's base: main has the last word
+        if net.action == "deleted":
+            del present[net.element_id]
+        elif net.action == "updated":
+            present[net.element_id] = _changed(item, net)
+
+
+def _changed(item: dict[str, Any], net: NetChange) -> dict[str, Any]:
+    changed = dict(item)
+    for name, (_, planned) in net.values.items():
+        if name in changed and name not in ("children",):
+            changed[name] = list(planned)
+    for name, ends in net.ends.items():
+        if name not in changed or not (ends.added or ends.removed):
+            continue
+        kept = [entry for entry in changed[name] if entry.get("id") not in ends.removed]
+        known = {entry.get("id") for entry in kept}
+        changed[name] = kept + [
+            {key: value for key, value in entry.items() if key in ("id", "name", "attributes")}
+            for entry_id, entry in ends.added.items()
+            if entry_id not in known
+        ]
+    return changed
+
+
+def _running(item: dict[str, Any], at: dt.date) -> bool:
+    """Whether the element's runtime period (if it has one) holds `at`."""
+    for period in item.get("runtimePeriod") or []:
+        if not isinstance(period, dict):
+            continue
+        start, end = period.get("start"), period.get("end")
+        if start and dt.date.fromisoformat(str(start)) > at:
+            return False
+        if end and dt.date.fromisoformat(str(end)) < at:
+            return False
+    return True
+
+
+def _shown(item: dict[str, Any], view: elements.ElementView) -> dict[str, Any]:
+    """The keys of `view` (the fields asked for) of an element read with every key."""
+    keys = [*view.head, *(p.name for p in view.properties), *(e.name for e in view.ends), *view.tail]
+    return {key: item[key] for key in keys if key in item}
