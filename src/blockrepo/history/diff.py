@@ -294,6 +294,11 @@ def folding(db: Session, actor: Actor, metamodel: Metamodel) -> Folding:
     return Folding(property_visibility(db, actor, metamodel), attribute_identities(db, metamodel))
 
 
+def revisions_since(db: Session, base: int, newest: int) -> int:
+    """How many revisions main has had after `base` up to `newest`."""
+    return repository.revisions_between(db, base, newest)
+
+
 def newest_revision(db: Session) -> int:
     """The newest revision of main that history shows."""
     return repository.current_revision(db)

@@ -334,6 +334,15 @@ def former_attribute_names(db: Session) -> list[tuple[int | None, str, int, int 
     ]
 
 
+def revisions_between(db: Session, after: int, upto: int) -> int:
+    """How many revisions there are in (`after`, `upto`]: on PostgreSQL a number a rolled-back write
+    claimed is no revision, so this may be less than the difference."""
+    if upto <= after:
+        return 0
+    statement = select(func.count()).select_from(Revision).where(Revision.id > after, Revision.id <= upto)
+    return int(db.scalar(statement) or 0)
+
+
 def changes_after(db: Session, revision: int) -> int:
     """How many change rows were recorded after `revision`: the number tells a snapshot's set of them from
     a later one's (rows are never removed). Counts the revision index alone."""

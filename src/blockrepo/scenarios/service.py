@@ -39,7 +39,7 @@ from blockrepo.errors import (
     ValidationFailed,
 )
 from blockrepo.history import asof
-from blockrepo.history.diff import element_changesets_of, newest_revision
+from blockrepo.history.diff import element_changesets_of, newest_revision, revisions_since
 from blockrepo.history.repository import ChangesetRow
 from blockrepo.history.service import changeset_json, property_visibility
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
@@ -119,9 +119,14 @@ def open_scenario(scenario: Scenario) -> Scenario:
 
 def scenario_out(db: Session, scenario: Scenario, newest: int | None = None) -> ScenarioOut:
     counts = repository.change_counts(db, [scenario.id]).get(scenario.id, (0, 0))
-    return summary_of(
-        scenario, newest_revision(db) if newest is None else newest, counts, review_of(db, scenario)
-    )
+    return summary_of(scenario, _behind(db, scenario, newest), counts, review_of(db, scenario))
+
+
+def _behind(db: Session, scenario: Scenario, newest: int | None = None) -> int:
+    """How many revisions main has had since the scenario's base (not numbers: on PostgreSQL a rolled-back
+    write leaves its number unused)."""
+    newest = newest_revision(db) if newest is None else newest
+    return revisions_since(db, scenario.base_revision, newest)
 
 
 def review_of(db: Session, scenario: Scenario) -> ReviewOut | None:
@@ -138,7 +143,7 @@ def review_of(db: Session, scenario: Scenario) -> ReviewOut | None:
 
 
 def summary_of(
-    scenario: Scenario, newest: int, counts: tuple[int, int], review: ReviewOut | None = None
+    scenario: Scenario, behind: int, counts: tuple[int, int], review: ReviewOut | None = None
 ) -> ScenarioOut:
     return ScenarioOut(
         review=review,
@@ -147,7 +152,7 @@ def summary_of(
         description=scenario.description,
         effective_date=None if scenario.effective_date is None else scenario.effective_date.isoformat(),
         base_revision=scenario.base_revision,
-        behind_main=max(0, newest - scenario.base_revision),
+        behind_main=behind,
         owner=scenario.owner_login,
         state=scenario.state,  # type: ignore[arg-type]
         created_at=stamped(scenario.created_at) or "",
@@ -202,7 +207,7 @@ def create_scenario(db: Session, actor: Actor, body: ScenarioCreate) -> Scenario
             version=0,
         ),
     )
-    return summary_of(scenario, newest, (0, 0))
+    return summary_of(scenario, _behind(db, scenario, newest), (0, 0))
 
 
 def list_scenarios(db: Session, actor: Actor, *, everyone: bool, include_ended: bool) -> list[ScenarioOut]:
@@ -218,7 +223,9 @@ def list_scenarios(db: Session, actor: Actor, *, everyone: bool, include_ended: 
     )
     newest = newest_revision(db)
     counts = repository.change_counts(db, [s.id for s in scenarios])
-    return [summary_of(s, newest, counts.get(s.id, (0, 0)), review_of(db, s)) for s in scenarios]
+    return [
+        summary_of(s, _behind(db, s, newest), counts.get(s.id, (0, 0)), review_of(db, s)) for s in scenarios
+    ]
 
 
 def set_state(db: Session, actor: Actor, key: str, state: str) -> ScenarioOut:
