@@ -320,13 +320,7 @@ def render_diverged(
     """The JSON of diverging `elements` (of `view`'s type) as the view has them. Related elements are
     named as the view names them: those that diverge from the divergence, the others as main named them
     at the base (one query), or, without `look_up_names`, as the change rows named them."""
-    referenced = {
-        entry["id"]
-        for element in elements
-        for key in (*_ELEMENT_REFERENCES, *(end.name for end in view.ends))
-        for entry in element.properties.get(key, [])
-        if isinstance(entry, dict) and "id" in entry
-    }
+    referenced = _referenced(view, elements)
     names = {i: divergence.alive[i].name for i in referenced if i in divergence.alive}
     rest = referenced - divergence.ids
     if look_up_names and rest:
@@ -389,17 +383,22 @@ def read_elements_as_of(
         for i in dict.fromkeys(ids)
         if i in folded and folded[i].exists and folded[i].type_name == type_def.name
     ]
-    referenced = {
-        entry["id"]
-        for element in alive
-        for key in (*_ELEMENT_REFERENCES, *(end.name for end in view.ends))
-        for entry in element.properties.get(key, [])
-        if isinstance(entry, dict) and "id" in entry
-    }
+    referenced = _referenced(view, alive)
     names = {i: name for i, (name, _) in repository.names_at(db, referenced, revision).items()}
     if overlay is not None and referenced:
         names.update(overlay.names_of(referenced))
     return [_render(view, element, names) for element in alive]
+
+
+def _referenced(view: ElementView, elements: Iterable[Folded]) -> set[int]:
+    """The ids of the elements `elements` relate to along the view's ends, `parent` and `children`."""
+    return {
+        entry["id"]
+        for element in elements
+        for key in (*_ELEMENT_REFERENCES, *(end.name for end in view.ends))
+        for entry in element.properties.get(key, [])
+        if isinstance(entry, dict) and "id" in entry
+    }
 
 
 def _render(view: ElementView, element: Folded, names: dict[int, str]) -> dict[str, Any]:

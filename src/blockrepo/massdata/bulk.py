@@ -23,6 +23,7 @@ from blockrepo.elements.write import persistence, validation
 from blockrepo.elements.write.drafts import LARGEST_ID, pointer
 from blockrepo.elements.write.items import WriteItem, Writer, forbidden, invalid
 from blockrepo.errors import (
+    BlockrepoError,
     ErrorItem,
     Forbidden,
     HasChildren,
@@ -123,17 +124,11 @@ def bulk_write(writer: Writer, type_name: str, request: BulkRequest) -> BulkOutc
     validation.validate(writer, type_def, items)
     failed = [item for item in items if item.error is not None]
     if request.mode == "atomic" and failed:
-        results = [_result(item, request.dry_run) for item in items]
-        errors = [
-            ErrorItem(f"/elements/{item.index}{e.pointer}", e.code, e.message)
-            for item in failed
-            for e in item.errors
-        ]
-        detail = f"{len(failed)} of {len(items)} element(s) failed; nothing was written"
-        if any(isinstance(item.error, Forbidden) for item in failed):
-            # Writing what the caller may not write is 403, as in the element API, with every problem.
-            raise Forbidden(detail, errors=errors, extra={"results": results})
-        raise ValidationFailed(detail, errors=errors, extra={"results": results})
+        raise refused(
+            len(items),
+            [(item.index, item.error, item.errors) for item in failed],
+            [_result(item, request.dry_run) for item in items],
+        )
     good = [item for item in items if item.error is None] if failed else items
     if not request.dry_run:
         persistence.persist(writer, type_def, good)
@@ -145,6 +140,23 @@ def bulk_write(writer: Writer, type_name: str, request: BulkRequest) -> BulkOutc
         results=results,
         dry_run=request.dry_run,
     )
+
+
+def refused(
+    count: int, failed: Sequence[tuple[int, BlockrepoError | None, Sequence[ErrorItem]]], results: list[Any]
+) -> BlockrepoError:
+    """What an atomic bulk write of `count` items raises when some failed ((index, error, problems) each):
+    400 with every item's problems and `results`, nothing written."""
+    errors = [
+        ErrorItem(f"/elements/{index}{e.pointer}", e.code, e.message)
+        for index, _, problems in failed
+        for e in problems
+    ]
+    detail = f"{len(failed)} of {count} element(s) failed; nothing was written"
+    if any(isinstance(error, Forbidden) for _, error, _ in failed):
+        # Writing what the caller may not write is 403, as in the element API, with every problem.
+        return Forbidden(detail, errors=errors, extra={"results": results})
+    return ValidationFailed(detail, errors=errors, extra={"results": results})
 
 
 # --- validation ----------------------------------------------------------------------------------------

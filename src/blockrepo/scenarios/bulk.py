@@ -20,7 +20,7 @@ from blockrepo.elements import service as elements
 from blockrepo.elements.values import NAME_MAX_LENGTH
 from blockrepo.errors import BlockrepoError, ErrorItem, Forbidden, NameConflict, NotFound, ValidationFailed
 from blockrepo.history.asof import StateAt
-from blockrepo.massdata.bulk import BulkOutcome, BulkRequest, element_id_of
+from blockrepo.massdata.bulk import BulkOutcome, BulkRequest, element_id_of, refused
 from blockrepo.massdata.listing import require_massdata
 from blockrepo.metamodel.snapshot import BlockTypeDef
 from blockrepo.name_normalization import InvalidName, normalized_name
@@ -76,16 +76,11 @@ def bulk_write(writer: elements.Writer, key: str, type_name: str, request: BulkR
     _check(writer, scenario, type_def, [item for item in items if item.error is None])
     failed = [item for item in items if item.error is not None]
     if request.mode == "atomic" and failed:
-        results = [item.result(request.dry_run) for item in items]
-        errors = [
-            ErrorItem(f"/elements/{item.index}{e.pointer}", e.code, e.message)
-            for item in failed
-            for e in item.errors
-        ]
-        detail = f"{len(failed)} of {len(items)} element(s) failed; nothing was written"
-        if any(isinstance(item.error, Forbidden) for item in failed):
-            raise Forbidden(detail, errors=errors, extra={"results": results})
-        raise ValidationFailed(detail, errors=errors, extra={"results": results})
+        raise refused(
+            len(items),
+            [(item.index, item.error, item.errors) for item in failed],
+            [item.result(request.dry_run) for item in items],
+        )
     good = [item for item in items if item.error is None]
     creates = [item for item in good if item.before is None]
     if not request.dry_run:
