@@ -124,6 +124,7 @@ PATH_VALUES: dict[str, dict[str, object] | Callable[[TestClient], dict[str, obje
     "/api/scenarios/{key}/merge": _scenario_in_conflict,
     "/api/scenarios/{key}/review": _scenario_in_conflict,
     "/api/scenarios/{key}/comments": _scenario_in_conflict,
+    "/api/scenarios/{key}/shares": _scenario_in_conflict,
 }
 # Examples that are not answered 2xx, with the answer they get and why. Both are about the credentials or
 # the clock, never the body's shape.

@@ -436,6 +436,27 @@ def test_sync_folds_main_in_and_honours_the_resolutions(app: FastAPI, client: Te
     assert _ids(_get(client, "BusinessDomain", domain)["informationSystems"]) == {erp}
 
 
+def test_after_a_sync_related_elements_are_named_as_main_renamed_them(
+    app: FastAPI, client: TestClient
+) -> None:
+    erp = _create(client, "InformationSystem", {"name": ["ERP"]})
+    crm = _create(client, "InformationSystem", {"name": ["CRM"]})
+    billing = _create(client, "BusinessProcess", {"name": ["Billing"]})
+    key = _scenario(client)
+    # The scenario relates Billing to both systems (each system gets a row of its own there) and renames
+    # the CRM; main renames the ERP meanwhile.
+    _put(client, "BusinessProcess", billing, {"informationSystems": [erp, crm]}, key)
+    _put(client, "InformationSystem", crm, {"name": ["CRM 2"]}, key)
+    _put(client, "InformationSystem", erp, {"name": ["ERP Cloud"]})
+    assert client.post(f"{SCENARIOS}/{key}/sync").status_code == 200
+    related = _get(client, "BusinessProcess", billing, key)["informationSystems"]
+    assert {entry["id"]: entry["name"] for entry in related} == {erp: "ERP Cloud", crm: "CRM 2"}
+    listed = client.get(
+        "/api/massdata/BusinessProcess", params={"scenario": key, "fields": "name,informationSystems"}
+    ).json()["items"]
+    assert {e["id"]: e["name"] for e in listed[0]["informationSystems"]} == {erp: "ERP Cloud", crm: "CRM 2"}
+
+
 def test_a_scenario_keeps_who_wrote_what_after_the_merge(app: FastAPI, client: TestClient) -> None:
     create_role(app, "planners", types={"InformationSystem": ["read", "update", "create", "delete"]})
     create_user(app, "anna", "anna-password-1", roles=["planners"])

@@ -202,6 +202,11 @@ SCENARIO_REVIEW = KnownRefusal(
     "validation_failed",
     (("unknown_user", "/reviewers/"), ("out_of_range", "/requiredApprovals"), NUL),
 )
+SCENARIO_SHARES = KnownRefusal(
+    "a scenario is shared with existing roles, each named once; no text may hold NUL",
+    "validation_failed",
+    (("unknown_role", "/shares/"), ("duplicate_role", "/shares/"), NUL),
+)
 SCENARIO_COMMENT = KnownRefusal(
     "a comment on a field names its element; no text may hold NUL",
     "validation_failed",
@@ -304,13 +309,14 @@ KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
     ("PUT", "/api/metamodel/types/{type}"): (NUL_IN_TEXT,),
     ("GET", "/api/history"): (HISTORY_CURSOR, NUL_IN_QUERY),
     ("GET", "/api/history/diff"): (DIFF_RANGE, HISTORY_CURSOR, NUL_IN_QUERY),
-    ("GET", "/api/history/{type}"): (HISTORY_CURSOR, NUL_IN_QUERY),
-    ("GET", "/api/history/{type}/{id}"): (HISTORY_CURSOR, NUL_IN_QUERY),
+    ("GET", "/api/history/{type}"): (HISTORY_CURSOR, NUL_IN_QUERY, ONE_SCENARIO),
+    ("GET", "/api/history/{type}/{id}"): (HISTORY_CURSOR, NUL_IN_QUERY, ONE_SCENARIO),
     ("GET", "/api/element/{type}/{id}"): (FUTURE_REVISION, ONE_SCENARIO),
     ("DELETE", "/api/element/{type}/{id}"): (ONE_SCENARIO,),
     ("POST", "/api/scenarios"): (SCENARIO_BODY,),
     ("POST", "/api/scenarios/{key}/resolutions"): (SCENARIO_RESOLUTION,),
     ("POST", "/api/scenarios/{key}/review"): (SCENARIO_REVIEW,),
+    ("PUT", "/api/scenarios/{key}/shares"): (SCENARIO_SHARES,),
     ("POST", "/api/scenario-rules"): (QUERY_SYNTAX, QUERY_NAMES, NUL_IN_TEXT, *QUERY_WITHIN_LIMITS),
     ("POST", "/api/scenarios/{key}/comments"): (SCENARIO_COMMENT,),
     ("GET", "/api/scenarios/{key}/diff"): (HISTORY_CURSOR,),

@@ -42,6 +42,8 @@ class ChangesetRow:
     request_id: str
     via: str | None = None
     scenario: str | None = None
+    # A change made in a planning scenario and not in main (`change_id` is the scenario's number).
+    planned: bool = False
 
 
 @dataclass(frozen=True)
@@ -173,9 +175,12 @@ def _scope_predicate(scope: FeedScope) -> ColumnElement[bool]:
     return or_(*allowed) if allowed else Change.id.is_(None)
 
 
-def element_type_in_history(db: Session, element_id: int) -> str | None:
-    """The type name history knows the element by (None: it never existed)."""
-    return db.scalar(select(Change.type_name).where(Change.element_id == element_id).limit(1))
+def element_type_in_history(db: Session, element_id: int, up_to: int | None = None) -> str | None:
+    """The type name history knows the element by (None: it never existed, up to revision `up_to`)."""
+    statement = select(Change.type_name).where(Change.element_id == element_id)
+    if up_to is not None:
+        statement = statement.where(Change.revision <= up_to)
+    return db.scalar(statement.limit(1))
 
 
 # Session.info key: the horizon read just before a REPEATABLE READ snapshot began (`hold_horizon`).

@@ -48,7 +48,14 @@ class Changeset(BaseModel):
         "command line, the service itself, or a change older than this record)",
     )
     viaScenario: str | None = Field(
-        None, description="the planning scenario whose merge made the change (its key; null: made in main)"
+        None,
+        description="the planning scenario whose merge made the change, or, in a history read in a "
+        "scenario, the one it was made in (its key; null: made in main)",
+    )
+    scenarioChange: int | None = Field(
+        None,
+        description="only in a history read in a scenario: the scenario's number of a change made there "
+        "and not in main (`revision` is then main's revision when it was made); absent for main's",
     )
     entity: Literal["element", "metamodel", "administration"]
     operation: Literal["created", "updated", "deleted"]
@@ -145,13 +152,19 @@ changes appear on both ends as `added`/`removed`. Needs VIEW_HISTORY and read on
 attribute groups the caller may not read, and relation ends to types the caller may not read, are left out;
 a changeset that changed nothing else is left out whole.
 
+In a planning scenario (`scenario`, or the `Blockrepo-Scenario` header): the scenario's own changesets of
+the element first, newest first (`viaScenario` names the scenario, `scenarioChange` numbers the change and
+`revision` is main's revision when it was made), then main's up to the scenario's base; 404 if the element
+never existed there.
+
 """
     + ATTRIBUTE_IDENTITY_NOTE
 )
 
 TYPE_HISTORY_DESCRIPTION = (
     """The changesets of every element of the type, deleted ones included, newest
-first. Same permissions and filtering as the history of one element.
+first. Same permissions and filtering as the history of one element, and in a planning scenario the same
+reading: the scenario's own changesets of the type's elements first, then main's up to its base.
 
 """
     + ATTRIBUTE_IDENTITY_NOTE

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.errors import (
+    BadRequest,
     ErrorItem,
     Forbidden,
     NotFound,
@@ -45,6 +46,19 @@ ADMINISTRATION_KIND_PERMISSIONS = {
 # looks at before it ends early with a cursor past them (bounds the work of one request).
 FILTER_BATCH = 500
 SCAN_BUDGET = 20_000
+
+
+@dataclass(frozen=True)
+class PlannedChanges:
+    """A planning scenario's own changesets, which a history read in the scenario shows before main's:
+    the scenario is main as of `base` with these on top. `fetch` reads them newest first by (main's
+    revision when made, change number) in a window; `type_of` names the type the scenario knows an
+    element by (for an element's history; None: the scenario has no change of it)."""
+
+    scope: str
+    base: int
+    fetch: Callable[[Window], list[ChangesetRow]]
+    type_of: Callable[[int], str | None]
 
 
 @dataclass(frozen=True)
@@ -186,8 +200,16 @@ def decode_cursor(raw: str, scope: str) -> tuple[int, int]:
 
 
 def _window(parameters: PageParameters, limits: Limits, scope: str, *, descending: bool) -> Window:
-    limit = parse_limit(parameters.limit, limits)
     after = decode_cursor(parameters.cursor, scope) if parameters.cursor is not None else None
+    return bounded_window(parameters, limits, descending=descending, after=after)
+
+
+def bounded_window(
+    parameters: PageParameters, limits: Limits, *, descending: bool, after: tuple[int, int] | None
+) -> Window:
+    """The window of `parameters`' bounds and page size, from keyset position `after` (the caller has
+    opened the cursor: a history read in a scenario keeps two positions, one per part)."""
+    limit = parse_limit(parameters.limit, limits)
     bounds: dict[str, Any] = {}
     for name, raw in (("from", parameters.from_), ("to", parameters.to)):
         if raw is None:
@@ -205,7 +227,9 @@ def require_history(actor: Actor) -> None:
         raise Forbidden("reading history needs the VIEW_HISTORY permission")
 
 
-def _readable_type(actor: Actor, metamodel: Metamodel, type_name: str) -> None:
+def readable_type_history(actor: Actor, metamodel: Metamodel, type_name: str) -> None:
+    """Refuse a history read of `type_name` that `actor` may not make (403), or of an unknown type (404)."""
+    require_history(actor)
     block_type = metamodel.type_named(type_name)
     if block_type is None:
         raise UnknownType(f"unknown building block type {type_name!r}")
@@ -233,7 +257,7 @@ def changeset_json(row: ChangesetRow, visibility: PropertyVisibility) -> dict[st
     changes = visibility.filter_changes(row.type_name, row.changes, row.revision) if element else row.changes
     if element and not changes and not visibility.sees_everything:
         return None
-    return {
+    shown = {
         "revision": row.revision,
         "timestamp": format_timestamp(row.created_at),
         "user": row.user_login,
@@ -248,9 +272,12 @@ def changeset_json(row: ChangesetRow, visibility: PropertyVisibility) -> dict[st
         "subject": None if element else row.subject,
         "changes": changes,
     }
+    if row.planned:
+        shown["scenarioChange"] = row.change_id
+    return shown
 
 
-def _page(
+def changeset_page(
     fetch: Callable[[Window], list[ChangesetRow]],
     window: Window,
     scope: str,
@@ -304,17 +331,33 @@ def element_history(
     type_name: str,
     element_id: int,
     parameters: PageParameters,
+    in_scenario: Callable[[], PlannedChanges] | None = None,
 ) -> dict[str, Any]:
-    """The changesets of one element, newest first (404 if it never existed in that type)."""
-    require_history(actor)
-    _readable_type(actor, metamodel, type_name)
+    """The changesets of one element, newest first (404 if it never existed in that type); in a scenario
+    (`in_scenario` gives its changes), the scenario's own before main's up to its base."""
+    readable_type_history(actor, metamodel, type_name)
     scope = f"e{element_id}"
+    if in_scenario is not None:
+        planned = in_scenario()  # after the checks: who may not read history learns nothing of scenarios
+        known = planned.type_of(element_id) or repository.element_type_in_history(
+            db, element_id, planned.base
+        )
+        if known != type_name:
+            raise NotFound(f"{type_name} {element_id} has no history in the scenario: it never existed there")
+        return _planned_page(
+            planned,
+            lambda part: repository.element_changesets(db, element_id, part),
+            scope,
+            parameters,
+            limits,
+            property_visibility(db, actor, metamodel),
+        )
     window = _window(parameters, limits, scope, descending=True)
     rows = repository.element_changesets(db, element_id, window)
     known_as = rows[0].type_name if rows else repository.element_type_in_history(db, element_id)
     if known_as != type_name:
         raise NotFound(f"{type_name} {element_id} has no history: it never existed")
-    return _page(
+    return changeset_page(
         lambda part: repository.element_changesets(db, element_id, part),
         window,
         scope,
@@ -330,18 +373,64 @@ def type_history(
     limits: Limits,
     type_name: str,
     parameters: PageParameters,
+    in_scenario: Callable[[], PlannedChanges] | None = None,
 ) -> dict[str, Any]:
-    """The changesets of every element of a type, deleted ones included, newest first."""
-    require_history(actor)
-    _readable_type(actor, metamodel, type_name)
+    """The changesets of every element of a type, deleted ones included, newest first; in a scenario
+    (`in_scenario` gives its changes), the scenario's own before main's up to its base."""
+    readable_type_history(actor, metamodel, type_name)
     scope = f"t{type_name}"
+    if in_scenario is not None:
+        return _planned_page(
+            in_scenario(),
+            lambda part: repository.type_changesets(db, type_name, part),
+            scope,
+            parameters,
+            limits,
+            property_visibility(db, actor, metamodel),
+        )
     window = _window(parameters, limits, scope, descending=True)
-    return _page(
+    return changeset_page(
         lambda part: repository.type_changesets(db, type_name, part),
         window,
         scope,
         property_visibility(db, actor, metamodel),
     )
+
+
+def _planned_page(
+    planned: PlannedChanges,
+    main: Callable[[Window], list[ChangesetRow]],
+    scope: str,
+    parameters: PageParameters,
+    limits: Limits,
+    visibility: PropertyVisibility,
+) -> dict[str, Any]:
+    """One page of a history read in a scenario: its own changesets, newest first, then main's up to its
+    base. The cursor names the part it continues (its scope) and the position within it, so a page may
+    end in either part and one that fills up with the scenario's last changeset leads on to main's."""
+    own_scope, main_scope = f"{scope}.own.{planned.scope}", f"{scope}.main.{planned.scope}"
+    part, after = own_scope, None
+    if parameters.cursor is not None:
+        try:
+            after = decode_cursor(parameters.cursor, own_scope)
+        except BadRequest:
+            part, after = main_scope, decode_cursor(parameters.cursor, main_scope)
+    window = bounded_window(parameters, limits, descending=True, after=after)
+    up_to = planned.base if window.to_revision is None else min(window.to_revision, planned.base)
+    if part == main_scope:
+        return changeset_page(main, replace(window, to_revision=up_to), main_scope, visibility)
+    page = changeset_page(planned.fetch, window, own_scope, visibility)
+    remaining = window.limit - len(page["items"])
+    if page["nextCursor"] is not None:
+        return page
+    in_main = replace(window, to_revision=up_to, after=None)
+    if remaining == 0:
+        # A full page: a cursor into main's part only if that part has a changeset to show.
+        ahead = main(replace(in_main, limit=1))
+        page["nextCursor"] = encode_cursor(main_scope, planned.base + 1, 0) if ahead else None
+        return page
+    rest = changeset_page(main, replace(in_main, limit=remaining), main_scope, visibility)
+    return {"items": page["items"] + rest["items"], "nextCursor": rest["nextCursor"]}
 
 
 def feed_scope(actor: Actor, metamodel: Metamodel) -> FeedScope:
@@ -383,7 +472,7 @@ def feed(
     since = _parse_since(since_revision)
     window = _window(parameters, limits, "f", descending=False)
     scope = feed_scope(actor, metamodel)
-    return _page(
+    return changeset_page(
         lambda part: repository.feed_changesets(db, since, scope, part),
         window,
         "f",

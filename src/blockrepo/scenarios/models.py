@@ -1,4 +1,4 @@
-"""The tables of planning scenarios: the scenario, its change rows and the resolutions of its conflicts."""
+"""The tables of planning scenarios: scenarios, change rows, resolutions, shares with roles and reviews."""
 
 from __future__ import annotations
 
@@ -86,6 +86,19 @@ class ScenarioReviewer(Base):
     scenario_id: Mapped[int] = mapped_column(ForeignKey("scenario.id", ondelete="CASCADE"), primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("app_user.id", ondelete="CASCADE"), primary_key=True)
     login: Mapped[str] = mapped_column(String(255), nullable=False)
+
+
+class ScenarioShare(Base):
+    """A role a scenario is shared with: its members see the scenario (`read`), or also write in it
+    (`write`); closing, reviewing and merging stay with the owner."""
+
+    __tablename__ = "scenario_share"
+
+    scenario_id: Mapped[int] = mapped_column(ForeignKey("scenario.id", ondelete="CASCADE"), primary_key=True)
+    role_id: Mapped[int] = mapped_column(
+        ForeignKey("role.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    access: Mapped[str] = mapped_column(String(8), nullable=False)  # read, write
 
 
 class ScenarioApproval(Base):

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy import and_, delete, func, insert, or_, select, text, update
 from sqlalchemy.orm import Session
 
-from blockrepo.access.models import User
+from blockrepo.access.models import Role, User
 from blockrepo.scenarios.models import (
     MergeRule,
     Scenario,
@@ -18,6 +18,7 @@ from blockrepo.scenarios.models import (
     ScenarioComment,
     ScenarioResolution,
     ScenarioReviewer,
+    ScenarioShare,
 )
 
 
@@ -35,14 +36,23 @@ def scenario_keyed(db: Session, key: str, *, lock: bool = False) -> Scenario | N
 
 
 def listed_scenarios(
-    db: Session, owner_id: int | None, states: Sequence[str], *, proposed: bool = False
+    db: Session,
+    owner_id: int | None,
+    states: Sequence[str],
+    *,
+    proposed: bool = False,
+    role_ids: Iterable[int] = (),
 ) -> list[Scenario]:
-    """Scenarios in `states`, of one owner and those it reviews (with `proposed`, every one proposed for
-    review; every owner's with None), newest first."""
+    """Scenarios in `states`, of one owner, those it reviews and those shared with any of `role_ids` (with
+    `proposed`, every one proposed for review; every owner's with None), newest first."""
     statement = select(Scenario).where(Scenario.state.in_(states))
     if owner_id is not None:
         reviewing = select(ScenarioReviewer.scenario_id).where(ScenarioReviewer.user_id == owner_id)
         mine = (Scenario.owner_id == owner_id) | Scenario.id.in_(reviewing)
+        if roles := sorted(set(role_ids)):
+            mine = mine | Scenario.id.in_(
+                select(ScenarioShare.scenario_id).where(ScenarioShare.role_id.in_(roles))
+            )
         statement = statement.where(mine | Scenario.proposed_at.is_not(None) if proposed else mine)
     return list(db.scalars(statement.order_by(Scenario.id.desc())))
 
@@ -184,6 +194,52 @@ def reserve_element_ids(db: Session, count: int) -> list[int]:
     return list(range(next_id, next_id + count))
 
 
+def shares(db: Session, scenario_id: int) -> list[tuple[str, str]]:
+    """The roles a scenario is shared with, by name, and the access each gives."""
+    statement = (
+        select(Role.name, ScenarioShare.access)
+        .join(Role, Role.id == ScenarioShare.role_id)
+        .where(ScenarioShare.scenario_id == scenario_id)
+        .order_by(Role.name)
+    )
+    return [(name, access) for name, access in db.execute(statement)]
+
+
+def set_shares(db: Session, scenario_id: int, chosen: Mapping[int, str]) -> None:
+    """Share the scenario with exactly these roles (role id -> access)."""
+    db.execute(delete(ScenarioShare).where(ScenarioShare.scenario_id == scenario_id))
+    if chosen:
+        db.execute(
+            insert(ScenarioShare),
+            [
+                {"scenario_id": scenario_id, "role_id": role_id, "access": access}
+                for role_id, access in sorted(chosen.items())
+            ],
+        )
+
+
+def shared_access(db: Session, scenario_id: int, role_ids: Iterable[int]) -> str | None:
+    """The widest access the scenario is shared with to any of `role_ids` (None: not shared with them)."""
+    roles = sorted(set(role_ids))
+    if not roles:
+        return None
+    granted = set(
+        db.scalars(
+            select(ScenarioShare.access).where(
+                ScenarioShare.scenario_id == scenario_id, ScenarioShare.role_id.in_(roles)
+            )
+        )
+    )
+    return "write" if "write" in granted else "read" if granted else None
+
+
+def role_ids_named(db: Session, names: Iterable[str]) -> dict[str, int]:
+    return {
+        name: int(role_id)
+        for name, role_id in db.execute(select(Role.name, Role.id).where(Role.name.in_(sorted(set(names)))))
+    }
+
+
 def user_ids_named(db: Session, logins: Iterable[str]) -> dict[str, int]:
     """login -> id of the enabled accounts among `logins`."""
     statement = select(User.login, User.id).where(User.login.in_(sorted(set(logins))), User.enabled.is_(True))
@@ -253,6 +309,55 @@ def change_page(
     if element_id is not None:
         statement = statement.where(ScenarioChange.element_id == element_id)
     return list(db.scalars(statement.order_by(ScenarioChange.id).limit(limit)))
+
+
+def changes_newest_first(
+    db: Session,
+    scenario_id: int,
+    *,
+    element_id: int | None = None,
+    type_name: str | None = None,
+    from_revision: int | None = None,
+    to_revision: int | None = None,
+    from_time: dt.datetime | None = None,
+    to_time: dt.datetime | None = None,
+    after: tuple[int, int] | None = None,
+    limit: int,
+) -> list[ScenarioChange]:
+    """The scenario's change rows (of one element, or of a type) newest first by (main's revision when
+    made, id), from after keyset position `after`, within the bounds (inclusive) history reads take."""
+    statement = select(ScenarioChange).where(ScenarioChange.scenario_id == scenario_id)
+    if element_id is not None:
+        statement = statement.where(ScenarioChange.element_id == element_id)
+    if type_name is not None:
+        statement = statement.where(ScenarioChange.type_name == type_name)
+    if from_revision is not None:
+        statement = statement.where(ScenarioChange.main_revision >= from_revision)
+    if to_revision is not None:
+        statement = statement.where(ScenarioChange.main_revision <= to_revision)
+    if from_time is not None:
+        statement = statement.where(ScenarioChange.created_at >= from_time)
+    if to_time is not None:
+        statement = statement.where(ScenarioChange.created_at <= to_time)
+    if after is not None:
+        revision, change_id = after
+        statement = statement.where(
+            or_(
+                ScenarioChange.main_revision < revision,
+                and_(ScenarioChange.main_revision == revision, ScenarioChange.id < change_id),
+            )
+        )
+    ordered = statement.order_by(ScenarioChange.main_revision.desc(), ScenarioChange.id.desc())
+    return list(db.scalars(ordered.limit(limit)))
+
+
+def element_type_in_scenario(db: Session, scenario_id: int, element_id: int) -> str | None:
+    """The type the scenario's change rows know an element by (None: the scenario has none of it)."""
+    return db.scalar(
+        select(ScenarioChange.type_name)
+        .where(ScenarioChange.scenario_id == scenario_id, ScenarioChange.element_id == element_id)
+        .limit(1)
+    )
 
 
 def created_ids_of_type(db: Session, scenario_id: int, type_name: str) -> list[int]:

@@ -95,6 +95,36 @@ class ReviewIn(ApiModel):
     ] = 1
 
 
+class ShareIn(ApiModel):
+    role: Name = Field(description="the role's name")
+    access: Literal["read", "write"] = Field(
+        "read", description="`read`: its members see the scenario; `write`: they also write in it"
+    )
+
+
+class SharesIn(ApiModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "shares": [
+                        {"role": "Business editor", "access": "write"},
+                        {"role": "Reader", "access": "read"},
+                    ]
+                }
+            ]
+        }
+    )
+
+    shares: list[ShareIn] = Field(
+        max_length=50, description="every role the scenario is shared with (an empty list: none)"
+    )
+
+
+class SharesOut(ApiModel):
+    shares: list[ShareIn]
+
+
 class CommentIn(ApiModel):
     model_config = ConfigDict(
         json_schema_extra={"examples": [{"element": 128, "field": "Criticality", "text": "Why lower?"}]}

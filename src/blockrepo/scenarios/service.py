@@ -40,8 +40,8 @@ from blockrepo.errors import (
 )
 from blockrepo.history import asof
 from blockrepo.history.diff import element_changesets_of, newest_revision, revisions_since
-from blockrepo.history.repository import ChangesetRow
-from blockrepo.history.service import changeset_json, property_visibility
+from blockrepo.history.repository import ChangesetRow, Window
+from blockrepo.history.service import PlannedChanges, changeset_json, property_visibility
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
 from blockrepo.scenarios import repository
 from blockrepo.scenarios.models import (
@@ -53,6 +53,9 @@ from blockrepo.scenarios.schemas import (
     ReviewOut,
     ScenarioCreate,
     ScenarioOut,
+    ShareIn,
+    SharesIn,
+    SharesOut,
 )
 
 # States a scenario is listed in by default; a merged or closed one is still readable by its key.
@@ -86,14 +89,15 @@ def owns(actor: Actor, scenario: Scenario) -> bool:
 
 
 def visible_scenario(db: Session, actor: Actor, key: str, *, lock: bool = False) -> Scenario:
-    """The scenario of `key` if `actor` may see it (its owner, its reviewers, a supervisor, and once it is
-    proposed for review whoever holds APPROVE_SCENARIOS); 404 otherwise, so that a key tells nothing to
-    whoever may not see it."""
+    """The scenario of `key` if `actor` may see it (its owner, its reviewers, the members of the roles it
+    is shared with, a supervisor, and once it is proposed for review whoever holds APPROVE_SCENARIOS); 404
+    otherwise, so that a key tells nothing to whoever may not see it."""
     scenario = repository.scenario_keyed(db, key, lock=lock)
     if scenario is None or not (
         owns(actor, scenario)
         or (scenario.proposed_at is not None and actor.can(APPROVE))
         or scenario.id in repository.reviewed_by(db, actor.user_id)
+        or repository.shared_access(db, scenario.id, actor.role_ids) is not None
     ):
         raise NotFound(f"there is no scenario {key!r}", code="unknown_scenario")
     return scenario
@@ -211,8 +215,8 @@ def create_scenario(db: Session, actor: Actor, body: ScenarioCreate) -> Scenario
 
 
 def list_scenarios(db: Session, actor: Actor, *, everyone: bool, include_ended: bool) -> list[ScenarioOut]:
-    """The caller's scenarios (with `everyone`, a supervisor's view of all), newest first; merged and
-    closed ones only with `include_ended`."""
+    """The caller's scenarios, those it reviews and those shared with its roles (with `everyone`, a
+    supervisor's view of all), newest first; merged and closed ones only with `include_ended`."""
     if everyone and not actor.supervisor:
         raise Forbidden("only a supervisor lists every account's scenarios")
     scenarios = repository.listed_scenarios(
@@ -220,12 +224,46 @@ def list_scenarios(db: Session, actor: Actor, *, everyone: bool, include_ended: 
         None if everyone else actor.user_id,
         ALL_STATES if include_ended else OPEN_STATES,
         proposed=actor.can(APPROVE),
+        role_ids=actor.role_ids,
     )
     newest = newest_revision(db)
     counts = repository.change_counts(db, [s.id for s in scenarios])
     return [
         summary_of(s, _behind(db, s, newest), counts.get(s.id, (0, 0)), review_of(db, s)) for s in scenarios
     ]
+
+
+def shares_of(db: Session, actor: Actor, key: str) -> SharesOut:
+    """The roles the scenario is shared with, for whoever sees it."""
+    scenario = visible_scenario(db, actor, key)
+    return SharesOut(
+        shares=[
+            ShareIn(role=role, access="write" if access == "write" else "read")
+            for role, access in repository.shares(db, scenario.id)
+        ]
+    )
+
+
+def share(db: Session, actor: Actor, key: str, body: SharesIn) -> SharesOut:
+    """Share the scenario with exactly the roles of `body` (its owner or a supervisor): their members see
+    it, and with `write` write in it; an empty list shares it with none."""
+    scenario = owned_scenario(db, actor, key, "shares it")
+    names = [entry.role for entry in body.shares]
+    found = repository.role_ids_named(db, names)
+    problems = [
+        ErrorItem(f"/shares/{index}/role", "unknown_role", f"no role {name!r}")
+        for index, name in enumerate(names)
+        if name not in found
+    ] + [
+        ErrorItem(f"/shares/{index}/role", "duplicate_role", f"{name!r} is named before")
+        for index, name in enumerate(names)
+        if name in names[:index]
+    ]
+    if problems:
+        raise ValidationFailed("every role must exist and be named once", errors=problems)
+    repository.set_shares(db, scenario.id, {found[entry.role]: entry.access for entry in body.shares})
+    db.flush()
+    return shares_of(db, actor, key)
 
 
 def set_state(db: Session, actor: Actor, key: str, state: str) -> ScenarioOut:
@@ -439,8 +477,15 @@ def row_stamp(writer: elements.Writer, scenario: Scenario) -> dict[str, Any]:
 
 
 def writable_scenario(writer: elements.Writer, key: str) -> Scenario:
-    """The open scenario `key`, which the writer may write in (404 / 403 / 409 otherwise)."""
-    return open_scenario(owned_scenario(writer.db, writer.actor, key, "writes in it"))
+    """The open scenario `key`, which the writer may write in: its owner, a supervisor, or a member of a
+    role it is shared with for writing (404 / 403 / 409 otherwise)."""
+    db, actor = writer.db, writer.actor
+    scenario = visible_scenario(db, actor, key, lock=True)
+    if not owns(actor, scenario) and repository.shared_access(db, scenario.id, actor.role_ids) != "write":
+        raise Forbidden(
+            "only the scenario's owner, a supervisor or the roles it is shared with for writing write in it"
+        )
+    return open_scenario(scenario)
 
 
 def _check_precondition(
@@ -665,6 +710,33 @@ def changes(
             items.append({"change": row.id, "mainRevision": revision, **shown, "viaScenario": scenario.key})
     more = len(rows) > limit
     return {"items": items, "nextAfter": rows[limit - 1].id if more else None}
+
+
+def planned_history(
+    db: Session, actor: Actor, key: str, *, element_id: int | None = None, type_name: str | None = None
+) -> PlannedChanges:
+    """The scenario's own changesets (of one element, or of a type) for a history read in it."""
+    scenario = visible_scenario(db, actor, key)
+
+    def fetch(window: Window) -> list[ChangesetRow]:
+        rows = repository.changes_newest_first(
+            db,
+            scenario.id,
+            element_id=element_id,
+            type_name=type_name,
+            from_revision=window.from_revision,
+            to_revision=window.to_revision,
+            from_time=window.from_time,
+            to_time=window.to_time,
+            after=window.after,
+            limit=window.limit + 1,
+        )
+        return [dataclasses.replace(row, scenario=scenario.key, planned=True) for row in changeset_rows(rows)]
+
+    def type_of(changed_id: int) -> str | None:
+        return repository.element_type_in_scenario(db, scenario.id, changed_id)
+
+    return PlannedChanges(scope=str(scenario.id), base=scenario.base_revision, fetch=fetch, type_of=type_of)
 
 
 # --- a write that lands in a new scenario -------------------------------------------------------------

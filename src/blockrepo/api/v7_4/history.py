@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Annotated, Any
 
 import orjson
@@ -14,7 +15,14 @@ from fastapi.responses import StreamingResponse
 from blockrepo.api.context import AppServices, RequestContext, principal_of, request_context, session_context
 from blockrepo.api.cursors import HISTORY
 from blockrepo.api.limits import PAGE_SIZE_BOUNDS
-from blockrepo.api.parameters import REVISION, REVISION_OR_TIME, given
+from blockrepo.api.parameters import (
+    REVISION,
+    REVISION_OR_TIME,
+    ScenarioHeader,
+    ScenarioQuery,
+    given,
+    scenario_named,
+)
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.auth.basic import Principal
@@ -31,6 +39,7 @@ from blockrepo.history.schemas import (
     TYPE_HISTORY_DESCRIPTION,
     HistoryPage,
 )
+from blockrepo.scenarios import service as scenarios
 
 router = APIRouter(tags=["history"])
 
@@ -334,7 +343,13 @@ def type_history(
     cursor: Cursor = None,
     from_: From = None,
     to: To = None,
+    scenario: ScenarioQuery = None,
+    scenario_header: ScenarioHeader = None,
 ) -> JsonResponse:
+    key = scenario_named(scenario, scenario_header)
+    in_scenario = None
+    if key is not None:
+        in_scenario = partial(scenarios.planned_history, ctx.db, ctx.actor, key, type_name=type_name)
     page = service.type_history(
         ctx.db,
         ctx.actor,
@@ -342,6 +357,7 @@ def type_history(
         _limits(ctx),
         type_name,
         _page(ctx, limit, cursor, from_, to),
+        in_scenario,
     )
     return _sealed(ctx, page)
 
@@ -365,7 +381,13 @@ def element_history(
     cursor: Cursor = None,
     from_: From = None,
     to: To = None,
+    scenario: ScenarioQuery = None,
+    scenario_header: ScenarioHeader = None,
 ) -> JsonResponse:
+    key = scenario_named(scenario, scenario_header)
+    in_scenario = None
+    if key is not None:
+        in_scenario = partial(scenarios.planned_history, ctx.db, ctx.actor, key, element_id=element_id)
     page = service.element_history(
         ctx.db,
         ctx.actor,
@@ -374,5 +396,6 @@ def element_history(
         type_name,
         element_id,
         _page(ctx, limit, cursor, from_, to),
+        in_scenario,
     )
     return _sealed(ctx, page)

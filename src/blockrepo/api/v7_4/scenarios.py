@@ -29,6 +29,8 @@ from blockrepo.scenarios.schemas import (
     ReviewIn,
     ScenarioCreate,
     ScenarioOut,
+    SharesIn,
+    SharesOut,
 )
 
 router = APIRouter(prefix="/api/scenarios", tags=["scenarios"])
@@ -182,6 +184,15 @@ REVIEW_EXAMPLES: dict[str, Example] = {
         "summary": "Two reviewers, one approval needed",
         "value": {"reviewers": ["anna", "bernd"], "requiredApprovals": 1},
     },
+}
+SHARE_EXAMPLES: dict[str, Example] = {
+    "team": {
+        "summary": "The editors write in it, the readers follow it",
+        "value": {
+            "shares": [{"role": "Business editor", "access": "write"}, {"role": "Reader", "access": "read"}]
+        },
+    },
+    "none": {"summary": "Shared with no role", "value": {"shares": []}},
 }
 COMMENT_EXAMPLES: dict[str, Example] = {
     "field": {
@@ -425,6 +436,40 @@ def propose_scenario(
     scenario = review.propose(ctx.db, ctx.actor, key, body)
     ctx.commit()
     return model_response(scenario)
+
+
+@router.get(
+    "/{key}/shares",
+    operation_id="listScenarioShares",
+    response_model=SharesOut,
+    responses=_errors(404),
+    summary="The roles a planning scenario is shared with",
+)
+def list_scenario_shares(key: Key, ctx: RequestContext = Depends(read_context)) -> Response:
+    """For whoever sees the scenario."""
+    return model_response(service.shares_of(ctx.db, ctx.actor, key))
+
+
+@router.put(
+    "/{key}/shares",
+    operation_id="shareScenario",
+    response_model=SharesOut,
+    responses=_errors(400, 404, 415),
+    dependencies=JSON_BODY,
+    summary="Share a planning scenario with roles",
+)
+def share_scenario(
+    key: Key,
+    body: Annotated[SharesIn, Body(openapi_examples=SHARE_EXAMPLES)],
+    ctx: RequestContext = Depends(element_write_context),
+) -> Response:
+    """Replaces the roles the scenario is shared with (its owner or a supervisor; 403 otherwise). Members
+    of a role see the scenario, its diff, history and review; with `write` they also write in it. Closing,
+    proposing, settling conflicts, syncing and merging stay with the owner. Attribute-group and type
+    permissions apply inside the scenario as in main."""
+    shares = service.share(ctx.db, ctx.actor, key, body)
+    ctx.commit()
+    return model_response(shares)
 
 
 @router.post(
