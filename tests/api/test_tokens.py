@@ -387,3 +387,49 @@ def test_a_token_and_a_session_cookie_together_act_as_the_token(
     assert me["login"] == "system"
     with session_of(app) as db:
         assert db.scalar(select(ApiToken.user_id)) is not None
+
+
+def test_a_token_bound_to_a_scenario_writes_only_there(
+    app: FastAPI, client: TestClient, web: TestClient, process_id: int
+) -> None:
+    key = client.post("/api/scenarios", json={"name": "agent proposals"}).json()["key"]
+    other = client.post("/api/scenarios", json={"name": "someone else's plan"}).json()["key"]
+    bound = mint(client, scenario=key)
+    assert bound["scenario"] == key and client.get(f"/api/tokens/{bound['id']}").json()["scenario"] == key
+    token = bearer(bound["token"])
+    path = f"{ELEMENTS}/{process_id}"
+    # In its scenario it writes as its owner would: PATCH, POST, bulk, DELETE.
+    changed = web.patch(path, json={"description": ["proposed"]}, params={"scenario": key}, headers=token)
+    assert changed.status_code == 200, changed.text
+    created = web.post(
+        ELEMENTS, json={"name": ["Proposed process"]}, headers={**token, "Blockrepo-Scenario": key}
+    )
+    assert created.status_code == 201, created.text
+    bulk = web.post(
+        "/api/massdata/BusinessProcess",
+        json={"elements": [{"name": ["Bulk proposal"]}]},
+        params={"scenario": key},
+        headers=token,
+    )
+    assert bulk.status_code == 200, bulk.text
+    # Main, and any other scenario, it only reads.
+    assert web.get(path, headers=token).json()["description"] == []
+    assert web.patch(path, json={"description": ["direct"]}, headers=token).status_code == 403
+    assert web.post(ELEMENTS, json={"name": ["Direct"]}, headers=token).status_code == 403
+    assert web.delete(path, headers=token).status_code == 403
+    elsewhere = web.patch(path, json={"description": ["x"]}, params={"scenario": other}, headers=token)
+    assert elsewhere.status_code == 403 and elsewhere.json()["code"] == "token_scenario", elsewhere.text
+    # It proposes; merging (main's change) stays with a person.
+    assert web.post(f"/api/scenarios/{key}/merge", json={}, headers=token).status_code == 403
+    user = {"login": "eve", "password": "a-long-password-1", "roles": ["Supervisor"]}
+    assert web.post("/api/administration/users", json=user, headers=token).status_code == 403
+    assert client.get(path).json()["description"] == []
+    assert client.get(path, params={"scenario": key}).json()["description"] == ["proposed"]
+    # A token is bound only to a scenario its owner sees.
+    create_role(app, "planners", types={"BusinessProcess": ["read", "update", "create", "delete"]})
+    create_user(app, "anna", "anna-password-1", roles=["planners"])
+    with client_as(app, "anna", "anna-password-1") as anna:
+        refused = anna.post("/api/tokens", json={"name": "x", "expiresAt": soon(), "scenario": key})
+        assert refused.status_code == 400 and refused.json()["errors"][0]["pointer"] == "/scenario", (
+            refused.text
+        )

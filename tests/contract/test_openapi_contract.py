@@ -225,7 +225,7 @@ DIFF_RANGE = KnownRefusal(
 )
 TOKEN_BODY = KnownRefusal(
     "a token's expiry must be a time in the future, at most token_max_days ahead (and only earlier when "
-    "changed); the types, groups, functions and owner it names must exist; its networks must parse",
+    "changed); the types, groups, functions, owner and scenario it names must exist; its networks must parse",
     "validation_failed",
     (
         ("invalid_time", "/expiresAt"),
@@ -238,6 +238,7 @@ TOKEN_BODY = KnownRefusal(
         ("invalid_network", "/allowedNetworks/"),
         ("empty", "/allowedNetworks"),
         ("unknown_user", "/owner"),
+        ("unknown_scenario", "/scenario"),
         NUL,
     ),
 )

@@ -47,19 +47,22 @@ class Restriction:
     type_ids: frozenset[int] | None = None
     group_ids: frozenset[int] | None = None
     functions: frozenset[str] | None = None
+    # A planning scenario's key: the credential writes only there (`Actor.in_scenario`) and only reads
+    # main and every other scenario, so an integration or an agent can propose changes but never make them.
+    scenario: str | None = None
 
     def allows_function(self, permission: str) -> bool:
-        if self.read_only and permission not in READING_FUNCTIONS:
+        if (self.read_only or self.scenario is not None) and permission not in READING_FUNCTIONS:
             return False
         return self.functions is None or permission in self.functions
 
     def allows_type(self, type_id: int, action: str) -> bool:
-        if self.read_only and action != "read":
+        if (self.read_only or self.scenario is not None) and action != "read":
             return False
         return self.type_ids is None or type_id in self.type_ids
 
     def allows_group(self, group_id: int, *, writing: bool) -> bool:
-        if writing and self.read_only:
+        if writing and (self.read_only or self.scenario is not None):
             return False
         return self.group_ids is None or group_id in self.group_ids
 
@@ -81,6 +84,15 @@ class Actor:
     # restriction bounds this actor).
     restriction: Restriction | None = None
     unbounded: bool = False
+
+    def in_scenario(self, key: str) -> Actor:
+        """The actor as it writes in planning scenario `key`: a credential bound to that scenario gets
+        there the rights its binding withholds elsewhere (its other bounds stay); anyone else is as is."""
+        restriction = self.restriction
+        if restriction is None or restriction.scenario != key:
+            return self
+        lifted = replace(restriction, scenario=None)
+        return replace(self, restriction=None if lifted == Restriction() else lifted)
 
     def can(self, permission: str) -> bool:
         """A functional permission such as EDIT_METAMODEL."""

@@ -33,7 +33,7 @@ from blockrepo.scenarios.service import (
     element_states,
     record_writes,
     reference_id,
-    writable_scenario,
+    writing_in,
 )
 
 
@@ -65,8 +65,8 @@ class _Item:
 def bulk_write(writer: elements.Writer, key: str, type_name: str, request: BulkRequest) -> BulkOutcome:
     """Create and update many elements of one type in scenario `key`; see the module docstring. Needs
     MASSDATA and the right to write in the scenario."""
+    writer, scenario = writing_in(writer, key)
     require_massdata(writer.actor)
-    scenario = writable_scenario(writer, key)
     type_def = elements.resolve_type(writer.metamodel, writer.actor, type_name)
     items = [_Item(i, raw if isinstance(raw, dict) else None) for i, raw in enumerate(request.elements)]
     for item in items:

@@ -103,6 +103,15 @@ def visible_scenario(db: Session, actor: Actor, key: str, *, lock: bool = False)
     return scenario
 
 
+def can_see(db: Session, actor: Actor, key: str) -> bool:
+    """Whether `actor` sees the scenario of `key` (`visible_scenario` without the 404)."""
+    try:
+        visible_scenario(db, actor, key)
+    except NotFound:
+        return False
+    return True
+
+
 def owned_scenario(db: Session, actor: Actor, key: str, doing: str) -> Scenario:
     """The scenario, locked, if `actor` owns it (or is a supervisor): its reviewers see it, nothing more."""
     scenario = visible_scenario(db, actor, key, lock=True)
@@ -476,6 +485,18 @@ def row_stamp(writer: elements.Writer, scenario: Scenario) -> dict[str, Any]:
     }
 
 
+def writing_in(writer: elements.Writer, key: str) -> tuple[elements.Writer, Scenario]:
+    """The writer as it writes in scenario `key` (a token bound to the scenario gets its writing rights
+    there, `Actor.in_scenario`) and the open scenario, which it must be allowed to write in."""
+    actor = writer.actor.in_scenario(key)
+    bound = None if actor.restriction is None else actor.restriction.scenario
+    if bound is not None:
+        raise Forbidden(f"this token writes only in scenario {bound!r}", code="token_scenario")
+    if actor is not writer.actor:
+        writer = dataclasses.replace(writer, actor=actor)
+    return writer, writable_scenario(writer, key)
+
+
 def writable_scenario(writer: elements.Writer, key: str) -> Scenario:
     """The open scenario `key`, which the writer may write in: its owner, a supervisor, or a member of a
     role it is shared with for writing (404 / 403 / 409 otherwise)."""
@@ -608,7 +629,7 @@ def update_element(
     if_match: RevisionCheck | None = None,
 ) -> dict[str, Any]:
     """PUT / PATCH in a scenario: the properties in `body` change in the scenario only."""
-    scenario = writable_scenario(writer, key)
+    writer, scenario = writing_in(writer, key)
     type_def = elements.resolve_type(writer.metamodel, writer.actor, type_name, "update")
     current = _check_precondition(
         type_name,
@@ -640,7 +661,7 @@ def update_element(
 
 def create_element(writer: elements.Writer, key: str, type_name: str, body: dict[str, Any]) -> dict[str, Any]:
     """POST in a scenario: a new element there, with an id from main's sequence (never another's)."""
-    scenario = writable_scenario(writer, key)
+    writer, scenario = writing_in(writer, key)
     type_def = elements.resolve_type(writer.metamodel, writer.actor, type_name, "create")
     after = checked_state(writer, scenario, type_def, body, None)
     check_name(writer.db, scenario, type_def, after["name"][0], None)
@@ -659,7 +680,7 @@ def delete_element(
 ) -> None:
     """DELETE in a scenario: the element and its relations go, in the scenario only. An element with
     children in the scenario gets 409 `has_children` (delete them first)."""
-    scenario = writable_scenario(writer, key)
+    writer, scenario = writing_in(writer, key)
     type_def = elements.resolve_type(writer.metamodel, writer.actor, type_name, "delete")
     current = _check_precondition(
         type_name,

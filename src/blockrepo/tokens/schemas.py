@@ -49,6 +49,13 @@ class TokenCreate(ApiModel):
         max_length=MOST_NETWORKS,
         description="addresses or CIDR networks it may be used from (default: any)",
     )
+    scenario: str | None = Field(
+        None,
+        min_length=1,
+        max_length=64,
+        description="a planning scenario's key: the token writes only in that scenario (as far as its owner "
+        "may) and only reads main and every other scenario",
+    )
     owner: Name | None = Field(
         None,
         description="mint for this account instead of the caller (a service account): needs MINT_TOKENS "
@@ -95,6 +102,7 @@ class TokenOut(ApiModel):
                     "attributeGroups": None,
                     "functions": None,
                     "allowedNetworks": ["10.20.0.0/16"],
+                    "scenario": None,
                     "lastUsedAt": None,
                     "lastUsedAddress": None,
                     "rotatedFrom": None,
@@ -117,6 +125,7 @@ class TokenOut(ApiModel):
     attribute_groups: list[str] | None
     functions: list[str] | None
     allowed_networks: list[str] | None
+    scenario: str | None = Field(None, description="the planning scenario it writes in only (null: none)")
     last_used_at: str | None
     last_used_address: str | None
     rotated_from: int | None

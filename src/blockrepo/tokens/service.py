@@ -213,6 +213,7 @@ def restriction_from_text(text: str) -> Restriction | None:
         type_ids=None if data.get("typeIds") is None else frozenset(data["typeIds"]),
         group_ids=None if data.get("groupIds") is None else frozenset(data["groupIds"]),
         functions=None if data.get("functions") is None else frozenset(data["functions"]),
+        scenario=data.get("scenario"),
     )
     return None if restriction == Restriction() else restriction
 
@@ -227,6 +228,7 @@ def restriction_text(restriction: Restriction) -> str | None:
             "typeIds": None if restriction.type_ids is None else sorted(restriction.type_ids),
             "groupIds": None if restriction.group_ids is None else sorted(restriction.group_ids),
             "functions": None if restriction.functions is None else sorted(restriction.functions),
+            **({} if restriction.scenario is None else {"scenario": restriction.scenario}),
         }
     ).decode()
 
@@ -250,9 +252,11 @@ def create_token(
     body: TokenCreate,
     settings: TokenSettings,
     acting_token: str | None,
+    sees_scenario: Callable[[Actor, str], bool] = lambda owner, key: False,
 ) -> IssuedTokenOut:
     """Mint a token for the caller, or for `body.owner` (a service account: MINT_TOKENS and ADMIN_USERS,
-    and only a supervisor mints for a supervisor). Never with a token: a token cannot make another."""
+    and only a supervisor mints for a supervisor). Never with a token: a token cannot make another. A
+    token bound to a scenario (`body.scenario`) needs one its owner sees (`sees_scenario`)."""
     if acting_token is not None:
         raise Forbidden("a token cannot mint tokens; log in as its owner", code="token_cannot_mint")
     now = int(time.time())
@@ -260,6 +264,13 @@ def create_token(
     if body.owner is not None and body.owner != actor.login:
         owner_id, owner_login = _mintable_owner(db, actor, body.owner)
     restriction = _restriction_of(metamodel, body)
+    if body.scenario is not None:
+        owner = actor if owner_id == actor.user_id else load_actor_of(db, owner_id, owner_login)
+        if not sees_scenario(owner, body.scenario):
+            raise ValidationFailed(
+                f"there is no scenario {body.scenario!r}",
+                errors=[ErrorItem("/scenario", "unknown_scenario", "a key of a scenario the owner sees")],
+            )
     networks = _networks_of(body.allowed_networks)
     expires_at = _expiry(body.expires_at, now, settings.max_days, "/expiresAt")
     _bounded(db, owner_id, owner_login)
@@ -543,7 +554,13 @@ def _restriction_of(metamodel: Metamodel, body: TokenCreate) -> Restriction:
         functions = frozenset(body.functions)
     if errors:
         raise ValidationFailed("the token's restriction names what does not exist", errors=errors)
-    return Restriction(read_only=body.read_only, type_ids=type_ids, group_ids=group_ids, functions=functions)
+    return Restriction(
+        read_only=body.read_only,
+        type_ids=type_ids,
+        group_ids=group_ids,
+        functions=functions,
+        scenario=body.scenario,
+    )
 
 
 def _networks_of(sent: list[str] | None) -> str | None:
@@ -618,6 +635,7 @@ def _out(token: ApiToken, owner: str, metamodel: Metamodel) -> TokenOut:
         else sorted(groups[i] for i in restriction.group_ids if i in groups),
         functions=None if restriction.functions is None else sorted(restriction.functions),
         allowed_networks=None if token.allowed_networks is None else token.allowed_networks.split(","),
+        scenario=restriction.scenario,
         last_used_at=None if token.last_used_at is None else utc_text(token.last_used_at),
         last_used_address=token.last_used_address,
         rotated_from=token.rotated_from,

@@ -13,6 +13,7 @@ from blockrepo.api.context import AppServices, RequestContext, races_as_conflict
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import model_response
 from blockrepo.revisions.recorder import ChangeLog
+from blockrepo.scenarios import service as scenarios
 from blockrepo.tokens import service
 from blockrepo.tokens.schemas import (
     IssuedTokenOut,
@@ -83,12 +84,20 @@ def create_token(
     ctx: RequestContext = Depends(request_context),
 ) -> StarletteResponse:
     """A token for `Authorization: Bearer brp_…`, acting as its owner narrowed by its restriction
-    (`readOnly`, `types`, `attributeGroups`, `functions`, `allowedNetworks`): it never may more than the
-    owner, whose rights are read on every request. `expiresAt` is required. The answer holds the token
-    itself, the only time it is shown: the server keeps only a keyed hash. A request authenticated by a
-    token cannot mint one (403 `token_cannot_mint`)."""
+    (`readOnly`, `types`, `attributeGroups`, `functions`, `allowedNetworks`, and `scenario`: it writes
+    only in that planning scenario): it never may more than the owner, whose rights are read on every
+    request. `expiresAt` is required. The answer holds the token itself, the only time it is shown: the
+    server keeps only a keyed hash. A request authenticated by a token cannot mint one (403
+    `token_cannot_mint`)."""
     issued = service.create_token(
-        ctx.db, ctx.actor, ctx.metamodel, ctx.changes, body, _settings(ctx), ctx.principal.token
+        ctx.db,
+        ctx.actor,
+        ctx.metamodel,
+        ctx.changes,
+        body,
+        _settings(ctx),
+        ctx.principal.token,
+        lambda owner, key: scenarios.can_see(ctx.db, owner, key),
     )
     ctx.commit()
     return model_response(issued, status_code=201, headers={"Location": f"/api/tokens/{issued.id}"})
