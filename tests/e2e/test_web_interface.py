@@ -587,6 +587,15 @@ def test_plan_in_a_scenario_settle_a_conflict_review_and_merge(
     in_main = api.get(f"/api/element/InformationSystem/{described}").json()
     assert in_main["description"] == ["today"] and in_main["businessDomains"] == []
     assert api.get(f"/api/element/InformationSystem/{retired}").status_code == 200
+    # The element's history in the scenario: its planned change first, then main's.
+    open_hash(page, f"#/history/InformationSystem/{described}")
+    newest = page.locator("#history-list > li.changeset").first
+    expect(newest).to_have_class(re.compile(r"\bplanned\b"))
+    expect(newest.locator("strong")).to_have_text(re.compile(r"Planned change \d+"))
+    expect(newest.locator(".via-scenario")).to_have_text(f"in scenario {key}")
+    expect(page.locator("#history-list > li.changeset").last).not_to_have_class(re.compile(r"\bplanned\b"))
+    open_hash(page, f"#/scenarios/{key}")
+    page.locator(".scenario-review").wait_for()
 
     # Main moves on meanwhile: the same field of the same element, to another value.
     assert api.patch(f"/api/element/InformationSystem/{rated}", json={"Criticality": ["medium"]}).is_success

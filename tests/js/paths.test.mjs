@@ -99,15 +99,19 @@ test("scenario paths and routes encode the key", () => {
   assert.equal(scenarioRoute("erp-1"), "/scenarios/erp-1");
 });
 
-test("scenarioScoped: elements, lists and queries work in the tab's scenario, nothing else does", () => {
+test("scenarioScoped: elements, lists, queries and history work in the scenario, nothing else", () => {
   assert.ok(scenarioScoped("/api/element/InformationSystem/7"));
   assert.ok(scenarioScoped("/api/element/InformationSystem"));
   assert.ok(scenarioScoped("/api/massdata/InformationSystem"));
   assert.ok(scenarioScoped("/api/massdata/query"));
+  assert.ok(scenarioScoped("/api/history/InformationSystem/7"));
+  assert.ok(scenarioScoped("/api/history/InformationSystem"));
   for (const path of [
     "/api/massdata/export",
     "/api/massdata/import",
-    "/api/history/InformationSystem/7",
+    "/api/history",
+    "/api/history/diff",
+    "/api/history/stream",
     "/api/scenarios",
     "/api/scenarios/erp-1/diff",
     "/api/elementary",

@@ -249,6 +249,7 @@ const HISTORY_PAGE = 200;
 
 // One changeset of the history: operation, revision, who and when, and each property's change.
 function changesetItem(type, id, changeset, byName) {
+  const planned = changeset.scenarioChange !== undefined && changeset.scenarioChange !== null;
   // In a scenario the element is read there, where "as of" has no meaning (the API refuses it).
   const asOfLink =
     changeset.operation !== "deleted" && !scenarioKey()
@@ -267,18 +268,28 @@ function changesetItem(type, id, changeset, byName) {
     );
   return h(
     "li",
-    { class: "changeset", "data-revision": changeset.revision },
+    {
+      class: planned ? "changeset planned" : "changeset",
+      "data-revision": changeset.revision,
+      "data-scenario-change": planned ? changeset.scenarioChange : null,
+    },
     h(
       "div",
       { class: "changeset-head" },
       h("span", { class: `op op-${changeset.operation}` }, changeset.operation),
-      h("strong", {}, `Revision ${changeset.revision}`),
+      // A change made in the scenario the tab works in is no revision of main (yet): it is numbered
+      // in the scenario, and `revision` is main's when it was made.
+      planned
+        ? h("strong", {}, `Planned change ${changeset.scenarioChange}`)
+        : h("strong", {}, `Revision ${changeset.revision}`),
       h("span", { class: "muted" }, `${formatTime(changeset.timestamp)} by ${changeset.user}`),
       changeset.viaScenario
         ? h(
             "a",
             { href: href(scenarioRoute(changeset.viaScenario)), class: "via-scenario" },
-            `merged from scenario ${changeset.viaScenario}`,
+            planned
+              ? `in scenario ${changeset.viaScenario}`
+              : `merged from scenario ${changeset.viaScenario}`,
           )
         : null,
       asOfLink,
