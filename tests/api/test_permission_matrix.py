@@ -1390,6 +1390,29 @@ CASES = [
     ),
     Case(
         "scenarios",
+        "compare a type on two dates",
+        "GET",
+        fixed("/api/projection/diff?from=2026-01-01&to=2027-01-01&type=BusinessProcess"),
+        expect(200, 403, 200, 403),
+    ),
+    Case(
+        "scenarios",
+        "compare an unreadable type on two dates",
+        "GET",
+        fixed("/api/projection/diff?from=2026-01-01&to=2027-01-01&type=InformationSystem"),
+        expect(200, 403, 403, 403),
+    ),
+    Case(
+        "scenarios",
+        "compare two dates with another's scenario",
+        "GET",
+        of(
+            "/api/projection/diff?from=2026-01-01&to=2027-01-01&type=BusinessProcess&scenarios={scenario_victimread}"
+        ),
+        expect(200, 403, 404, 403),
+    ),
+    Case(
+        "scenarios",
         "project with another's scenario",
         "GET",
         of("/api/projection?at=2027-01-01&type=BusinessProcess&scenarios={scenario_victimread}"),

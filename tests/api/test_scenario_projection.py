@@ -106,3 +106,90 @@ def test_bad_projections_answer_clearly(app: FastAPI, client: TestClient) -> Non
         response = client.get("/api/projection", params=params)
         assert response.status_code == status, (params, response.text)
         assert response.headers["content-type"].startswith("application/problem+json")
+
+
+def _compared(client: TestClient, start: str, end: str, *keys: str, **params: Any) -> dict[str, Any]:
+    query = {"from": start, "to": end, "type": "InformationSystem", **params}
+    if keys:
+        query["scenarios"] = ",".join(keys)
+    response = client.get("/api/projection/diff", params=query)
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def _fields(item: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {entry["field"]: entry for entry in item["fields"]}
+
+
+def test_two_dates_compare_in_the_diff_shape(app: FastAPI, client: TestClient) -> None:
+    create_attribute(app, "Costs", "number", types=["InformationSystem"])
+    mainframe = _created(
+        client, {"name": ["Mainframe"], "runtimePeriod": [{"start": "2020-01-01", "end": "2027-03-31"}]}
+    )
+    erp = _created(client, {"name": ["ERP"], "Costs": [5]})
+    crm = _created(client, {"name": ["CRM"]})
+    _created(client, {"name": ["Unchanged"]})
+    plan = client.post("/api/scenarios", json={"name": "Migration", "effectiveDate": "2027-06-01"}).json()[
+        "key"
+    ]
+    _patched(client, erp, {"Costs": [7], "description": ["consolidated"]}, plan)
+    lake = _created(client, {"name": ["Data Lake"]}, plan)
+    domain = client.post("/api/element/BusinessDomain", json={"name": ["Finance"]}).json()["id"][0]
+    _patched(client, crm, {"businessDomains": [domain]}, plan)
+
+    page = _compared(client, "2027-01-01", "2027-07-01", plan)
+    assert page["from"] == {"at": "2027-01-01"} and page["to"] == {"at": "2027-07-01"}
+    assert page["scenarios"][0]["appliedFrom"] is False and page["scenarios"][0]["appliedTo"] is True
+    items = {item["element"]["id"]: item for item in page["items"]}
+    assert set(items) == {mainframe, erp, crm, lake}  # the unchanged system is no difference
+    assert items[mainframe]["action"] == "deleted"  # its runtime period ended in between
+    assert items[lake]["action"] == "created" and items[lake]["element"]["name"] == "Data Lake"
+    erp_fields = _fields(items[erp])
+    assert items[erp]["action"] == "updated"
+    assert (erp_fields["Costs"]["base"], erp_fields["Costs"]["main"]) == ([5], [7])
+    assert erp_fields["description"]["main"] == ["consolidated"]
+    domains = _fields(items[crm])["businessDomains"]
+    assert [entry["id"] for entry in domains["added"]] == [domain] and domains["removed"] == []
+    # Both dates before the plan: only the runtime periods differ; the same date twice: nothing.
+    early = _compared(client, "2027-01-01", "2027-05-01", plan)
+    assert [item["element"]["id"] for item in early["items"]] == [mainframe]
+    assert _compared(client, "2027-07-01", "2027-07-01", plan)["items"] == []
+    # Backwards, the same differences the other way round.
+    back = {
+        item["element"]["id"]: item for item in _compared(client, "2027-07-01", "2027-01-01", plan)["items"]
+    }
+    assert back[mainframe]["action"] == "created" and back[lake]["action"] == "deleted"
+    assert _fields(back[erp])["Costs"]["main"] == [5]
+
+    # Pages by id, without a gap or a repeat.
+    seen: list[int] = []
+    cursor = None
+    while True:
+        more = _compared(
+            client, "2027-01-01", "2027-07-01", plan, limit=1, **({"cursor": cursor} if cursor else {})
+        )
+        seen.extend(item["element"]["id"] for item in more["items"])
+        cursor = more["nextCursor"]
+        if cursor is None:
+            break
+    assert seen == sorted(items)
+
+
+def test_bad_comparisons_answer_clearly(client: TestClient) -> None:
+    for params in (
+        {"from": "2027-01-01", "type": "InformationSystem"},
+        {"from": "someday", "to": "2027-01-01", "type": "InformationSystem"},
+        {"from": "2027-01-01", "to": "2027-02-01", "type": "InformationSystem", "limit": 0},
+        {"from": "2027-01-01", "to": "2027-02-01", "type": "InformationSystem", "cursor": "nope"},
+    ):
+        response = client.get("/api/projection/diff", params=params)
+        assert response.status_code == 400, (params, response.text)
+    missing = client.get(
+        "/api/projection/diff", params={"from": "2027-01-01", "to": "2027-02-01", "type": "Nope"}
+    )
+    assert missing.status_code == 404, missing.text
+    unknown = client.get(
+        "/api/projection/diff",
+        params={"from": "2027-01-01", "to": "2027-02-01", "type": "InformationSystem", "scenarios": "nope"},
+    )
+    assert unknown.status_code == 404, unknown.text

@@ -6,7 +6,8 @@ the order of their dates, each as its merge would write it: field by field its n
 changed since its base, so main's later changes to other fields stay), relation ends as additions and
 removals, its new elements, its deletions. Then an element whose `runtimePeriod` ends before the date, or
 begins after it, is not there. The page walks main's stored elements of the type by id with the
-scenarios' new ones merged in; each scenario's rows are read for the page's elements only.
+scenarios' new ones merged in; each scenario's rows are read for the page's elements only. Two dates are
+compared (`compare`, `GET /api/projection/diff`) in one such walk, in the diff shape of history's.
 """
 
 from __future__ import annotations
@@ -77,8 +78,8 @@ def project(
     fold = folding(db, actor, metamodel)
     items: list[dict[str, Any]] = []
     more = False
-    for item in _projected(db, actor, metamodel, type_def, plans, fold, view, after):
-        if not _running(item, at):
+    for _, (item,) in _projected(db, actor, metamodel, type_def, [plans], fold, after):
+        if item is None or not _running(item, at):
             continue
         if len(items) == size:
             more = True
@@ -99,6 +100,117 @@ def project(
         "items": [_shown(item, view) for item in items],
         "nextCursor": encode_cursor(scope, items[-1]["id"][0], 0) if more else None,
     }
+
+
+def compare(
+    db: Session,
+    actor: Actor,
+    metamodel: Metamodel,
+    *,
+    start: dt.date,
+    end: dt.date,
+    type_name: str,
+    scenario_keys: Sequence[str] = (),
+    limit: int | None = None,
+    cursor: str | None = None,
+) -> dict[str, Any]:
+    """The landscape of a type on `start` compared with it on `end`, each projected as `project` does,
+    in the diff shape of `/api/history/diff`: a page (by id) of the elements that differ, each `created`
+    (there on `end` only), `deleted` (on `start` only) or `updated`, with its fields' values on `start`
+    (`base`) and on `end` (`main`), relation ends and children as entries added and removed."""
+    require_massdata(actor)
+    type_def = elements.resolve_type(metamodel, actor, type_name)
+    size = PROJECTION_LIMIT if limit is None else limit
+    if not 1 <= size <= PROJECTION_MAX_LIMIT:
+        raise ValidationFailed(
+            f"limit must be between 1 and {PROJECTION_MAX_LIMIT}",
+            errors=[ErrorItem("query:limit", "out_of_range", f"1 to {PROJECTION_MAX_LIMIT}")],
+        )
+    chosen = _scenarios(db, actor, scenario_keys)
+    created = {s.id: repository.created_ids_of_type(db, s.id, type_def.name) for s in chosen}
+
+    def plans_on(day: dt.date) -> list[_Plan]:
+        effective = [s for s in chosen if s.effective_date is None or s.effective_date <= day]
+        ordered = sorted(effective, key=lambda s: (s.effective_date or dt.date.min, s.id))
+        return [_Plan(s, created[s.id]) for s in ordered]
+
+    days = (start.isoformat(), end.isoformat())
+    scope = "projection-diff-" + ",".join([*days, type_def.name, *(s.key for s in chosen)])
+    after = decode_cursor(cursor, scope)[0] if cursor is not None else 0
+    view = elements.ElementView.build(metamodel, actor, type_def)
+    fold = folding(db, actor, metamodel)
+    items: list[dict[str, Any]] = []
+    last = after
+    more = False
+    for element_id, (before, later) in _projected(
+        db, actor, metamodel, type_def, [plans_on(start), plans_on(end)], fold, after
+    ):
+        item = _difference(
+            view,
+            before if before is not None and _running(before, start) else None,
+            later if later is not None and _running(later, end) else None,
+        )
+        if item is None:
+            continue
+        if len(items) == size:
+            more = True
+            break
+        items.append(item)
+        last = element_id
+    return {
+        "from": {"at": days[0]},
+        "to": {"at": days[1]},
+        "type": type_def.name,
+        "scenarios": [
+            {
+                "key": s.key,
+                "name": s.name,
+                "effectiveDate": s.effective_date.isoformat() if s.effective_date else None,
+                "appliedFrom": s.effective_date is None or s.effective_date <= start,
+                "appliedTo": s.effective_date is None or s.effective_date <= end,
+            }
+            for s in chosen
+        ],
+        "items": items,
+        "nextCursor": encode_cursor(scope, last, 0) if more else None,
+    }
+
+
+# Keys of the element JSON that say nothing of the landscape (its counters and stamps) or name it.
+_NOT_COMPARED = frozenset({"id", "type", "revision", "lastModificationTime", "lastModificationUser"})
+
+
+def _difference(
+    view: elements.ElementView, before: dict[str, Any] | None, later: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """One element on two days in the diff shape (None: the same on both, or on neither)."""
+    if before is None and later is None:
+        return None
+    shown = later if later is not None else before
+    assert shown is not None
+    action = "created" if before is None else "deleted" if later is None else "updated"
+    sets = {"children", *(end.name for end in view.ends)}
+    fields: list[dict[str, Any]] = []
+    for key in _shown(shown, view):
+        if key in _NOT_COMPARED:
+            continue
+        old = [] if before is None else before.get(key, [])
+        new = [] if later is None else later.get(key, [])
+        if old == new:
+            continue
+        if key in sets:
+            old_ids = {entry.get("id"): entry for entry in old}
+            new_ids = {entry.get("id"): entry for entry in new}
+            added = [entry for key_, entry in new_ids.items() if old_ids.get(key_) != entry]
+            removed = [entry for key_, entry in old_ids.items() if key_ not in new_ids]
+            if added or removed:
+                fields.append({"field": key, "added": added, "removed": removed, "state": "changed"})
+        else:
+            fields.append({"field": key, "base": old, "main": new, "state": "changed"})
+    if action == "updated" and not fields:
+        return None
+    element = {"id": shown["id"][0], "type": view.type_def.name, "name": shown["name"][0]}
+    return {"element": element, "action": action, "fields": fields}
 
 
 def _fields(
@@ -140,16 +252,16 @@ def _projected(
     actor: Actor,
     metamodel: Metamodel,
     type_def: BlockTypeDef,
-    plans: list[_Plan],
+    plan_sets: Sequence[list[_Plan]],
     fold: Folding,
-    view: elements.ElementView,
     after: int,
-) -> Iterator[dict[str, Any]]:
-    """The type's elements after `after` by id, each as main has it with the plans applied in order
-    (those they delete left out), with every key the caller may read."""
+) -> Iterator[tuple[int, list[dict[str, Any] | None]]]:
+    """The type's elements after `after` by id, each as main has it with each set of plans applied in
+    order (None where they delete it or it is not there), with every key the caller may read: main's
+    stored elements are read once for every set."""
     whole = elements.ElementView.build(metamodel, actor, type_def)
     reader = elements.ElementReader(whole)
-    created = sorted({i for plan in plans for i in plan.created if i > after})
+    created = sorted({i for plans in plan_sets for plan in plans for i in plan.created if i > after})
     while True:
         stored = elements.stored_ids_after(db, type_def.id, after, _BATCH)
         upper = stored[-1] if len(stored) == _BATCH else None
@@ -157,13 +269,17 @@ def _projected(
         ids = sorted({*stored, *new})
         if not ids:
             return
-        present = {item["id"][0]: item for item in reader.read(db, stored)}
-        for plan in plans:
-            _apply(db, actor, metamodel, type_def, plan, fold, whole, ids, present)
+        main = {item["id"][0]: item for item in reader.read(db, stored)}
+        presents = []
+        for plans in plan_sets:
+            present = dict(main)  # the plans replace entries, never change main's items
+            for plan in plans:
+                _apply(db, actor, metamodel, type_def, plan, fold, whole, ids, present)
+            presents.append(present)
         for element_id in ids:
-            item = present.get(element_id)
-            if item is not None:
-                yield item
+            states = [present.get(element_id) for present in presents]
+            if any(state is not None for state in states):
+                yield element_id, states
         if upper is None:
             return
         after = upper

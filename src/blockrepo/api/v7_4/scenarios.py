@@ -673,6 +673,82 @@ PROJECTION_SCHEMA: dict[str, Any] = {
 }
 
 
+PROJECTION_DIFF_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["from", "to", "type", "scenarios", "items", "nextCursor"],
+    "properties": {
+        "from": {"type": "object", "properties": {"at": {"type": "string", "format": "date"}}},
+        "to": {"type": "object", "properties": {"at": {"type": "string", "format": "date"}}},
+        "type": {"type": "string"},
+        "scenarios": _OBJECTS,
+        "items": _OBJECTS,
+        "nextCursor": {"type": ["string", "null"]},
+    },
+}
+ScenarioKeys = Annotated[
+    str | None,
+    Query(
+        max_length=2000,
+        description="keys of open scenarios, comma-separated: each applies if effective by the date "
+        "(no effective date: always), in the order of their dates",
+    ),
+]
+ProjectionLimit = Annotated[int | None, Query(ge=1, le=1000, description="elements a page (default 100)")]
+ProjectionCursor = Annotated[str | None, Query(max_length=200, description="`nextCursor` of the page before")]
+ProjectedType = Annotated[
+    str, Query(alias="type", min_length=1, max_length=255, description="the building block type")
+]
+
+
+def _keys(scenarios: str | None) -> list[str]:
+    return [key.strip() for key in (scenarios or "").split(",") if key.strip()]
+
+
+@projection_router.get(
+    "/diff",
+    operation_id="compareProjections",
+    responses={
+        200: {
+            "description": "A page of the type's elements that differ between the two dates",
+            "content": {"application/json": {"schema": PROJECTION_DIFF_SCHEMA}},
+        },
+        **_errors(400, 404, 409),
+    },
+    response_class=JsonResponse,
+    summary="The landscape on two dates compared",
+)
+def compare_projections(
+    from_: Annotated[
+        dt.date, Query(alias="from", description="the earlier date (`base`)", examples=["2027-01-01"])
+    ],
+    to: Annotated[dt.date, Query(description="the later date (`main`)", examples=["2027-07-01"])],
+    type_name: ProjectedType,
+    scenarios: ScenarioKeys = None,
+    limit: ProjectionLimit = None,
+    cursor: ProjectionCursor = None,
+    ctx: RequestContext = Depends(read_context),
+) -> JsonResponse:
+    """The type's landscape projected to `from` and to `to` (as `GET /api/projection` projects it, with
+    the scenarios effective by each date) compared in the diff shape of `GET /api/history/diff`: a page,
+    by id, of the elements that differ, each `created` (there on `to` only: a scenario's new element, or a
+    runtime period that has begun), `deleted` (there on `from` only) or `updated`, with each differing
+    field's value on `from` (`base`) and on `to` (`main`), relation ends and `children` as the entries
+    `added` and `removed`. What the caller may not read is left out. Needs MASSDATA and read on the type."""
+    return JsonResponse(
+        projection.compare(
+            ctx.db,
+            ctx.actor,
+            ctx.metamodel,
+            start=from_,
+            end=to,
+            type_name=type_name,
+            scenario_keys=_keys(scenarios),
+            limit=limit,
+            cursor=cursor,
+        )
+    )
+
+
 @projection_router.get(
     "",
     operation_id="projectLandscape",
@@ -688,31 +764,20 @@ PROJECTION_SCHEMA: dict[str, Any] = {
 )
 def project_landscape(
     at: Annotated[dt.date, Query(description="the date to project to", examples=["2027-07-01"])],
-    type_name: Annotated[
-        str, Query(alias="type", min_length=1, max_length=255, description="the building block type")
-    ],
-    scenarios: Annotated[
-        str | None,
-        Query(
-            max_length=2000,
-            description="keys of open scenarios, comma-separated: each applies if effective by `at` "
-            "(no effective date: always), in the order of their dates",
-        ),
-    ] = None,
+    type_name: ProjectedType,
+    scenarios: ScenarioKeys = None,
     fields: Annotated[
         str | None, Query(max_length=2000, description="comma-separated keys to answer (default: all)")
     ] = None,
-    limit: Annotated[int | None, Query(ge=1, le=1000, description="elements a page (default 100)")] = None,
-    cursor: Annotated[
-        str | None, Query(max_length=200, description="`nextCursor` of the page before")
-    ] = None,
+    limit: ProjectionLimit = None,
+    cursor: ProjectionCursor = None,
     ctx: RequestContext = Depends(read_context),
 ) -> JsonResponse:
     """Main now, with the chosen scenarios' changes effective by `at` applied as their merges would apply
     them (field by field, relation ends as additions and removals, new and deleted elements), without the
     elements whose `runtimePeriod` has ended by `at` or not yet begun. By id, paged; what the caller may
     not read is left out. Needs MASSDATA and read on the type."""
-    keys = [key.strip() for key in (scenarios or "").split(",") if key.strip()]
+    keys = _keys(scenarios)
     names = None if fields is None else [name.strip() for name in fields.split(",") if name.strip()]
     return JsonResponse(
         projection.project(
