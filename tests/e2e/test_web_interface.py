@@ -711,3 +711,56 @@ def test_plan_in_a_scenario_settle_a_conflict_review_and_merge(
     newest = page.locator(".changeset").first
     expect(newest.locator(".via-scenario")).to_have_text(f"merged from scenario {key}")
     expect(newest.locator('[data-property="Criticality"]')).to_contain_text("low")
+
+
+def test_share_a_scenario_with_a_role_from_its_review_page(
+    page: Page, server: LiveServer, api: httpx.Client
+) -> None:
+    made = api.post("/api/scenarios", json={"name": "Sharing probe"})  # system's
+    assert made.status_code == 201, made.text
+    key = made.json()["key"]
+    shares = f"/api/scenarios/{key}/shares"
+    page.goto(f"/#/scenarios/{key}")
+    log_in(page)
+    panel = page.locator("#scenario-sharing")
+    expect(panel.locator("#sharing-state")).to_have_text("Not shared with any role")
+
+    # Its owner, a supervisor, picks the demo's role Reader from the roles, for viewing.
+    panel.get_by_role("button", name="Add role").click()
+    panel.locator(".share-row").last.get_by_label("Role", exact=True).select_option("Reader")
+    panel.locator("#save-sharing").click()
+    expect(panel.locator("#sharing-state")).to_have_text("Shared with: Reader (can view)")
+    expect(panel.locator('#share-list li[data-role="Reader"]')).to_have_attribute("data-access", "read")
+    assert api.get(shares).json() == {"shares": [{"role": "Reader", "access": "read"}]}
+
+    # A role named twice is refused, next to the form and on its row; nothing changes.
+    panel.get_by_role("button", name="Add role").click()
+    twice = panel.locator(".share-row").last
+    twice.get_by_label("Role", exact=True).select_option("Reader")
+    panel.locator("#save-sharing").click()
+    expect(panel.locator("#sharing-error")).to_contain_text("named before")
+    expect(twice).to_have_class(re.compile(r"\binvalid\b"))
+    shoot(page, "22-scenario-sharing")
+    twice.locator("[data-remove]").click()
+
+    # Then for editing: anna, a Reader, sees it and who it is shared with, and no form.
+    panel.locator(".share-row").first.get_by_label("Access").select_option("write")
+    panel.locator("#save-sharing").click()
+    expect(panel.locator('#share-list li[data-role="Reader"]')).to_have_attribute("data-access", "write")
+    assert api.get(shares).json() == {"shares": [{"role": "Reader", "access": "write"}]}
+    page.context.clear_cookies()
+    page.reload()
+    log_in(page, "anna", DEMO_PASSWORD)
+    expect(panel.locator("#sharing-state")).to_have_text("Shared with: Reader (can edit)")
+    assert panel.locator("#sharing-form").count() == 0
+
+    # Unshared by its owner: anna loses it.
+    page.context.clear_cookies()
+    page.reload()
+    log_in(page)
+    panel.get_by_role("button", name="Remove Reader").click()
+    panel.locator("#save-sharing").click()
+    expect(panel.locator("#sharing-state")).to_have_text("Not shared with any role")
+    assert api.get(shares).json() == {"shares": []}
+    as_anna = httpx.get(f"{server.base_url}/api/scenarios/{key}", auth=("anna", DEMO_PASSWORD), timeout=30)
+    assert as_anna.status_code == 404, as_anna.text

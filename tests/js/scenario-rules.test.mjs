@@ -2,18 +2,25 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
+  accessLabel,
   approvalText,
   commentThreads,
   commentsLabel,
   hasApproved,
   isOwner,
   mayApprove,
+  mayListRoles,
   mayListUsers,
   mayManage,
   mergeBlockedReason,
   missingApprovals,
   parseLogins,
+  refusedShareRows,
   reviewerCandidates,
+  roleChoices,
+  shareLabel,
+  sharesRequest,
+  sharesText,
 } from "../../src/blockrepo/web/static/js/scenario-rules.js";
 
 const OWNER = { login: "anna", supervisor: false, functionalPermissions: ["MERGE_SCENARIOS"] };
@@ -132,4 +139,80 @@ test("comments gathered into the scenario's thread and each element's, oldest fi
   assert.deepEqual(commentThreads(undefined).scenario, []);
   assert.equal(commentsLabel(0), "Comment");
   assert.equal(commentsLabel(2), "Comments (2)");
+});
+
+test("listing roles to share with needs ADMIN_ROLES (a supervisor has it)", () => {
+  assert.ok(mayListRoles(SUPERVISOR));
+  assert.ok(mayListRoles({ login: "x", functionalPermissions: ["ADMIN_ROLES"] }));
+  assert.ok(!mayListRoles({ login: "x", functionalPermissions: ["ADMIN_USERS"] }));
+  assert.ok(!mayListRoles(OWNER));
+  assert.ok(!mayListRoles(null));
+});
+
+test("the roles a scenario is shared with, in words", () => {
+  assert.equal(accessLabel("read"), "can view");
+  assert.equal(accessLabel("write"), "can edit");
+  assert.equal(shareLabel({ role: "Reader", access: "read" }), "Reader (can view)");
+  assert.equal(
+    sharesText([
+      { role: "Architects", access: "write" },
+      { role: "Readers", access: "read" },
+    ]),
+    "Shared with: Architects (can edit), Readers (can view)",
+  );
+  assert.equal(sharesText([]), "Not shared with any role");
+  assert.equal(sharesText(undefined), "Not shared with any role");
+});
+
+test("the form rows as the request body: names trimmed, unnamed rows left out, access read or write", () => {
+  const rows = [
+    { role: " Architects ", access: "write" },
+    { role: "", access: "write" },
+    { role: "Readers", access: "read" },
+    { role: "   ", access: "read" },
+    { role: "Auditors", access: "anything else" },
+  ];
+  assert.deepEqual(sharesRequest(rows), {
+    body: {
+      shares: [
+        { role: "Architects", access: "write" },
+        { role: "Readers", access: "read" },
+        { role: "Auditors", access: "read" },
+      ],
+    },
+    sent: [0, 2, 4],
+  });
+  // No rows (or only empty ones): an empty list, which unshares the scenario.
+  assert.deepEqual(sharesRequest([{ role: "", access: "read" }]), { body: { shares: [] }, sent: [] });
+  assert.deepEqual(sharesRequest(undefined), { body: { shares: [] }, sent: [] });
+});
+
+test("a refusal's pointers lead back to the form's rows", () => {
+  const problem = {
+    errors: [
+      { pointer: "/shares/1/role", code: "unknown_role", message: "no role 'Nobody'" },
+      { pointer: "/shares/2/role", code: "duplicate_role", message: "'Readers' is named before" },
+      { pointer: "/shares/1/role", code: "unknown_role", message: "again" },
+      { pointer: "/shares/9/role", code: "unknown_role", message: "out of range" },
+      { pointer: "/name", code: "other", message: "not a share" },
+    ],
+  };
+  assert.deepEqual(refusedShareRows(problem, [0, 2, 4]), [2, 4]);
+  assert.deepEqual(refusedShareRows({}, [0]), []);
+  assert.deepEqual(refusedShareRows(undefined, []), []);
+});
+
+test("the roles to offer: by name, without the built-in Supervisor unless already shared", () => {
+  const roles = [
+    { name: "Reader", builtin: false },
+    { name: "Supervisor", builtin: true },
+    { name: "Business editor", builtin: false },
+  ];
+  assert.deepEqual(roleChoices(roles, []), ["Business editor", "Reader"]);
+  assert.deepEqual(roleChoices(roles, [{ role: "Supervisor", access: "read" }]), [
+    "Business editor",
+    "Reader",
+    "Supervisor",
+  ]);
+  assert.deepEqual(roleChoices(undefined, undefined), []);
 });

@@ -1,7 +1,8 @@
-// A scenario's review page: what it is, its review (scenario-approval.js) and discussion
-// (scenario-comments.js), its changes by type, each changed element with its fields at the base, in main
-// and in the scenario, its comments, the conflicts and the controls that settle them; then the merge (a dry
-// run first if wanted) and closing or reopening it. The merge itself is in scenario-merge.js.
+// A scenario's review page: what it is, its review (scenario-approval.js), the roles it is shared with
+// (scenario-sharing.js) and its discussion (scenario-comments.js), its changes by type, each changed
+// element with its fields at the base, in main and in the scenario, its comments, the conflicts and the
+// controls that settle them; then the merge (a dry run first if wanted) and closing or reopening it. The
+// merge itself is in scenario-merge.js.
 
 import { api, get } from "./api.js";
 import { pageHead } from "./components.js";
@@ -29,6 +30,7 @@ import { refreshShell, switchTo } from "./scenario-bar.js";
 import { elementThread, loadComments, scenarioThread } from "./scenario-comments.js";
 import { mergePanel } from "./scenario-merge.js";
 import { mayManage } from "./scenario-rules.js";
+import { sharingPanel } from "./scenario-sharing.js";
 import { stateBadge } from "./scenarios.js";
 import { session, typeDef, typeLabel } from "./session.js";
 import { scenarioKey, leaveScenario } from "./workspace.js";
@@ -365,7 +367,7 @@ export async function renderScenarioReview({ params, query }) {
     drawDiff(review);
     document.getElementById(`review-element-${elementId}`)?.focus();
   };
-  await Promise.all([loadDiff(review, 1), loadComments(review)]);
+  const [sharing] = await Promise.all([sharingPanel(scenario), loadDiff(review, 1), loadComments(review)]);
   drawDiff(review);
   const merge = scenario.state === "open" ? mergePanel(review) : null;
   const status = await reviewPanel(review, () => review.updateMergeGate?.());
@@ -386,6 +388,7 @@ export async function renderScenarioReview({ params, query }) {
     scenario.description ? h("p", { class: "lead" }, scenario.description) : null,
     mergedNotice(scenario),
     status,
+    sharing,
     comparisonSwitch(review),
     review.area,
     scenarioThread(review),

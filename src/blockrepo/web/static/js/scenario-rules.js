@@ -1,5 +1,6 @@
 // Who may do what with a scenario under review, and how its review reads: proposing it, approving it,
-// merging it, and its comments gathered into threads. No DOM, no network (tests/js/scenario-rules.test.mjs).
+// merging it, its comments gathered into threads, and the roles it is shared with. No DOM, no network
+// (tests/js/scenario-rules.test.mjs).
 
 const MERGE = "MERGE_SCENARIOS";
 const APPROVE = "APPROVE_SCENARIOS";
@@ -21,6 +22,12 @@ export function mayManage(scenario, user) {
 // Whether the user may list the accounts to choose reviewers from (GET /api/administration/users).
 export function mayListUsers(user) {
   return holds(user, "ADMIN_USERS");
+}
+
+// Whether the user may list the roles to share a scenario with (GET /api/administration/roles); anybody
+// else types a role's name.
+export function mayListRoles(user) {
+  return holds(user, "ADMIN_ROLES");
 }
 
 // A reviewer, or a holder of APPROVE_SCENARIOS, approves a proposed, open scenario; never its owner.
@@ -98,4 +105,53 @@ export function commentThreads(comments) {
 
 export function commentsLabel(count) {
   return count ? `Comments (${count})` : "Comment";
+}
+
+// --- sharing: PUT /api/scenarios/{key}/shares ------------------------------------------------------------
+
+export function accessLabel(access) {
+  return access === "write" ? "can edit" : "can view";
+}
+
+export function shareLabel(share) {
+  return `${share.role} (${accessLabel(share.access)})`;
+}
+
+// "Shared with: Architects (can edit), Readers (can view)", or that it is shared with none.
+export function sharesText(shares) {
+  if (!shares?.length) return "Not shared with any role";
+  return `Shared with: ${shares.map(shareLabel).join(", ")}`;
+}
+
+// The request body from the form's rows ({role, access}): names trimmed, rows without a name left out (an
+// added row not filled in). `sent[i]` is the form row of the body's i-th share, which the server's error
+// pointers (/shares/<i>/role) name. Duplicates and unknown roles are the server's to refuse.
+export function sharesRequest(rows) {
+  const shares = [];
+  const sent = [];
+  (rows || []).forEach((row, index) => {
+    const role = String(row.role ?? "").trim();
+    if (!role) return;
+    shares.push({ role, access: row.access === "write" ? "write" : "read" });
+    sent.push(index);
+  });
+  return { body: { shares }, sent };
+}
+
+// The form rows a refusal points at (/shares/<i>/role, through `sent` of sharesRequest), each once.
+export function refusedShareRows(problem, sent) {
+  const rows = new Set();
+  for (const error of problem?.errors || []) {
+    const match = /^\/shares\/(\d+)(?:\/|$)/.exec(error.pointer || "");
+    if (match && Number(match[1]) < sent.length) rows.add(sent[Number(match[1])]);
+  }
+  return [...rows].sort((a, b) => a - b);
+}
+
+// The roles to offer: by name, without the built-in Supervisor (a supervisor sees every scenario anyway),
+// yet with every role already shared (even that one, if shared through the API), so no row loses its role.
+export function roleChoices(roles, shares) {
+  const names = new Set((roles || []).filter((role) => !role.builtin).map((role) => role.name));
+  for (const share of shares || []) names.add(share.role);
+  return [...names].sort((a, b) => a.localeCompare(b));
 }
