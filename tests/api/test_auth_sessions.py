@@ -312,6 +312,24 @@ def test_idle_expiry_is_on_time_within_the_touch_slack(web: TestClient, clock: F
     assert whoami(web, late) == 401
 
 
+def test_the_current_user_tells_a_session_its_idle_timeout(web: TestClient) -> None:
+    """The web interface learns from it how often an open edit form shows activity (issue 27); Basic
+    credentials keep no session alive, so they get null."""
+    session_id, _ = logged_in(web)
+    assert web.get(PROTECTED, headers=session_headers(session_id)).json()["sessionIdleTimeout"] == IDLE
+    assert web.get(PROTECTED, auth=("system", ADMIN_PASSWORD)).json()["sessionIdleTimeout"] is None
+
+
+def test_the_keep_alive_request_renews_a_session(web: TestClient, clock: FakeClock) -> None:
+    """What an open edit form sends while its user works: it names the user and renews the session."""
+    session_id, _ = logged_in(web)
+    for _ in range(5):
+        clock.advance(IDLE * 0.6)
+        response = web.get("/api/j_service_security_check", headers=session_headers(session_id))
+        assert response.status_code == 200 and response.json() == {"user": "system"}
+    assert whoami(web, session_id) == 200
+
+
 def test_absolute_lifetime_ends_an_active_session(web: TestClient, clock: FakeClock) -> None:
     session_id, _ = logged_in(web)
     elapsed = 0.0

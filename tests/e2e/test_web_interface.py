@@ -764,3 +764,129 @@ def test_share_a_scenario_with_a_role_from_its_review_page(
     assert api.get(shares).json() == {"shares": []}
     as_anna = httpx.get(f"{server.base_url}/api/scenarios/{key}", auth=("anna", DEMO_PASSWORD), timeout=30)
     assert as_anna.status_code == 404, as_anna.text
+
+
+# --- never lose work (issue 27) ----------------------------------------------------------------------------
+
+PING = "/api/j_service_security_check"
+
+
+def end_the_session_on_the_server(page: Page, server: LiveServer) -> None:
+    """What the idle timeout does: the server forgets the session, the browser still sends its cookie."""
+    cookies = {cookie["name"]: cookie["value"] for cookie in page.context.cookies()}
+    with httpx.Client(base_url=server.base_url, cookies=cookies, timeout=30) as other:
+        ended = other.post("/j_service_logout", headers={"X-XSRF-TOKEN": cookies["XSRF-TOKEN"]})
+        assert ended.status_code == 204, ended.text
+        assert other.get("/api/administration/users/current").status_code == 401
+
+
+def stored_drafts(page: Page) -> list[str]:
+    return page.evaluate("Object.keys(sessionStorage).filter(key => key.startsWith('blockrepo.draft:'))")  # type: ignore[no-any-return]
+
+
+def test_a_save_after_the_session_ended_logs_in_in_place_and_saves_what_was_typed(
+    page: Page, server: LiveServer, api: httpx.Client
+) -> None:
+    made = api.post("/api/element/InformationSystem", json={"name": ["Never lose work"]})
+    assert made.status_code == 201, made.text
+    element = made.json()
+    path = f"/api/element/InformationSystem/{element['id'][0]}"
+    page.goto(f"/#/element/InformationSystem/{element['id'][0]}/edit")
+    log_in(page)
+    version = page.locator('[data-field="version"] input')
+    version.fill("typed before the session ended")
+    end_the_session_on_the_server(page, server)
+
+    # Save gets 401: the form stays and asks for a login in place, for the user who opened it.
+    page.click("#save-element")
+    dialog = page.locator("#login-dialog")
+    expect(dialog.get_by_role("heading")).to_have_text("Your session has ended")
+    expect(dialog.get_by_label("User name")).to_have_value("system")
+    assert page.url.endswith(f"/element/InformationSystem/{element['id'][0]}/edit")
+    shoot(page, "23-login-in-place")
+
+    # Someone else logging in does not save as them without asking; not saving logs them out again.
+    def log_in_as_anna() -> None:
+        dialog.get_by_label("User name").fill("anna")
+        dialog.get_by_label("Password").fill(DEMO_PASSWORD)
+        dialog.get_by_role("button", name="Log in", exact=True).click()
+        expect(dialog.get_by_role("heading")).to_have_text("You are logged in as anna")
+
+    log_in_as_anna()
+    dialog.get_by_role("button", name="Don't save").click()
+    expect(page.locator("#form-error")).to_contain_text("Not saved")
+    expect(version).to_have_value("typed before the session ended")
+    assert api.get(path).json()["version"] == []
+    page.click("#save-element")  # anna was logged out: the login is asked for again
+    log_in_as_anna()
+    dialog.get_by_role("button", name="Log in as system").click()
+    expect(dialog.get_by_label("User name")).to_have_value("system")
+    dialog.get_by_label("Password").fill(ADMIN_PASSWORD)
+    dialog.get_by_role("button", name="Log in", exact=True).click()
+
+    # The same save, with what was typed and the form's If-Match, as system.
+    expect(page.locator("#element-revision")).to_have_text(f"Revision {element['revision'][0] + 1}")
+    stored = api.get(path).json()
+    assert stored["version"] == ["typed before the session ended"]
+    assert stored["lastModificationUser"] == ["system"]
+    expect(page.locator("#current-user")).to_have_text("system")
+    assert stored_drafts(page) == []
+
+
+def test_a_reload_offers_the_draft_of_an_edit_form_back(page: Page, api: httpx.Client) -> None:
+    made = api.post("/api/element/InformationSystem", json={"name": ["Draft survives a reload"]})
+    assert made.status_code == 201, made.text
+    element = made.json()
+    path = f"/api/element/InformationSystem/{element['id'][0]}"
+    edit = f"#/element/InformationSystem/{element['id'][0]}/edit"
+    page.goto(f"/{edit}")
+    log_in(page)
+    page.locator('[data-field="version"] input').fill("2.0")
+    page.locator('[data-field="description"]').locator("textarea, input").fill("typed, then reloaded")
+    page.reload()
+
+    dialog = page.locator("#draft-dialog")
+    expect(dialog.get_by_role("heading")).to_contain_text("Restore your unsaved changes from")
+    shoot(page, "24-restore-draft")
+    dialog.get_by_role("button", name="Restore").click()
+    expect(page.locator('[data-field="version"] input')).to_have_value("2.0")
+    page.click("#save-element")
+    expect(page.locator("#element-revision")).to_have_text(f"Revision {element['revision'][0] + 1}")
+    stored = api.get(path).json()
+    assert stored["version"] == ["2.0"] and stored["description"] == ["typed, then reloaded"]
+    assert stored_drafts(page) == []  # saved: nothing left to offer
+
+    # Discarded, a draft is gone; so is one of a form left with Cancel.
+    open_hash(page, edit)
+    page.locator('[data-field="version"] input').fill("3.0")
+    page.reload()
+    page.locator("#draft-dialog").get_by_role("button", name="Discard").click()
+    expect(page.locator('[data-field="version"] input')).to_have_value("2.0")
+    assert stored_drafts(page) == []
+    page.locator('[data-field="version"] input').fill("4.0")
+    assert len(stored_drafts(page)) == 1
+    page.get_by_role("link", name="Cancel").click()
+    page.locator("#element-revision").wait_for()
+    assert stored_drafts(page) == []
+    assert api.get(path).json()["version"] == ["2.0"]
+
+
+def test_an_open_edit_form_keeps_the_session_alive_only_while_its_user_works(
+    page: Page, api: httpx.Client
+) -> None:
+    made = api.post("/api/element/InformationSystem", json={"name": ["Keep-alive probe"]})
+    assert made.status_code == 201, made.text
+    element = made.json()
+    page.clock.install()  # the page's timers on a clock the test moves: no waiting
+    page.goto(f"/#/element/InformationSystem/{element['id'][0]}/edit")
+    log_in(page)
+    pings: list[str] = []
+    page.on("request", lambda r: pings.append(r.url) if r.method == "GET" and r.url.endswith(PING) else None)
+    page.locator('[data-field="version"] input').fill("typing")
+    # The server's idle timeout is 300 s (`sessionIdleTimeout`): an active form pings every 100 s.
+    with page.expect_request(lambda r: r.method == "GET" and r.url.endswith(PING)):
+        page.clock.run_for(101_000)
+    # Nothing typed since: the form leaves the session to its idle timeout.
+    page.clock.run_for(600_000)
+    page.evaluate("() => fetch('/api/7_4/openapi.json', { method: 'HEAD' })")  # a round trip
+    assert len(pings) == 1

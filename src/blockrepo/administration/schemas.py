@@ -154,6 +154,7 @@ class CurrentUserOut(UserOut):
                     "typePermissions": {"BusinessProcess": ["read"]},
                     "functionalPermissions": ["VIEW_HISTORY"],
                     "attributeGroups": [{"name": "[Default Attribute Group]", "read": True, "write": True}],
+                    "sessionIdleTimeout": 300,
                 }
             ]
         }
@@ -164,6 +165,11 @@ class CurrentUserOut(UserOut):
     type_permissions: dict[str, list[TypeAction]]
     functional_permissions: list[FunctionalPermission]
     attribute_groups: list[GroupAccess] = Field(description="the attribute groups the caller may read")
+    session_idle_timeout: int | None = Field(
+        description="seconds the caller's session may stay idle before it ends (each request renews it), "
+        "when the request was authenticated by a session cookie; null for Basic credentials and tokens",
+        examples=[300],
+    )
 
 
 # --- roles ---------------------------------------------------------------------------------------------

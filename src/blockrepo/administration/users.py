@@ -236,9 +236,12 @@ def delete_user(db: Session, actor: Actor, changes: ChangeLog, user_id: int) -> 
     )
 
 
-def current_user(db: Session, actor: Actor, metamodel: Metamodel) -> CurrentUserOut:
+def current_user(
+    db: Session, actor: Actor, metamodel: Metamodel, session_idle_timeout: int | None = None
+) -> CurrentUserOut:
     """The caller and what they may do; needs no permission. Groups the caller may not read are left out,
-    as everywhere else."""
+    as everywhere else. `session_idle_timeout` is given where a session cookie authenticated the request
+    (a client that keeps an edit form open learns from it how often to show activity)."""
     record = _existing(db, actor.user_id)
     # Through the actor's checks, so that a narrower credential (an API token) shows what it may do.
     type_permissions = {
@@ -258,4 +261,5 @@ def current_user(db: Session, actor: Actor, metamodel: Metamodel) -> CurrentUser
             for g in metamodel.groups
             if actor.can_read_group(g.id)
         ],
+        session_idle_timeout=session_idle_timeout,
     )

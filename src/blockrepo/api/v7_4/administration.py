@@ -171,8 +171,11 @@ GROUP_UPDATE_EXAMPLES: dict[str, Example] = {
     summary="The caller and effective permissions",
 )
 def current_user(ctx: RequestContext = Depends(request_context)) -> StarletteResponse:
-    """Needs no permission: every user may see their own account and what they may do."""
-    return model_response(users.current_user(ctx.db, ctx.actor, ctx.metamodel))
+    """Needs no permission: every user may see their own account and what they may do. With a session
+    cookie, `sessionIdleTimeout` says how long the session may stay idle (each request renews it), so that
+    a client can keep it alive while its user works in a form."""
+    idle = ctx.settings.session_idle_timeout if ctx.principal.via == "session" else None
+    return model_response(users.current_user(ctx.db, ctx.actor, ctx.metamodel, session_idle_timeout=idle))
 
 
 @router.get(

@@ -1,6 +1,7 @@
 // The only way the interface talks to the server: blockrepo's public REST API, with the session cookie and
 // X-XSRF-TOKEN on every write, and Blockrepo-Scenario on element reads and writes while the tab works in a
-// planning scenario. A 401 sends the user to the login page and back to where they were.
+// planning scenario. A 401 sends the user to the login page and back to where they were, except where the
+// caller keeps its page: a form's write logs in in place and is sent again (`auth: "relogin"`).
 
 import { massdataPath, scenarioScoped, withQuery } from "./paths.js";
 import { scenarioKey } from "./workspace.js";
@@ -15,9 +16,33 @@ export class ApiError extends Error {
 
 const WRITE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 let unauthenticatedHandler = () => {};
+// Opens the login in place; resolves true when the request may be sent again (see app.js).
+let loginHandler = null;
+let pendingLogin = null;
 
 export function onUnauthenticated(handler) {
   unauthenticatedHandler = handler;
+}
+
+export function onLoginNeeded(handler) {
+  loginHandler = handler;
+}
+
+// The error of a write whose user closed the login without logging in: nothing was sent, and the form keeps
+// what was typed.
+class NotLoggedIn extends ApiError {
+  constructor(data) {
+    super(401, { ...data, detail: "Not saved: you are not logged in. What you typed is still here." });
+    this.loginCancelled = true;
+  }
+}
+
+// Requests that find their session ended at once share one login dialog.
+function loggedInAgain() {
+  pendingLogin ??= Promise.resolve(loginHandler()).finally(() => {
+    pendingLogin = null;
+  });
+  return pendingLogin;
 }
 
 function cookie(name) {
@@ -28,7 +53,9 @@ function cookie(name) {
   return null;
 }
 
-export async function api(method, path, { body, query, headers = {} } = {}) {
+// `auth` says what a 401 does: "page" goes to the login page, "relogin" logs in in place and sends the same
+// request once more (with the new session's CSRF token), "quiet" only throws.
+export async function api(method, path, { body, query, headers = {}, auth = "page" } = {}) {
   const sent = { "X-Requested-With": "XMLHttpRequest", Accept: "application/json", ...headers };
   if (WRITE_METHODS.has(method)) {
     const token = cookie("XSRF-TOKEN");
@@ -50,6 +77,11 @@ export async function api(method, path, { body, query, headers = {} } = {}) {
   });
   const data = response.status === 204 ? null : await response.json().catch(() => null);
   if (response.status === 401) {
+    if (auth === "quiet") throw new ApiError(401, data);
+    if (auth === "relogin" && loginHandler) {
+      if (!(await loggedInAgain())) throw new NotLoggedIn(data);
+      return api(method, path, { body, query, headers, auth: "page" });
+    }
     unauthenticatedHandler();
     throw new ApiError(401, data);
   }

@@ -1,8 +1,10 @@
 // The single-page shell: hash routes, the top bar, the login page and the landscape overview.
 
-import { ApiError, login, logout, onUnauthenticated, get } from "./api.js";
+import { ApiError, login, logout, onLoginNeeded, onUnauthenticated, get } from "./api.js";
 import { pageHead } from "./components.js";
+import { openLoginDialog } from "./dialog.js";
 import { h, clear, toast } from "./dom.js";
+import { stopKeepAlive } from "./keepalive.js";
 import { stopWatching, watchElement } from "./live.js";
 import { loginFailure } from "./format.js";
 import { searchFilter } from "./iteraql.js";
@@ -61,6 +63,31 @@ function sendToLogin() {
 
 onUnauthenticated(sendToLogin);
 
+// A form's write that found its session ended logs in in place (dialog.js) and is sent again, as the user
+// who opened the page, or as someone else only if they say so (the page then learns who is logged in).
+// Someone else's login that is not to save is ended again: a later Save asks for a login once more
+// instead of acting as them.
+async function logInInPlace() {
+  const opener = session.user?.login ?? null;
+  const outcome = await openLoginDialog(opener);
+  if (outcome && outcome.user !== opener && !outcome.retry) {
+    await logout();
+    return false;
+  }
+  if (outcome && outcome.user !== opener) {
+    resetSession();
+    try {
+      await loadSession();
+      showTopbar(true);
+    } catch {
+      return false; // the new session could not be read: the write is not sent
+    }
+  }
+  return outcome?.retry === true;
+}
+
+onLoginNeeded(logInInPlace);
+
 let renderCount = 0;
 let barDrawn = false;
 
@@ -88,6 +115,7 @@ async function route() {
   const { path, query } = currentRoute();
   const ticket = ++renderCount;
   stopWatching();
+  stopKeepAlive();
   if (path === "/login") {
     showTopbar(false);
     renderLogin(query);

@@ -1,5 +1,5 @@
 // The control of one form field, by value type, with a function reading the value list the API expects;
-// and the relation picker, which finds candidates by name.
+// and the relation picker, which finds candidates by name (and keeps their names for a form's draft).
 
 import { get } from "./api.js";
 import { h } from "./dom.js";
@@ -169,10 +169,14 @@ export function relationPicker(targetType, multiple, values, id, label) {
     autocomplete: "off",
     "aria-controls": results.id,
   });
+  const node = h("div", { class: "picker" }, chips, search, results);
+  // A change of the chosen elements is a change of the form (its draft is kept from such events).
+  const changed = () => node.dispatchEvent(new Event("change", { bubbles: true }));
   const draw = () => {
     const remove = (ref) => () => {
       chosen = chosen.filter((c) => c.id !== ref.id);
       draw();
+      changed();
     };
     chips.replaceChildren(...chosen.map((ref) => chip(ref, remove(ref))));
   };
@@ -181,6 +185,7 @@ export function relationPicker(targetType, multiple, values, id, label) {
     search.value = "";
     results.replaceChildren();
     draw();
+    changed();
     search.focus();
   };
   let timer;
@@ -195,5 +200,7 @@ export function relationPicker(targetType, multiple, values, id, label) {
   draw();
   const read = () =>
     chosen.map((ref) => (ref.attributes ? { id: ref.id, attributes: ref.attributes } : { id: ref.id }));
-  return { node: h("div", { class: "picker" }, chips, search, results), read };
+  // With the names, for a draft: restored, the chips show them without asking the server.
+  const snapshot = () => chosen.map((ref) => ({ ...ref }));
+  return { node, read, snapshot };
 }

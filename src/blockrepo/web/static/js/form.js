@@ -1,10 +1,14 @@
 // Edit and create forms built from the metamodel; every validation problem at its field, and a 412 conflict
-// shown with the other change. The controls of one field are in controls.js, deletion in dialog.js.
+// shown with the other change. What was typed survives an ended session (a login in place, then the same
+// save) and a reload (a draft in sessionStorage). The controls of one field are in controls.js, deletion
+// in dialog.js.
 
 import { ApiError, api, get } from "./api.js";
 import { crumbs, pageHead } from "./components.js";
 import { buildControl, relationPicker } from "./controls.js";
+import { offerDraft } from "./dialog.js";
 import { h, toast, uniqueId } from "./dom.js";
+import { dropDraft, loadDraft, storeDraft } from "./drafts.js";
 import {
   changedProperties,
   comparable,
@@ -13,8 +17,11 @@ import {
   groupTitle,
   pointerProperty,
 } from "./format.js";
+import { keepSessionAlive } from "./keepalive.js";
 import { elementPath, elementRoute, href, listRoute } from "./paths.js";
-import { can, groupReadable, groupWritable, typeDef, typeLabel } from "./session.js";
+import { can, groupReadable, groupWritable, session, typeDef, typeLabel } from "./session.js";
+import { changedValues, draftKey } from "./unsaved.js";
+import { scenarioKey } from "./workspace.js";
 
 const NOT_EDITABLE = new Set([
   "id",
@@ -46,13 +53,15 @@ function fieldWrapper(fields, key, label, control, { mandatory = false, writable
     help ? h("p", { class: "help" }, help) : null,
     error,
   );
-  fields.push({ key, read: control.read, wrapper, error, writable, target });
+  const kept = control.snapshot || control.read;
+  fields.push({ key, read: control.read, snapshot: kept, wrapper, error, writable, target });
   return wrapper;
 }
 
 // The form's fieldsets: one per attribute group (properties the user may read and, when editing, the
-// element has), then one for the relations to types the user may read.
-function editorSections(def, { type, creating, original, fields }) {
+// element has), then one for the relations to types the user may read. The controls show `values`: the
+// element's, or a restored draft's over them.
+function editorSections(def, { type, creating, original, fields }, values = original) {
   const sections = new Map();
   const section = (title) => {
     if (!sections.has(title)) sections.set(title, h("fieldset", { class: "panel" }, h("legend", {}, title)));
@@ -64,8 +73,8 @@ function editorSections(def, { type, creating, original, fields }) {
     const id = uniqueId(`field-${property.name.replace(/\W/g, "_")}`);
     const control =
       property.name === "parent"
-        ? { ...relationPicker(type, false, original.parent, id, "parent"), id }
-        : { ...buildControl(property, original[property.name], id), id };
+        ? { ...relationPicker(type, false, values.parent, id, "parent"), id }
+        : { ...buildControl(property, values[property.name], id), id };
     const options = {
       mandatory: property.mandatory,
       writable: groupWritable(property.group),
@@ -78,7 +87,7 @@ function editorSections(def, { type, creating, original, fields }) {
   for (const end of def.relationEnds) {
     if (!can(end.type, "read") || (!creating && !(end.name in original))) continue;
     const id = uniqueId(`field-${end.name}`);
-    const control = { ...relationPicker(end.type, end.multiple, original[end.name], id, end.name), id };
+    const control = { ...relationPicker(end.type, end.multiple, values[end.name], id, end.name), id };
     section("Relations").append(
       fieldWrapper(fields, end.name, `${end.name} (${typeLabel(end.type)})`, control),
     );
@@ -96,6 +105,16 @@ function collect({ fields, creating, original }) {
       body[field.key] = value;
   }
   return body;
+}
+
+// What the writable fields hold now, as the API takes it (relations with their names, for a draft).
+function snapshot(fields) {
+  return Object.fromEntries(fields.filter((f) => f.writable).map((f) => [f.key, f.snapshot()]));
+}
+
+// The draft holds what differs from the form as it was opened; nothing once that is undone.
+function rememberDraft(editor) {
+  storeDraft(editor.draftKey, editor.user, changedValues(snapshot(editor.fields), editor.initial));
 }
 
 function markInvalid(field, message) {
@@ -133,6 +152,7 @@ async function save(editor, ifMatch, changes) {
   const { type, id, creating, navigate, submit, formError } = editor;
   const body = changes || collect(editor);
   if (!creating && !Object.keys(body).length) {
+    dropDraft(editor.draftKey);
     navigate(elementRoute(type, id));
     return;
   }
@@ -140,17 +160,23 @@ async function save(editor, ifMatch, changes) {
   formError.textContent = "";
   try {
     if (creating) {
-      const { data } = await api("POST", `/api/element/${encodeURIComponent(type)}`, { body });
+      // An ended session logs in in place and sends the same body again (api.js).
+      const path = `/api/element/${encodeURIComponent(type)}`;
+      const { data } = await api("POST", path, { body, auth: "relogin" });
+      dropDraft(editor.draftKey);
       toast(`Created ${data.name[0]}`);
       navigate(elementRoute(type, data.id[0]));
     } else {
-      await api("PUT", elementPath(type, id), { body, headers: ifMatch ? { "If-Match": ifMatch } : {} });
+      const headers = ifMatch ? { "If-Match": ifMatch } : {};
+      await api("PUT", elementPath(type, id), { body, headers, auth: "relogin" });
+      dropDraft(editor.draftKey);
       toast("Saved");
       navigate(elementRoute(type, id));
     }
   } catch (error) {
-    if (!(error instanceof ApiError) || error.status === 401) throw error;
-    if (error.status === 412) await showConflict(editor, body);
+    if (error.loginCancelled) formError.textContent = error.message;
+    else if (!(error instanceof ApiError) || error.status === 401) throw error;
+    else if (error.status === 412) await showConflict(editor, body);
     else showProblems(editor, error);
   } finally {
     submit.disabled = false;
@@ -183,6 +209,10 @@ function conflictTable(original, theirs, mine) {
 // Someone saved in between: what they changed beside what the user changed, and the two ways on.
 async function showConflict(editor, mine) {
   const { data: theirs, etag: theirEtag } = await get(elementPath(editor.type, editor.id));
+  const reload = () => {
+    dropDraft(editor.draftKey);
+    location.reload();
+  };
   const overwrite = () => {
     editor.etag = theirEtag;
     editor.conflict.replaceChildren();
@@ -202,7 +232,7 @@ async function showConflict(editor, mine) {
         { class: "actions" },
         h(
           "button",
-          { type: "button", class: "button", id: "conflict-reload", onclick: () => location.reload() },
+          { type: "button", class: "button", id: "conflict-reload", onclick: reload },
           "Discard mine and load theirs",
         ),
         h(
@@ -228,6 +258,43 @@ function editorHead(def, { type, creating, original }) {
   );
 }
 
+// A draft of this very form (the same route, scenario and revision, typed by the same user) is offered
+// back once the form is on the page.
+function offerStoredDraft(def, editor, form) {
+  const draft = loadDraft(editor.draftKey, editor.user);
+  if (!draft) return;
+  setTimeout(async () => {
+    if (!form.isConnected) return;
+    if (await offerDraft(draft.savedAt)) restoreDraft(def, editor, draft.values);
+    else dropDraft(editor.draftKey);
+  }, 0);
+}
+
+// The form drawn again with the draft's values over the element's; only fields the user may still write.
+function restoreDraft(def, editor, values) {
+  const writable = new Set(editor.fields.filter((f) => f.writable).map((f) => f.key));
+  const kept = Object.fromEntries(Object.entries(values).filter(([key]) => writable.has(key)));
+  editor.fields = [];
+  editor.fieldArea.replaceChildren(...editorSections(def, editor, { ...editor.original, ...kept }));
+  rememberDraft(editor);
+  editor.fields.find((f) => f.key in kept)?.target.focus();
+}
+
+function formParts(editor) {
+  editor.formError = h("div", { class: "form-error", role: "alert", id: "form-error" });
+  editor.conflict = h("div", { id: "conflict", role: "alert" });
+  editor.sessionNote = h(
+    "p",
+    { class: "notice", id: "session-ended", role: "status", hidden: true },
+    "Your session has ended. What you typed is kept: you log in again when you save.",
+  );
+  editor.submit = h(
+    "button",
+    { type: "submit", class: "button primary", id: "save-element" },
+    editor.creating ? "Create" : "Save",
+  );
+}
+
 export async function renderEditor({ params, navigate }) {
   const [type, id] = params;
   const creating = id === undefined;
@@ -235,31 +302,42 @@ export async function renderEditor({ params, navigate }) {
   if (!def) throw new ApiError(404, { title: "Not Found", detail: `no type ${type}` });
   const loaded = creating ? { data: {}, etag: null } : await get(elementPath(type, id));
   const editor = { type, id, creating, navigate, original: loaded.data, etag: loaded.etag, fields: [] };
-  const sections = editorSections(def, editor);
-  editor.formError = h("div", { class: "form-error", role: "alert", id: "form-error" });
-  editor.conflict = h("div", { id: "conflict", role: "alert" });
-  editor.submit = h(
-    "button",
-    { type: "submit", class: "button primary", id: "save-element" },
-    creating ? "Create" : "Save",
-  );
+  editor.user = session.user?.login ?? null;
+  editor.draftKey = draftKey({
+    route: creating ? `/new/${encodeURIComponent(type)}` : `${elementRoute(type, id)}/edit`,
+    scenario: scenarioKey(),
+    revision: creating ? null : (loaded.data.revision?.[0] ?? null),
+  });
+  editor.fieldArea = h("div", { class: "form-fields" }, editorSections(def, editor));
+  editor.initial = snapshot(editor.fields);
+  formParts(editor);
   const onsubmit = (event) => {
     event.preventDefault();
     save(editor, editor.etag);
   };
+  const remember = () => rememberDraft(editor);
   const cancel = creating ? href(listRoute(type)) : href(elementRoute(type, id));
   const form = h(
     "form",
-    { class: "element-form", novalidate: true, onsubmit },
+    { class: "element-form", novalidate: true, onsubmit, oninput: remember, onchange: remember },
     editor.conflict,
-    sections,
+    editor.sessionNote,
+    editor.fieldArea,
     editor.formError,
     h(
       "div",
       { class: "form-actions" },
       editor.submit,
-      h("a", { class: "button subtle", href: cancel }, "Cancel"),
+      h("a", { class: "button subtle", href: cancel, onclick: () => dropDraft(editor.draftKey) }, "Cancel"),
     ),
   );
+  const showEnded = (ended) => {
+    editor.sessionNote.hidden = !ended;
+  };
+  keepSessionAlive(form, session.user?.sessionIdleTimeout ?? null, {
+    onEnded: () => showEnded(true),
+    onRenewed: () => showEnded(false),
+  });
+  offerStoredDraft(def, editor, form);
   return h("div", {}, editorHead(def, editor), form);
 }

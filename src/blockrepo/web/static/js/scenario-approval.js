@@ -195,11 +195,12 @@ async function proposeForm(panel, scenario) {
     try {
       const { data } = await api("POST", scenarioPath(scenario.key, "review"), {
         body: { reviewers: logins, requiredApprovals: required },
+        auth: "relogin",
       });
       toast("Proposed for review");
       panel.update(data);
     } catch (failure) {
-      if (failure.status === 401) throw failure;
+      if (failure.status === 401 && !failure.loginCancelled) throw failure;
       error.textContent = problemText(failure.message, failure.problem);
       submit.disabled = false;
     }

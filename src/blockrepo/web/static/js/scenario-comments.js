@@ -63,12 +63,12 @@ function commentForm(review, { element = null, fields = [], label, onAdded }) {
     if (field?.value) body.field = field.value;
     submit.disabled = true;
     try {
-      await api("POST", scenarioPath(review.key, "comments"), { body });
+      await api("POST", scenarioPath(review.key, "comments"), { body, auth: "relogin" });
       await loadComments(review);
       toast("Comment added");
       onAdded();
     } catch (failure) {
-      if (failure.status === 401) throw failure;
+      if (failure.status === 401 && !failure.loginCancelled) throw failure;
       error.textContent = problemText(failure.message, failure.problem);
       submit.disabled = false;
     }

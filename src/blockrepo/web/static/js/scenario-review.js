@@ -9,6 +9,7 @@ import { pageHead } from "./components.js";
 import { buildControl, relationPicker } from "./controls.js";
 import { h, toast, uniqueId } from "./dom.js";
 import { formatTime } from "./format.js";
+import { keepSessionAlive } from "./keepalive.js";
 import { elementRoute, href, scenarioPath, scenarioRoute, scenariosRoute } from "./paths.js";
 import {
   actionLabel,
@@ -137,11 +138,11 @@ async function settle(review, item, conflict, take, value, error) {
   try {
     const body = { element: item.element.id, field: conflict.field, take };
     if (take === "value") body.value = value;
-    await api("POST", scenarioPath(review.key, "resolutions"), { body });
+    await api("POST", scenarioPath(review.key, "resolutions"), { body, auth: "relogin" });
     toast(`Settled ${conflict.field === "*" ? item.element.name : conflict.field}`);
     await review.redraw(item.element.id);
   } catch (failure) {
-    if (failure.status === 401) throw failure;
+    if (failure.status === 401 && !failure.loginCancelled) throw failure;
     error.textContent = problemText(failure.message, failure.problem);
   }
 }
@@ -372,7 +373,7 @@ export async function renderScenarioReview({ params, query }) {
   const merge = scenario.state === "open" ? mergePanel(review) : null;
   const status = await reviewPanel(review, () => review.updateMergeGate?.());
   review.status = status;
-  return h(
+  const page = h(
     "div",
     { class: "scenario-review", "data-scenario": key, "data-state": scenario.state },
     pageHead(
@@ -394,4 +395,7 @@ export async function renderScenarioReview({ params, query }) {
     scenarioThread(review),
     merge,
   );
+  // Its forms (comments, resolutions, sharing) keep the session while their user works in them.
+  keepSessionAlive(page, session.user?.sessionIdleTimeout ?? null);
+  return page;
 }

@@ -103,11 +103,11 @@ async function save(panel, scenario, rows, { error, submit }) {
   rows.forEach((row) => row.markRefused(false));
   submit.disabled = true;
   try {
-    const { data } = await api("PUT", scenarioPath(scenario.key, "shares"), { body });
+    const { data } = await api("PUT", scenarioPath(scenario.key, "shares"), { body, auth: "relogin" });
     toast(sharesText(data.shares));
     panel.update(data.shares);
   } catch (failure) {
-    if (failure.status === 401) throw failure;
+    if (failure.status === 401 && !failure.loginCancelled) throw failure;
     error.textContent = problemText(failure.message, failure.problem);
     const refused = refusedShareRows(failure.problem, sent).map((index) => rows[index]);
     refused.forEach((row) => row.markRefused(true));
