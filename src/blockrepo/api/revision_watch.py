@@ -9,8 +9,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 
-from anyio import to_thread
-
+from blockrepo.api.background_threads import run_to_end
 from blockrepo.history.stream import AFTER_REVISION, FeedRow, RecentRows
 
 log = logging.getLogger("blockrepo.api")
@@ -102,7 +101,7 @@ class RevisionWatch:
         if task is not None and self._loop is asyncio.get_running_loop() and not task.done():
             task.cancel()
             with suppress(asyncio.CancelledError):
-                await task  # a read in a worker thread is waited for: anyio shields it
+                await task  # a read under way in a worker thread is waited for (`run_to_end`)
         self._task = None
 
     async def _poll(self) -> None:
@@ -119,14 +118,14 @@ class RevisionWatch:
         """Read what committed since the last read; whether more is waiting to be read at once."""
         if self._read_position is None:
             # The first read starts now: streams that began earlier read the database until they get here.
-            first = await to_thread.run_sync(self._read_after, None, 0)
+            first = await run_to_end(self._read_after, None, 0)
             self._read_position = (first.through, AFTER_REVISION)
             self._recent = Recent(
                 self._read_position, first.through, first.metamodel_revision, first.access_revision
             )
             self._wake()
             return False
-        read = await to_thread.run_sync(self._read_after, self._read_position, READ_PER_POLL)
+        read = await run_to_end(self._read_after, self._read_position, READ_PER_POLL)
         self._rows.extend(read.rows)
         self._keys.extend((row.revision, row.change_id) for row in read.rows)
         self._read_position = read.position

@@ -22,6 +22,7 @@ from anyio import to_thread
 
 from blockrepo import __version__
 from blockrepo.access.actor import ActorCache
+from blockrepo.api.background_threads import run_to_end
 from blockrepo.databases import Databases
 from blockrepo.errors import BlockrepoError, Forbidden
 from blockrepo.metamodel.service import MetamodelCache
@@ -80,7 +81,7 @@ class WebhookWorker:
             while True:
                 busy = False
                 try:
-                    due = await to_thread.run_sync(self._due)
+                    due = await run_to_end(self._due)
                     if due:
                         busy = True
                         await asyncio.gather(*(turn(webhook_id) for webhook_id in due))
@@ -128,11 +129,11 @@ class WebhookWorker:
             return Outcome(None, None, f"{type(exc).__name__}: {exc}"[:500], _elapsed(start))
 
     async def _deliver(self, webhook_id: int, client: httpx.AsyncClient) -> None:
-        if not await to_thread.run_sync(self._claim, webhook_id):
+        if not await run_to_end(self._claim, webhook_id):
             return
         try:
             for _ in range(MESSAGES_PER_TURN):
-                prepared = await to_thread.run_sync(self._prepare, webhook_id)
+                prepared = await run_to_end(self._prepare, webhook_id)
                 if prepared is None or prepared.step.message is None:
                     if prepared is not None and prepared.step.advance_to is not None:
                         continue  # passed over changes with nothing to send: look further
@@ -142,10 +143,10 @@ class WebhookWorker:
                 disabling = service.would_disable(
                     prepared.hook, outcome, self._settings.webhook_disable_after
                 )
-                if not await to_thread.run_sync(self._record, message, outcome, disabling):
+                if not await run_to_end(self._record, message, outcome, disabling):
                     return
         finally:
-            await to_thread.run_sync(self._release, webhook_id)
+            await run_to_end(self._release, webhook_id)
 
     def _due(self) -> list[int]:
         with self._databases.session(writing=False) as db:
