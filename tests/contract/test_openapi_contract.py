@@ -108,6 +108,9 @@ NUL_IN_TEXT = KnownRefusal("no text may hold NUL", "validation_failed", (NUL,))
 NUL_IN_QUERY = KnownRefusal(
     "no query parameter may hold NUL", "validation_failed", (("invalid_character", "query:"),)
 )
+PROJECTED_SCENARIOS = KnownRefusal(
+    "a projection applies at most 20 scenarios", "validation_failed", (("too_many", "query:scenarios"),)
+)
 NUMBER_ONLY_SETTINGS = KnownRefusal(
     "unit, min and max apply only to number attributes, and an update without `valueType` keeps the stored "
     "one; no text may hold NUL",
@@ -308,6 +311,8 @@ KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
     ("PUT", "/api/metamodel/relationtypes/{name}"): (NUL_IN_TEXT,),
     ("POST", "/api/metamodel/types"): (NUL_IN_TEXT,),
     ("PUT", "/api/metamodel/types/{type}"): (NUL_IN_TEXT,),
+    ("GET", "/api/projection"): (HISTORY_CURSOR, NUL_IN_QUERY, PROJECTED_SCENARIOS),
+    ("GET", "/api/projection/diff"): (HISTORY_CURSOR, NUL_IN_QUERY, PROJECTED_SCENARIOS),
     ("GET", "/api/history"): (HISTORY_CURSOR, NUL_IN_QUERY),
     ("GET", "/api/history/diff"): (DIFF_RANGE, HISTORY_CURSOR, NUL_IN_QUERY),
     ("GET", "/api/history/{type}"): (HISTORY_CURSOR, NUL_IN_QUERY, ONE_SCENARIO),
