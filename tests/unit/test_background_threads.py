@@ -7,8 +7,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from blockrepo.api.background_threads import run_to_end
+
+T = TypeVar("T")
+
+
+def run_in_own_loop(main: Callable[[], Awaitable[T]]) -> T:
+    """`main()` on an event loop of its own, on a thread of its own: whatever loop another test left
+    running on this thread is not this one's business."""
+
+    async def wrapped() -> T:
+        return await main()
+
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(asyncio.run, wrapped()).result(timeout=60)
 
 
 def test_a_cancelled_task_waits_for_its_threads_work_and_its_cleanup() -> None:
@@ -36,8 +52,11 @@ def test_a_cancelled_task_waits_for_its_threads_work_and_its_cleanup() -> None:
             await task
         return list(finished)  # what had run when the cancelled task was done
 
-    assert asyncio.run(main()) == ["read", "released"]
+    assert run_in_own_loop(main) == ["read", "released"]
 
 
 def test_an_uncancelled_call_answers_what_the_function_returns() -> None:
-    assert asyncio.run(run_to_end(lambda left, right: left + right, 2, 3)) == 5
+    async def main() -> int:
+        return await run_to_end(lambda left, right: left + right, 2, 3)
+
+    assert run_in_own_loop(main) == 5
