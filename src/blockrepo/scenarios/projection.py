@@ -60,12 +60,7 @@ def project(
     MASSDATA and read on the type; what the caller may not read is left out as everywhere."""
     require_massdata(actor)
     type_def = elements.resolve_type(metamodel, actor, type_name)
-    size = PROJECTION_LIMIT if limit is None else limit
-    if not 1 <= size <= PROJECTION_MAX_LIMIT:
-        raise ValidationFailed(
-            f"limit must be between 1 and {PROJECTION_MAX_LIMIT}",
-            errors=[ErrorItem("query:limit", "out_of_range", f"1 to {PROJECTION_MAX_LIMIT}")],
-        )
+    size = _page_size(limit)
     chosen = _scenarios(db, actor, scenario_keys)
     effective = sorted(
         (s for s in chosen if s.effective_date is None or s.effective_date <= at),
@@ -120,12 +115,7 @@ def compare(
     (`base`) and on `end` (`main`), relation ends and children as entries added and removed."""
     require_massdata(actor)
     type_def = elements.resolve_type(metamodel, actor, type_name)
-    size = PROJECTION_LIMIT if limit is None else limit
-    if not 1 <= size <= PROJECTION_MAX_LIMIT:
-        raise ValidationFailed(
-            f"limit must be between 1 and {PROJECTION_MAX_LIMIT}",
-            errors=[ErrorItem("query:limit", "out_of_range", f"1 to {PROJECTION_MAX_LIMIT}")],
-        )
+    size = _page_size(limit)
     chosen = _scenarios(db, actor, scenario_keys)
     created = {s.id: repository.created_ids_of_type(db, s.id, type_def.name) for s in chosen}
 
@@ -211,6 +201,17 @@ def _difference(
         return None
     element = {"id": shown["id"][0], "type": view.type_def.name, "name": shown["name"][0]}
     return {"element": element, "action": action, "fields": fields}
+
+
+def _page_size(limit: int | None) -> int:
+    """The page size asked for (default PROJECTION_LIMIT), within 1 to PROJECTION_MAX_LIMIT."""
+    size = PROJECTION_LIMIT if limit is None else limit
+    if not 1 <= size <= PROJECTION_MAX_LIMIT:
+        raise ValidationFailed(
+            f"limit must be between 1 and {PROJECTION_MAX_LIMIT}",
+            errors=[ErrorItem("query:limit", "out_of_range", f"1 to {PROJECTION_MAX_LIMIT}")],
+        )
+    return size
 
 
 def _fields(
