@@ -299,6 +299,12 @@ def remove_element_rows(db: Session, scenario_id: int, element_id: int) -> None:
     )
 
 
+def newest_change_id(db: Session, scenario_id: int) -> int:
+    """The scenario's newest change row (0 when it has none)."""
+    newest = db.scalar(select(func.max(ScenarioChange.id)).where(ScenarioChange.scenario_id == scenario_id))
+    return int(newest or 0)
+
+
 def change_page(
     db: Session, scenario_id: int, element_id: int | None, after: int, limit: int
 ) -> list[ScenarioChange]:

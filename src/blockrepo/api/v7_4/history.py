@@ -12,6 +12,7 @@ from anyio import to_thread
 from fastapi import APIRouter, Depends, Header, Path, Query, Request
 from fastapi.responses import StreamingResponse
 
+from blockrepo.api.background_threads import run_to_end
 from blockrepo.api.context import AppServices, RequestContext, principal_of, request_context, session_context
 from blockrepo.api.cursors import HISTORY
 from blockrepo.api.limits import PAGE_SIZE_BOUNDS
@@ -26,7 +27,7 @@ from blockrepo.api.parameters import (
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
 from blockrepo.auth.basic import Principal
-from blockrepo.errors import Forbidden, Unauthenticated
+from blockrepo.errors import ErrorItem, Forbidden, NotFound, Unauthenticated, ValidationFailed
 from blockrepo.history import diff, service, stream
 from blockrepo.history.schemas import (
     CURSOR_DESCRIPTION,
@@ -39,6 +40,7 @@ from blockrepo.history.schemas import (
     TYPE_HISTORY_DESCRIPTION,
     HistoryPage,
 )
+from blockrepo.scenarios import feed as scenario_feed
 from blockrepo.scenarios import service as scenarios
 
 router = APIRouter(tags=["history"])
@@ -177,8 +179,12 @@ revision, none twice (a revision larger than 500 changesets may be sent again in
 `Last-Event-ID`, `sinceRevision` is where it starts; without either, only what changes from now on. `type`
 and `operation` (`created`, `updated`, `deleted`, comma-separated) narrow it. A comment line every 15 s
 (`stream_heartbeat`) keeps proxies from closing an idle stream. Rights are read again before each batch:
-a right the caller loses applies at once, and a disabled account's stream ends. Needs `VIEW_HISTORY`. Not
-part of LUY 7.4 (API.md section 11)."""
+a right the caller loses applies at once, and a disabled account's stream ends. Needs `VIEW_HISTORY`.
+
+With `scenario` (or the `Blockrepo-Scenario` header) it is the live feed of that planning scenario's own
+changesets, in the shape history in the scenario gives them (`scenarioChange`, `viaScenario`), each event
+with `id: <scenarioChange>`, which `Last-Event-ID` resumes after (`sinceRevision` does not apply: 400). A
+reader who no longer sees the scenario gets an `end` event. Not part of LUY 7.4 (API.md section 11)."""
 
 
 @router.get(
@@ -210,10 +216,23 @@ async def history_stream(
     operation: Annotated[
         str | None, Query(description="only these operations: created, updated, deleted (comma-separated)")
     ] = None,
+    scenario: ScenarioQuery = None,
+    scenario_header: ScenarioHeader = None,
 ) -> StreamingResponse:
     services: AppServices = request.app.state.services
     principal = principal_of(request)
     request_id = request.scope["state"]["request_id"]
+    key = scenario_named(scenario, scenario_header)
+    if key is not None:
+        after, chosen = await to_thread.run_sync(
+            _scenario_opened, services, principal, request_id, key, given(last_event_id),
+            given(since_revision), given(type_name), given(operation),
+        )  # fmt: skip
+        return StreamingResponse(
+            _scenario_events(services, principal, request_id, key, after, chosen),
+            media_type="text/event-stream",
+            headers={"X-Accel-Buffering": "no"},
+        )
     start, chosen = await to_thread.run_sync(
         _opened, services, principal, request_id, given(last_event_id), given(since_revision),
         given(type_name), given(operation),
@@ -319,6 +338,81 @@ async def _events(
             sent = batch.complete_revision
             yield f"id: {sent}\n\n".encode()
         position = batch.position
+
+
+# How often a stream in a scenario looks for new changesets while none come (the revision watch serves
+# main's streams; a scenario's rows are read by each stream, one indexed query a look).
+SCENARIO_POLL_SECONDS = 0.5
+
+
+def _scenario_opened(
+    services: AppServices,
+    principal: Principal,
+    request_id: str,
+    key: str,
+    last_event_id: str | None,
+    since_revision: str | None,
+    type_name: str | None,
+    operation: str | None,
+) -> tuple[int, stream.StreamFilter]:
+    """Where a stream in a scenario starts and what it lets through; 400/403/404 before it begins."""
+    if since_revision is not None:
+        raise ValidationFailed(
+            "sinceRevision and scenario cannot be combined: a scenario's stream resumes with Last-Event-ID",
+            errors=[ErrorItem("query:sinceRevision", "not_with_scenario", "leave out sinceRevision")],
+        )
+    with session_context(services, principal, request_id, writing=False) as ctx:
+        chosen = stream.stream_filter(ctx.actor, ctx.metamodel, type_name, operation)
+        return scenario_feed.stream_start(ctx.db, ctx.actor, key, last_event_id), chosen
+
+
+def _scenario_batch(
+    services: AppServices,
+    principal: Principal,
+    request_id: str,
+    key: str,
+    chosen: stream.StreamFilter,
+    after: int,
+) -> scenario_feed.ScenarioBatch:
+    _still_valid(services, principal)
+    with session_context(services, principal, request_id, writing=False) as ctx:
+        return scenario_feed.stream_batch(
+            ctx.db, ctx.actor, ctx.metamodel, key, after,
+            type_name=chosen.type_name, operations=chosen.operations,
+        )  # fmt: skip
+
+
+async def _scenario_events(
+    services: AppServices,
+    principal: Principal,
+    request_id: str,
+    key: str,
+    after: int,
+    chosen: stream.StreamFilter,
+) -> AsyncIterator[bytes]:
+    yield f"retry: 2000\n: changes in scenario {key} after {after}\n\n".encode()
+    heartbeat = services.settings.stream_heartbeat
+    loop = asyncio.get_running_loop()
+    quiet_since = loop.time()
+    while True:
+        try:
+            batch = await run_to_end(_scenario_batch, services, principal, request_id, key, chosen, after)
+        except (Unauthenticated, Forbidden, NotFound) as refused:
+            problem = orjson.dumps({"code": refused.instance_code, "detail": refused.detail})
+            yield b"event: end\ndata: " + problem + b"\n\n"
+            return
+        for item in batch.items:
+            yield b"event: change\nid: %d\ndata: " % item["scenarioChange"] + orjson.dumps(item) + b"\n\n"
+        if batch.after > after:
+            if not batch.items or batch.items[-1]["scenarioChange"] != batch.after:
+                yield b"id: %d\n\n" % batch.after  # rows passed over: a reconnect need not read them again
+            after, quiet_since = batch.after, loop.time()
+        if batch.more:
+            continue
+        if loop.time() - quiet_since >= heartbeat:
+            quiet_since = loop.time()
+            yield b": heartbeat\n\n"
+        await asyncio.sleep(SCENARIO_POLL_SECONDS)
 
 
 def _still_valid(services: AppServices, principal: Principal) -> None:
