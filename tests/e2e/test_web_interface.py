@@ -526,6 +526,37 @@ def test_an_element_page_shows_a_change_someone_else_just_made(page: Page, api: 
     page.locator("#toast", has_text="system changed this element").wait_for()
 
 
+def test_an_element_page_in_a_scenario_shows_a_change_just_written_in_the_scenario(
+    page: Page, api: httpx.Client
+) -> None:
+    made = api.post("/api/scenarios", json={"name": "Live scenario probe"})
+    assert made.status_code == 201, made.text
+    scenario = made.json()
+    created = api.post(
+        "/api/element/BusinessProcess",
+        json={"name": ["Planned live probe"]},
+        params={"scenario": scenario["key"]},
+    )
+    assert created.status_code == 201, created.text
+    element = created.json()["id"][0]
+    page.goto("/")
+    log_in(page)
+    # The tab works in the scenario (as the switcher leaves it).
+    page.evaluate("(s) => sessionStorage.setItem('blockrepo.scenario', JSON.stringify(s))", scenario)
+    open_hash(page, f"#/element/BusinessProcess/{element}")
+    page.locator("h1", has_text="Planned live probe").wait_for()
+    page.locator('html[data-live="open"]').wait_for(state="attached")
+    # Another session's write in the scenario shows without a reload.
+    changed = api.patch(
+        f"/api/element/BusinessProcess/{element}",
+        json={"description": ["Changed in the scenario elsewhere"]},
+        params={"scenario": scenario["key"]},
+    )
+    assert changed.status_code == 200, changed.text
+    page.locator('[data-property="description"]', has_text="Changed in the scenario elsewhere").wait_for()
+    page.locator("#toast", has_text="system changed this element in the scenario").wait_for()
+
+
 def test_plan_in_a_scenario_settle_a_conflict_review_and_merge(
     page: Page, browser: Browser, server: LiveServer, api: httpx.Client
 ) -> None:

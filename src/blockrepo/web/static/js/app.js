@@ -164,15 +164,20 @@ async function route() {
 // An element page (not as of a past revision) draws itself again when someone changes the element.
 function watchShownElement(ticket) {
   const page = main.querySelector(".element-page");
-  // In a scenario the stream (main's changes) says nothing about the element as the scenario has it.
-  if (!page || page.dataset.asOf || scenarioKey() || !hasFunction("VIEW_HISTORY")) return;
+  if (!page || page.dataset.asOf || !hasFunction("VIEW_HISTORY")) return;
   const revision = Number(page.dataset.revision);
-  watchElement(page.dataset.type, page.dataset.id, revision, (change) => {
+  const scenario = scenarioKey();
+  const onChange = (change) => {
     if (ticket !== renderCount) return;
     stopWatching();
-    toast(`${change.user} changed this element (revision ${change.revision})`);
+    toast(
+      scenario
+        ? `${change.user} changed this element in the scenario`
+        : `${change.user} changed this element (revision ${change.revision})`,
+    );
     route();
-  });
+  };
+  watchElement(page.dataset.type, page.dataset.id, revision, onChange, scenario);
 }
 
 function showFailure(error) {

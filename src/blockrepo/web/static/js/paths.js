@@ -31,8 +31,8 @@ export function scenarioPath(key, action = "") {
 // search, history and the rest of the API know no scenario yet and answer with main.
 export function scenarioScoped(path) {
   if (path === "/api/element" || path.startsWith("/api/element/")) return true;
-  // An element's or a type's history reads the scenario; the feed, its stream and landscape diffs are
-  // main's (and refuse the header).
+  // An element's or a type's history reads the scenario; the feed and landscape diffs are main's (and
+  // refuse the header); the stream names its scenario in its query (an EventSource sends no headers).
   const history = /^\/api\/history\/([^/?]+)(\/\d+)?$/.exec(path);
   if (history !== null) return !["diff", "stream"].includes(history[1]);
   // Lists and queries read the scenario; export and import work on main only (and refuse the header).
