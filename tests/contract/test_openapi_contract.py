@@ -254,6 +254,8 @@ WEBHOOK_BODY = KnownRefusal(
         ("unresolvable_target", "/url"),
         ("target_not_allowed", "/url"),
         ("unknown_type", "/types/"),
+        # A scenario's webhook (`scope: scenario:<key>`) delivers element and relation events only.
+        ("not_in_scenario", "/events"),
         NUL,
     ),
 )

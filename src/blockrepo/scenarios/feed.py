@@ -1,9 +1,9 @@
-"""A scenario's own changesets after a position, for the live change stream inside a scenario."""
+"""A scenario's own changesets after a position: the live change stream and the webhooks of a scenario."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Set
+from collections.abc import Iterable, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,3 +78,21 @@ def stream_batch(
         if shown is not None:
             items.append(shown)
     return ScenarioBatch(items, rows[-1].id if rows else after, more)
+
+
+def scenario_id_of(db: Session, actor: Actor, key: str) -> int:
+    """The id of the scenario of `key` if `actor` sees it (404 otherwise), as a webhook keeps it."""
+    return visible_scenario(db, actor, key).id
+
+
+def scenario_key(db: Session, scenario_id: int) -> str | None:
+    return repository.scenario_key(db, scenario_id)
+
+
+def newest_change_ids(db: Session, scenario_ids: Iterable[int]) -> dict[int, int]:
+    """The newest change row of each scenario that has one (what a webhook's cursor is compared with)."""
+    return repository.newest_change_ids(db, scenario_ids)
+
+
+def newest_change_id(db: Session, scenario_id: int) -> int:
+    return repository.newest_change_id(db, scenario_id)

@@ -305,6 +305,20 @@ def newest_change_id(db: Session, scenario_id: int) -> int:
     return int(newest or 0)
 
 
+def newest_change_ids(db: Session, scenario_ids: Iterable[int]) -> dict[int, int]:
+    """The newest change row of each of the scenarios that have one."""
+    statement = (
+        select(ScenarioChange.scenario_id, func.max(ScenarioChange.id))
+        .where(ScenarioChange.scenario_id.in_(sorted(set(scenario_ids))))
+        .group_by(ScenarioChange.scenario_id)
+    )
+    return {int(scenario_id): int(newest) for scenario_id, newest in db.execute(statement)}
+
+
+def scenario_key(db: Session, scenario_id: int) -> str | None:
+    return db.scalar(select(Scenario.key).where(Scenario.id == scenario_id))
+
+
 def change_page(
     db: Session, scenario_id: int, element_id: int | None, after: int, limit: int
 ) -> list[ScenarioChange]:

@@ -29,6 +29,11 @@ class Webhook(Base):
     restriction: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_by: Mapped[str] = mapped_column(String(255), nullable=False)
     created_at: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    # The planning scenario whose own changes it delivers (None: main's); its cursor is then
+    # (0, the scenario's change number).
+    scenario_id: Mapped[int | None] = mapped_column(
+        ForeignKey("scenario.id", ondelete="CASCADE"), nullable=True, index=True
+    )
     # JSON text: the event types, the building block types (None: every one) and the conditions.
     events: Mapped[str] = mapped_column(Text, nullable=False)
     type_names: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from blockrepo.access.models import User
@@ -53,8 +53,10 @@ def due_webhook_ids(db: Session, now: float, worker: str, limit: int, newest: in
             Webhook.next_attempt_at <= now,
             or_(Webhook.lease_owner.is_(None), Webhook.lease_until < now, Webhook.lease_owner == worker),
             or_(
-                Webhook.cursor_revision < newest,
-                Webhook.cursor_change < whole,
+                and_(
+                    Webhook.scenario_id.is_(None),
+                    or_(Webhook.cursor_revision < newest, Webhook.cursor_change < whole),
+                ),
                 Webhook.pending_revision.is_not(None),
             ),
         )
@@ -62,6 +64,30 @@ def due_webhook_ids(db: Session, now: float, worker: str, limit: int, newest: in
         .limit(limit)
     )
     return list(db.scalars(statement))
+
+
+def waiting_scenario_webhooks(db: Session, now: float, worker: str, limit: int) -> list[tuple[int, int, int]]:
+    """(id, scenario id, cursor change) of the active subscriptions to a scenario's changes with no message
+    pending, due now and held by no other worker, oldest due first (whether the scenario has changes
+    after the cursor is the scenarios service's to say)."""
+    statement = (
+        select(Webhook.id, Webhook.scenario_id, Webhook.cursor_change)
+        .where(
+            Webhook.scenario_id.is_not(None),
+            Webhook.active.is_(True),
+            Webhook.disabled_at.is_(None),
+            Webhook.next_attempt_at <= now,
+            or_(Webhook.lease_owner.is_(None), Webhook.lease_until < now, Webhook.lease_owner == worker),
+            Webhook.pending_revision.is_(None),
+        )
+        .order_by(Webhook.next_attempt_at, Webhook.id)
+        .limit(limit)
+    )
+    return [
+        (webhook_id, scenario_id, cursor)
+        for webhook_id, scenario_id, cursor in db.execute(statement)
+        if scenario_id is not None
+    ]
 
 
 def take_lease(db: Session, webhook_id: int, worker: str, now: float, until: float) -> bool:
@@ -138,14 +164,16 @@ def postpone(db: Session, webhook_id: int, worker: str, until: float) -> None:
 
 
 def backlog_figures(db: Session, newest: int) -> tuple[int, int, int, int | None]:
-    """Of the active webhooks: how many, how many are behind the revision `newest`, how many are failing,
-    and the oldest cursor's revision (None: no active webhook)."""
+    """Of the active webhooks: how many, how many of main's are behind the revision `newest`, how many are
+    failing, and the oldest cursor's revision of main's (None: no active webhook of main's). A scenario's
+    webhook counts its cursor in the scenario's changes, not in revisions."""
+    of_main = Webhook.scenario_id.is_(None)
     row = db.execute(
         select(
             func.count(),
-            func.count().filter(Webhook.cursor_revision < newest),
+            func.count().filter(of_main, Webhook.cursor_revision < newest),
             func.count(Webhook.failing_since),
-            func.min(Webhook.cursor_revision),
+            func.min(Webhook.cursor_revision).filter(of_main),
         ).where(Webhook.active.is_(True), Webhook.disabled_at.is_(None))
     ).one()
     return int(row[0]), int(row[1]), int(row[2]), None if row[3] is None else int(row[3])

@@ -78,7 +78,12 @@ class WebhookCreate(ApiModel):
     conditions: list[Condition] | None = Field(
         None, max_length=32, description="only element and relation events for which every one holds"
     )
-    scope: Literal["main"] = Field("main", description="the landscape whose changes it delivers")
+    scope: str = Field(
+        "main",
+        pattern=r"^(main|scenario:[A-Za-z0-9._~-]{1,64})$",
+        description="the landscape whose changes it delivers: `main`, or `scenario:<key>`, the changes "
+        "written in that planning scenario (element and relation events only)",
+    )
     payload: Literal["thin", "full"] = Field(
         "thin", description="thin: ids and the changes; full: also each element as the REST API renders it"
     )
@@ -86,7 +91,9 @@ class WebhookCreate(ApiModel):
         0, description="gather the changes of this many seconds after the first into one message"
     )
     from_revision: Revision | None = Field(
-        None, description="deliver the changes after this revision (default: from now on)"
+        None,
+        description="deliver the changes after this revision (a scenario's webhook: after this "
+        "`scenarioChange`; default: from now on)",
     )
 
 
@@ -107,7 +114,10 @@ class SecretRotation(ApiModel):
 
 
 class Replay(ApiModel):
-    from_revision: Revision = Field(description="deliver again every change after this revision")
+    from_revision: Revision = Field(
+        description="deliver again every change after this revision (a scenario's webhook: after this "
+        "`scenarioChange`)"
+    )
 
 
 class WebhookOut(ApiModel):
@@ -127,7 +137,8 @@ class WebhookOut(ApiModel):
     disabled_at: str | None
     disabled_reason: str | None
     delivered_through: int = Field(
-        description="every change up to this revision was delivered or passed over"
+        description="every change up to this revision (a scenario's webhook: this `scenarioChange`) was "
+        "delivered or passed over"
     )
     attempts: int = Field(description="failed attempts of the message now due")
     next_attempt_at: str | None

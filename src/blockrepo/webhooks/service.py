@@ -15,6 +15,7 @@ import email.utils
 import random
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,8 @@ from blockrepo.history.service import require_history
 from blockrepo.instants import utc_text
 from blockrepo.metamodel.snapshot import Metamodel
 from blockrepo.revisions.recorder import ChangeLog
+from blockrepo.scenarios import feed as scenario_feed
+from blockrepo.scenarios import service as scenarios
 from blockrepo.tokens.service import restriction_text
 from blockrepo.webhooks import repository
 from blockrepo.webhooks.models import Webhook, WebhookDelivery
@@ -90,8 +93,8 @@ def create_webhook(
             f"an account owns at most {MOST_WEBHOOKS_PER_OWNER} webhooks; delete one first",
             code="too_many_webhooks",
         )
-    newest = stream.newest_revision(db)
-    start = newest if body.from_revision is None else min(body.from_revision, newest)
+    scenario_id = _scope(db, actor, body.scope, body.events)
+    cursor = _start(db, scenario_id, body.from_revision)
     now = int(time.time())
     webhook = repository.add_webhook(
         db,
@@ -102,6 +105,7 @@ def create_webhook(
             restriction=None if actor.restriction is None else restriction_text(actor.restriction),
             created_by=actor.login,
             created_at=now,
+            scenario_id=scenario_id,
             events=orjson.dumps(sorted(set(body.events))).decode(),
             type_names=None if types is None else orjson.dumps(types).decode(),
             conditions=_conditions_text(body.conditions),
@@ -109,8 +113,8 @@ def create_webhook(
             batch_seconds=body.batch_seconds,
             secret=new_secret(),
             active=True,
-            cursor_revision=start,
-            cursor_change=AFTER_REVISION,
+            cursor_revision=cursor[0],
+            cursor_change=cursor[1],
             generation=0,
             attempts=0,
             next_attempt_at=0.0,
@@ -126,7 +130,42 @@ def create_webhook(
             {"property": "owner", "old": None, "new": actor.login},
         ],
     )
-    return IssuedWebhookOut(**_out(webhook, actor.login).model_dump(), secret=webhook.secret)
+    return IssuedWebhookOut(**_out(db, webhook, actor.login).model_dump(), secret=webhook.secret)
+
+
+def _start(db: Session, scenario_id: int | None, after: int | None) -> tuple[int, int]:
+    """A cursor after `after` (None: after the newest change): main's revision, or for a scenario's
+    webhook (0, the scenario's change number)."""
+    if scenario_id is None:
+        newest = stream.newest_revision(db)
+        return (newest if after is None else min(after, newest)), AFTER_REVISION
+    newest = scenario_feed.newest_change_id(db, scenario_id)
+    return 0, (newest if after is None else min(after, newest))
+
+
+# What a scenario's webhook may deliver: its own element changes (the rest is main's alone).
+SCENARIO_EVENTS = frozenset(
+    {"element.created", "element.updated", "element.deleted", "relation.added", "relation.removed"}
+)
+
+
+def _scope(db: Session, actor: Actor, scope: str, events: Sequence[str]) -> int | None:
+    """The scenario a webhook's `scope` names (None: main); 404 for one the caller does not see, 400 for
+    events a scenario does not have."""
+    if scope == "main":
+        return None
+    scenario_id = scenario_feed.scenario_id_of(db, actor, scope.removeprefix("scenario:"))
+    _scenario_events_only(events)
+    return scenario_id
+
+
+def _scenario_events_only(events: Sequence[str]) -> None:
+    other = sorted(set(events) - SCENARIO_EVENTS)
+    if other:
+        raise ValidationFailed(
+            "a scenario's webhook delivers element and relation events only",
+            errors=[ErrorItem("/events", "not_in_scenario", f"main's events only: {other}")],
+        )
 
 
 def list_webhooks(db: Session, actor: Actor, *, everyone: bool) -> list[WebhookOut]:
@@ -134,14 +173,14 @@ def list_webhooks(db: Session, actor: Actor, *, everyone: bool) -> list[WebhookO
     if everyone and not actor.supervisor:
         raise Forbidden("only a supervisor sees every account's webhooks")
     return [
-        _out(webhook, login)
+        _out(db, webhook, login)
         for webhook, login in repository.listed_webhooks(db, None if everyone else actor.user_id)
     ]
 
 
 def get_webhook(db: Session, actor: Actor, webhook_id: int) -> WebhookOut:
     webhook, login = _managed(db, actor, webhook_id)
-    return _out(webhook, login)
+    return _out(db, webhook, login)
 
 
 def update_webhook(
@@ -164,6 +203,8 @@ def update_webhook(
         record.append({"property": "name", "old": webhook.name, "new": body.name})
         webhook.name = body.name
     if body.events is not None:
+        if webhook.scenario_id is not None:
+            _scenario_events_only(body.events)
         webhook.events = orjson.dumps(sorted(set(body.events))).decode()
     if "types" in body.model_fields_set:
         types = _types(actor, metamodel, body.types)
@@ -177,7 +218,7 @@ def update_webhook(
     if record:
         changes.administration("updated", f"webhook {webhook.id}", record)
     db.flush()
-    return _out(webhook, login)
+    return _out(db, webhook, login)
 
 
 def delete_webhook(db: Session, actor: Actor, changes: ChangeLog, webhook_id: int) -> None:
@@ -200,16 +241,15 @@ def set_active(db: Session, actor: Actor, webhook_id: int, *, active: bool) -> W
         webhook.failing_since = None
         webhook.next_attempt_at = 0.0
     db.flush()
-    return _out(webhook, login)
+    return _out(db, webhook, login)
 
 
 def replay(db: Session, actor: Actor, webhook_id: int, body: Replay) -> WebhookOut:
-    """Deliver again every change after `fromRevision` (the cursor goes back there). The replayed messages
-    get new ids: a receiver that deduplicated the first delivery takes them."""
+    """Deliver again every change after `fromRevision` (a scenario's webhook: after that scenario change;
+    the cursor goes back there). The replayed messages get new ids: a receiver that deduplicated the
+    first delivery takes them."""
     webhook, login = _managed(db, actor, webhook_id)
-    newest = stream.newest_revision(db)
-    webhook.cursor_revision = min(body.from_revision, newest)
-    webhook.cursor_change = AFTER_REVISION
+    webhook.cursor_revision, webhook.cursor_change = _start(db, webhook.scenario_id, body.from_revision)
     webhook.pending_revision = None
     webhook.pending_change = None
     webhook.generation += 1
@@ -217,7 +257,7 @@ def replay(db: Session, actor: Actor, webhook_id: int, body: Replay) -> WebhookO
     webhook.failing_since = None
     webhook.next_attempt_at = 0.0
     db.flush()
-    return _out(webhook, login)
+    return _out(db, webhook, login)
 
 
 def rotate_secret(db: Session, actor: Actor, webhook_id: int, body: SecretRotation) -> IssuedWebhookOut:
@@ -227,7 +267,7 @@ def rotate_secret(db: Session, actor: Actor, webhook_id: int, body: SecretRotati
     webhook.previous_secret_until = int(time.time()) + body.overlap_seconds if body.overlap_seconds else None
     webhook.secret = new_secret()
     db.flush()
-    return IssuedWebhookOut(**_out(webhook, login).model_dump(), secret=webhook.secret)
+    return IssuedWebhookOut(**_out(db, webhook, login).model_dump(), secret=webhook.secret)
 
 
 def delivery_page(
@@ -280,7 +320,13 @@ def _maybe_time(seconds: float | None) -> str | None:
     return None if seconds is None else utc_text(seconds)
 
 
-def _out(webhook: Webhook, owner: str) -> WebhookOut:
+def _out(db: Session, webhook: Webhook, owner: str) -> WebhookOut:
+    scope, delivered = "main", webhook.cursor_revision
+    if webhook.scenario_id is not None:
+        scope = f"scenario:{scenario_feed.scenario_key(db, webhook.scenario_id)}"
+        delivered = webhook.cursor_change
+    elif webhook.cursor_change != AFTER_REVISION:
+        delivered = webhook.cursor_revision - 1
     return WebhookOut(
         id=webhook.id,
         name=webhook.name,
@@ -291,15 +337,13 @@ def _out(webhook: Webhook, owner: str) -> WebhookOut:
         events=orjson.loads(webhook.events),
         types=None if webhook.type_names is None else orjson.loads(webhook.type_names),
         conditions=None if webhook.conditions is None else orjson.loads(webhook.conditions),
-        scope="main",
+        scope=scope,
         payload=webhook.payload,
         batch_seconds=webhook.batch_seconds,
         active=webhook.active and webhook.disabled_at is None,
         disabled_at=_maybe_time(webhook.disabled_at),
         disabled_reason=webhook.disabled_reason,
-        delivered_through=webhook.cursor_revision
-        if webhook.cursor_change == AFTER_REVISION
-        else webhook.cursor_revision - 1,
+        delivered_through=delivered,
         attempts=webhook.attempts,
         next_attempt_at=_maybe_time(webhook.next_attempt_at) if webhook.attempts else None,
         failing_since=_maybe_time(webhook.failing_since),
@@ -347,6 +391,7 @@ class Subscription:
     generation: int
     attempts: int
     failing_since: int | None
+    scenario: str | None = None  # the key of the scenario whose changes it delivers (None: main's)
 
 
 @dataclass(frozen=True)
@@ -411,9 +456,20 @@ def backlog(db: Session) -> Backlog:
 
 
 def due_webhooks(db: Session, worker: str, limit: int) -> list[int]:
-    """Subscriptions with changes to deliver, due now and held by no other worker."""
+    """Subscriptions with changes to deliver, due now and held by no other worker: main's with revisions
+    after their cursor, a scenario's with changes written in it after theirs, any with a message pending."""
+    now = time.time()
     newest = stream.newest_revision(db)
-    return repository.due_webhook_ids(db, time.time(), worker, limit, newest, AFTER_REVISION)
+    due = repository.due_webhook_ids(db, now, worker, limit, newest, AFTER_REVISION)
+    waiting = repository.waiting_scenario_webhooks(db, now, worker, limit)
+    if waiting:
+        newest_changes = scenario_feed.newest_change_ids(db, {scenario_id for _, scenario_id, _ in waiting})
+        due.extend(
+            webhook_id
+            for webhook_id, scenario_id, cursor in waiting
+            if newest_changes.get(scenario_id, 0) > cursor
+        )
+    return due[:limit]
 
 
 def take_lease(db: Session, webhook_id: int, worker: str, seconds: float) -> bool:
@@ -446,7 +502,13 @@ def subscription(db: Session, webhook_id: int) -> tuple[Subscription, str] | Non
     pending = None
     if webhook.pending_revision is not None and webhook.pending_change is not None:
         pending = (webhook.pending_revision, webhook.pending_change)
+    scenario = None
+    if webhook.scenario_id is not None:
+        scenario = scenario_feed.scenario_key(db, webhook.scenario_id)
+        if scenario is None:
+            return None
     found = Subscription(
+        scenario=scenario,
         id=webhook.id,
         url=webhook.url,
         user_id=webhook.user_id,
@@ -475,6 +537,8 @@ def next_step(db: Session, owner: Actor, metamodel: Metamodel, hook: Subscriptio
     """The message the subscription is to send next (the pending one again, if one is), built from the
     committed changesets after its cursor as its owner may see them now."""
     now = time.time()
+    if hook.scenario is not None:
+        return _next_in_scenario(db, owner, metamodel, hook, hook.scenario, now)
     read = stream.recent_rows(db, hook.cursor, MESSAGE_ROWS)
     rows, end = read.rows, read.position
     if hook.pending is not None:
@@ -521,6 +585,66 @@ def next_step(db: Session, owner: Actor, metamodel: Metamodel, hook: Subscriptio
         signing_secrets=hook.signing_secrets,
         first_revision=first_revision,
         last_revision=end[0],
+        events=len(events),
+        attempt=hook.attempts + 1,
+        end=end,
+    )
+    return NextStep(message=message, end=end)
+
+
+def _next_in_scenario(
+    db: Session, owner: Actor, metamodel: Metamodel, hook: Subscription, key: str, now: float
+) -> NextStep:
+    """`next_step` for a scenario's webhook: the changesets written in the scenario after its cursor (a
+    change number), as the owner may see them now (403 for an owner who no longer sees the scenario:
+    the worker looks again later)."""
+    try:
+        batch = scenario_feed.stream_batch(db, owner, metamodel, key, hook.cursor[1])
+    except NotFound as gone:
+        raise Forbidden("the webhook's owner no longer sees its scenario") from gone
+    items, end = batch.items, (0, batch.after)
+    if hook.pending is not None:
+        items = [item for item in items if item["scenarioChange"] <= hook.pending[1]]
+        end = hook.pending
+    elif not items:
+        return NextStep(advance_to=end) if end > hook.cursor else NextStep()
+    elif hook.batch_seconds and not batch.more:
+        first = dt.datetime.fromisoformat(items[0]["timestamp"].replace("Z", "+00:00")).timestamp()
+        if first + hook.batch_seconds > now:
+            return NextStep(wait_until=first + hook.batch_seconds)
+    events = []
+    for item in items:
+        for event in _events(item):
+            if _wanted(hook, event):
+                events.append({**event, "scenario": key, "scenarioChange": item["scenarioChange"]})
+    if not events:
+        return NextStep(advance_to=end)
+    if hook.payload == "full":
+        _add_planned(db, owner, metamodel, key, events)
+    body = orjson.dumps(
+        {
+            "type": "changes",
+            "timestamp": utc_text(int(now)),
+            "data": {
+                "webhook": hook.id,
+                "scenario": key,
+                "afterChange": hook.cursor[1],
+                "toChange": end[1],
+                "complete": True,
+                "events": events,
+            },
+        }
+    )
+    message = Outgoing(
+        webhook_id=hook.id,
+        generation=hook.generation,
+        message_id=f"msg_{hook.id}_{hook.generation}_s{hook.cursor[1]}_s{end[1]}",
+        kind="changes",
+        url=hook.url,
+        body=body,
+        signing_secrets=hook.signing_secrets,
+        first_revision=None,
+        last_revision=None,
         events=len(events),
         attempt=hook.attempts + 1,
         end=end,
@@ -795,3 +919,22 @@ def _add_current(db: Session, owner: Actor, metamodel: Metamodel, events: list[d
         element = event.get("element")
         if element is not None:
             event["current"] = current.get((element["type"], element["id"]))
+
+
+def _add_planned(
+    db: Session, owner: Actor, metamodel: Metamodel, key: str, events: list[dict[str, Any]]
+) -> None:
+    """A `full` payload of a scenario's webhook: each element event gets the element as a read in the
+    scenario renders it now for the owner (null once deleted there), one read per element."""
+    current: dict[tuple[str, int], dict[str, Any] | None] = {}
+    for event in events:
+        element = event.get("element")
+        if element is None:
+            continue
+        found = (element["type"], element["id"])
+        if found not in current:
+            try:
+                current[found] = scenarios.read_element(db, owner, metamodel, key, *found)
+            except NotFound:
+                current[found] = None
+        event["current"] = current[found]

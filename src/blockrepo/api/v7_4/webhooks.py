@@ -98,7 +98,7 @@ def _updated_target(body: ChangedWebhook, request: Request) -> None:
     operation_id="createWebhook",
     status_code=201,
     response_model=IssuedWebhookOut,
-    responses=_errors(400, 409, 415),
+    responses=_errors(400, 404, 409, 415),
     dependencies=[*JSON_BODY, Depends(_created_target)],
     summary="Subscribe a receiver to changes",
 )
@@ -106,7 +106,10 @@ def create_webhook(body: NewWebhook, ctx: RequestContext = Depends(request_conte
     """The receiver at `url` gets the committed changes after `fromRevision` (default: from now on) that
     its owner, the caller, may read, in order, batched, signed per Standard Webhooks with the `secret` of
     the answer (shown this once). Needs VIEW_HISTORY. Targets on loopback, private, link-local or other
-    internal addresses are refused unless the server's `webhook_allowed_networks` allows them."""
+    internal addresses are refused unless the server's `webhook_allowed_networks` allows them. With
+    `scope: "scenario:<key>"` it gets the changes written in that planning scenario instead (404 for a
+    scenario the caller does not see), each event naming the scenario and its `scenarioChange`, and its
+    cursor (`fromRevision`, `deliveredThrough`, a replay) counts the scenario's changes."""
     created = service.create_webhook(ctx.db, ctx.actor, ctx.metamodel, ctx.changes, body)
     ctx.commit()
     return model_response(created, status_code=201, headers={"Location": f"/api/webhooks/{created.id}"})
