@@ -150,3 +150,78 @@ def test_a_scenario_scope_is_refused_for_an_unseen_scenario_and_for_main_s_event
     changed = client.patch(f"/api/webhooks/{hook['id']}", json={"events": ["token.created"]})
     assert changed.status_code == 400
     assert client.get("/api/webhooks").json()[0]["scope"] == f"scenario:{key}"
+
+
+LIFECYCLE = [
+    "scenario.proposed",
+    "scenario.approved",
+    "scenario.commented",
+    "scenario.synced",
+    "scenario.merged",
+    "scenario.closed",
+    "scenario.reopened",
+    "scenario.reverted",
+]
+
+
+def test_what_happens_to_a_scenario_reaches_its_webhook_in_order(
+    app: FastAPI, client: TestClient, receiver: Receiver
+) -> None:
+    create_role(app, "reviewers", types={"InformationSystem": ["read"]})
+    create_user(app, "rita", "rita-password-12", ["reviewers"])
+    key = _scenario(client)
+    hook = _subscribe(client, receiver.url, f"scenario:{key}", events=[*EVENTS, *LIFECYCLE])
+    planned = _created(client, SYSTEMS, "Planned ledger", key)
+    proposed = client.post(
+        f"/api/scenarios/{key}/review", json={"reviewers": ["rita"], "requiredApprovals": 1}
+    )
+    assert proposed.status_code == 200, proposed.text
+    with client_as(app, "rita", "rita-password-12") as rita:
+        commented = rita.post(f"/api/scenarios/{key}/comments", json={"element": planned, "text": "Why now?"})
+        assert commented.status_code == 201, commented.text
+        # A sync moves the scenario's version: approvals come after it.
+        assert client.post(f"/api/scenarios/{key}/sync").status_code == 200
+        assert rita.post(f"/api/scenarios/{key}/approvals").status_code == 200
+    merged = client.post(f"/api/scenarios/{key}/merge", json={})
+    assert merged.status_code == 200, merged.text
+    messages = receiver.events_until(lambda events: any(e["type"] == "scenario.merged" for e in events))
+    events = [e for m in messages for e in m.json["data"]["events"]]
+    assert [e["type"] for e in events] == [
+        "element.created",
+        "scenario.proposed",
+        "scenario.commented",
+        "scenario.synced",
+        "scenario.approved",
+        "scenario.merged",
+    ]
+    by_type = {e["type"]: e for e in events}
+    assert by_type["scenario.proposed"]["reviewers"] == ["rita"]
+    assert (
+        by_type["scenario.commented"]["text"] == "Why now?"
+        and by_type["scenario.commented"]["user"] == "rita"
+    )
+    assert by_type["scenario.merged"]["counts"]["create"] == 1
+    assert all(e["scenario"] == key for e in events)
+    for message in messages:
+        verified(message, hook["secret"])
+    # Replaying from 0 sends the events again too, under new ids.
+    assert client.post(f"/api/webhooks/{hook['id']}/replay", json={"fromRevision": 0}).status_code == 200
+    again = receiver.events_until(lambda events: any(e["type"] == "scenario.merged" for e in events))
+    assert [e["type"] for m in again for e in m.json["data"]["events"]] == [e["type"] for e in events]
+
+
+def test_closing_and_reopening_reach_the_webhook_and_main_s_webhooks_take_no_scenario_events(
+    client: TestClient, receiver: Receiver
+) -> None:
+    key = _scenario(client)
+    _subscribe(client, receiver.url, f"scenario:{key}", events=LIFECYCLE)
+    assert client.post(f"/api/scenarios/{key}/close").status_code == 200
+    assert client.post(f"/api/scenarios/{key}/reopen").status_code == 200
+    messages = receiver.events_until(lambda events: len(events) >= 2)
+    assert [e["type"] for m in messages for e in m.json["data"]["events"]] == [
+        "scenario.closed",
+        "scenario.reopened",
+    ]
+    body = {"name": "x", "url": receiver.url, "events": ["scenario.merged"]}
+    refused = client.post("/api/webhooks", json=body)
+    assert refused.status_code == 400 and refused.json()["errors"][0]["code"] == "not_in_main", refused.text

@@ -11,13 +11,31 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.errors import ErrorItem, ValidationFailed
-from blockrepo.history.service import changeset_json, property_visibility, require_history, revision_number
+from blockrepo.history.service import (
+    changeset_json,
+    format_timestamp,
+    property_visibility,
+    require_history,
+    revision_number,
+)
 from blockrepo.metamodel.snapshot import Metamodel
 from blockrepo.scenarios import repository
+from blockrepo.scenarios.models import ScenarioEvent
 from blockrepo.scenarios.service import changeset_rows, visible_scenario
 
-# Change rows read per batch.
+# Change rows (and events) read per batch.
 STREAM_BATCH = 500
+# The webhook event types of what happens to a scenario as a whole (`scenario.<kind>`).
+EVENT_TYPES = (
+    "scenario.proposed",
+    "scenario.approved",
+    "scenario.commented",
+    "scenario.synced",
+    "scenario.merged",
+    "scenario.closed",
+    "scenario.reopened",
+    "scenario.reverted",
+)
 
 
 @dataclass(frozen=True)
@@ -78,6 +96,35 @@ def stream_batch(
         if shown is not None:
             items.append(shown)
     return ScenarioBatch(items, rows[-1].id if rows else after, more)
+
+
+def events_after(db: Session, actor: Actor, key: str, after: int) -> tuple[list[dict[str, Any]], int]:
+    """What happened to the scenario as a whole after event `after` (proposed, approved, commented on,
+    synced, merged, closed, reopened, reverted), oldest first, and the newest event read; 404 for a reader
+    who does not see the scenario."""
+    scenario = visible_scenario(db, actor, key)
+    rows = repository.events_after(db, scenario.id, after, STREAM_BATCH)
+    return [_event_json(row, key) for row in rows], (rows[-1].id if rows else after)
+
+
+def _event_json(row: ScenarioEvent, key: str) -> dict[str, Any]:
+    return {
+        "type": f"scenario.{row.kind}",
+        "timestamp": format_timestamp(row.created_at),
+        "user": row.login,
+        "scenario": key,
+        "scenarioEvent": row.id,
+        **row.detail,
+    }
+
+
+def newest_event_ids(db: Session, scenario_ids: Iterable[int]) -> dict[int, int]:
+    """The newest event of each scenario that has one (what a webhook's cursor is compared with)."""
+    return repository.newest_event_ids(db, scenario_ids)
+
+
+def newest_event_id(db: Session, scenario_id: int) -> int:
+    return repository.newest_event_ids(db, [scenario_id]).get(scenario_id, 0)
 
 
 def scenario_id_of(db: Session, actor: Actor, key: str) -> int:

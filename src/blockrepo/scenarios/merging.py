@@ -35,6 +35,7 @@ from blockrepo.scenarios.service import (
     key_for,
     open_scenario,
     owned_scenario,
+    record_event,
     record_write,
     reference_id,
     reference_of,
@@ -265,6 +266,7 @@ def merge(
         return answer
     created = _apply(writer, steps)
     repository.mark_merged(db, scenario, None, actor.login, utc_now())
+    record_event(db, actor, scenario, "merged", counts=counts)
     scenario.merged_ids = {str(old): new for old, new in created.items()}
     answer["created"] = [{"scenarioId": old, "id": new} for old, new in created.items()]
     return answer
@@ -335,6 +337,7 @@ def revert(writer: elements.Writer, key: str) -> ScenarioOut:
                 entries = _entries_after(after.get(name, []), ends.removed.values(), ends.added.values())
                 after[name] = entries
             record_write(writer, scenario, type_def, net.element_id, "updated", current.state, after)
+    record_event(db, actor, merged, "reverted", by=scenario.key)
     db.flush()
     db.refresh(scenario)
     return scenario_out(db, scenario, newest)
@@ -356,6 +359,7 @@ def sync(writer: elements.Writer, key: str) -> ScenarioOut:
         for conflict in diff.conflicts:
             _settle(writer, scenario, diff.net, conflict, newest)
     repository.clear_resolutions(db, scenario.id)
+    record_event(db, actor, scenario, "synced", fromBase=scenario.base_revision, toBase=newest)
     scenario.base_revision = newest
     repository.bump_version(db, scenario.id)
     db.flush()

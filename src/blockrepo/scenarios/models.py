@@ -1,4 +1,4 @@
-"""The tables of planning scenarios: scenarios, change rows, resolutions, shares with roles and reviews."""
+"""The tables of planning scenarios: scenarios, change rows, events, resolutions, shares and reviews."""
 
 from __future__ import annotations
 
@@ -126,6 +126,22 @@ class ScenarioComment(Base):
     field: Mapped[str | None] = mapped_column(String(255), nullable=True)
     author: Mapped[str] = mapped_column(String(255), nullable=False)
     text: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class ScenarioEvent(Base):
+    """What happened to a scenario as a whole (proposed, approved, commented on, synced, merged, closed,
+    reopened), written in the transaction that did it, after the scenario's row is locked, so that ids
+    follow commit order within a scenario: the outbox its webhooks read."""
+
+    __tablename__ = "scenario_event"
+    __table_args__ = (Index("ix_scenario_event_scenario_id_id", "scenario_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    scenario_id: Mapped[int] = mapped_column(ForeignKey("scenario.id", ondelete="CASCADE"), nullable=False)
+    kind: Mapped[str] = mapped_column(String(32), nullable=False)
+    login: Mapped[str] = mapped_column(String(255), nullable=False)
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), nullable=False)
 
 

@@ -16,6 +16,7 @@ from blockrepo.scenarios.models import (
     ScenarioApproval,
     ScenarioChange,
     ScenarioComment,
+    ScenarioEvent,
     ScenarioResolution,
     ScenarioReviewer,
     ScenarioShare,
@@ -317,6 +318,34 @@ def newest_change_ids(db: Session, scenario_ids: Iterable[int]) -> dict[int, int
 
 def scenario_key(db: Session, scenario_id: int) -> str | None:
     return db.scalar(select(Scenario.key).where(Scenario.id == scenario_id))
+
+
+def add_event(db: Session, event: ScenarioEvent) -> None:
+    """Record a scenario event once the scenario's row is locked (a no-op on SQLite, whose writes take
+    turns anyway): event ids then follow commit order within the scenario, which a reader after an id
+    relies on."""
+    db.execute(select(Scenario.id).where(Scenario.id == event.scenario_id).with_for_update())
+    db.add(event)
+    db.flush()
+
+
+def events_after(db: Session, scenario_id: int, after: int, limit: int) -> list[ScenarioEvent]:
+    statement = (
+        select(ScenarioEvent)
+        .where(ScenarioEvent.scenario_id == scenario_id, ScenarioEvent.id > after)
+        .order_by(ScenarioEvent.id)
+        .limit(limit)
+    )
+    return list(db.scalars(statement))
+
+
+def newest_event_ids(db: Session, scenario_ids: Iterable[int]) -> dict[int, int]:
+    statement = (
+        select(ScenarioEvent.scenario_id, func.max(ScenarioEvent.id))
+        .where(ScenarioEvent.scenario_id.in_(sorted(set(scenario_ids))))
+        .group_by(ScenarioEvent.scenario_id)
+    )
+    return {int(scenario_id): int(newest) for scenario_id, newest in db.execute(statement)}
 
 
 def change_page(

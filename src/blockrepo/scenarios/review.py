@@ -40,6 +40,7 @@ from blockrepo.scenarios.service import (
     open_scenario,
     owned_scenario,
     reading_layer,
+    record_event,
     scenario_out,
     seeing_all,
     stamped,
@@ -181,6 +182,9 @@ def propose(db: Session, actor: Actor, key: str, body: ReviewIn) -> ScenarioOut:
     repository.set_reviewers(db, scenario.id, found)
     scenario.required_approvals = body.required_approvals
     scenario.proposed_at = utc_now()
+    record_event(
+        db, actor, scenario, "proposed", reviewers=sorted(found), requiredApprovals=body.required_approvals
+    )
     db.flush()
     return scenario_out(db, scenario)
 
@@ -206,6 +210,7 @@ def approve(db: Session, actor: Actor, key: str, rules: ReviewRules) -> Scenario
             approved_at=utc_now(),
         ),
     )
+    record_event(db, actor, scenario, "approved", version=scenario.version)
     return scenario_out(db, scenario)
 
 
@@ -217,19 +222,28 @@ def comment(db: Session, actor: Actor, key: str, body: CommentIn) -> CommentOut:
             "a comment on a field names its element",
             errors=[ErrorItem("/element", "required", "the element the field belongs to")],
         )
-    return _comment_out(
-        repository.add_comment(
-            db,
-            ScenarioComment(
-                scenario_id=scenario.id,
-                element_id=body.element,
-                field=body.field,
-                author=actor.login,
-                text=body.text,
-                created_at=utc_now(),
-            ),
-        )
+    added = repository.add_comment(
+        db,
+        ScenarioComment(
+            scenario_id=scenario.id,
+            element_id=body.element,
+            field=body.field,
+            author=actor.login,
+            text=body.text,
+            created_at=utc_now(),
+        ),
     )
+    record_event(
+        db,
+        actor,
+        scenario,
+        "commented",
+        comment=added.id,
+        element=body.element,
+        field=body.field,
+        text=body.text,
+    )
+    return _comment_out(added)
 
 
 def _comment_out(comment: ScenarioComment) -> CommentOut:

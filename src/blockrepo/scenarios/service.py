@@ -47,6 +47,7 @@ from blockrepo.scenarios import repository
 from blockrepo.scenarios.models import (
     Scenario,
     ScenarioChange,
+    ScenarioEvent,
 )
 from blockrepo.scenarios.schemas import (
     ApprovalOut,
@@ -280,9 +281,21 @@ def set_state(db: Session, actor: Actor, key: str, state: str) -> ScenarioOut:
     scenario = owned_scenario(db, actor, key, "closes or reopens it")
     if scenario.state == "merged":
         raise Conflict(f"scenario {key!r} is merged", code="scenario_not_open", extra={"state": "merged"})
+    if scenario.state != state:
+        record_event(db, actor, scenario, "closed" if state == "closed" else "reopened")
     scenario.state = state
     db.flush()
     return scenario_out(db, scenario)
+
+
+def record_event(db: Session, actor: Actor, scenario: Scenario, kind: str, **detail: Any) -> None:
+    """Record what happened to the scenario as a whole, for its webhooks (`scenarios.feed`)."""
+    repository.add_event(
+        db,
+        ScenarioEvent(
+            scenario_id=scenario.id, kind=kind, login=actor.login, detail=detail, created_at=utc_now()
+        ),
+    )
 
 
 def seeing_all(actor: Actor) -> Actor:

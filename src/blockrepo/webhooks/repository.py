@@ -66,12 +66,14 @@ def due_webhook_ids(db: Session, now: float, worker: str, limit: int, newest: in
     return list(db.scalars(statement))
 
 
-def waiting_scenario_webhooks(db: Session, now: float, worker: str, limit: int) -> list[tuple[int, int, int]]:
-    """(id, scenario id, cursor change) of the active subscriptions to a scenario's changes with no message
-    pending, due now and held by no other worker, oldest due first (whether the scenario has changes
-    after the cursor is the scenarios service's to say)."""
+def waiting_scenario_webhooks(
+    db: Session, now: float, worker: str, limit: int
+) -> list[tuple[int, int, tuple[int, int]]]:
+    """(id, scenario id, cursor) of the active subscriptions to a scenario with no message pending, due now
+    and held by no other worker, oldest due first (whether the scenario has events or changes after the
+    cursor is the scenarios service's to say)."""
     statement = (
-        select(Webhook.id, Webhook.scenario_id, Webhook.cursor_change)
+        select(Webhook.id, Webhook.scenario_id, Webhook.cursor_revision, Webhook.cursor_change)
         .where(
             Webhook.scenario_id.is_not(None),
             Webhook.active.is_(True),
@@ -84,8 +86,8 @@ def waiting_scenario_webhooks(db: Session, now: float, worker: str, limit: int) 
         .limit(limit)
     )
     return [
-        (webhook_id, scenario_id, cursor)
-        for webhook_id, scenario_id, cursor in db.execute(statement)
+        (webhook_id, scenario_id, (event, change))
+        for webhook_id, scenario_id, event, change in db.execute(statement)
         if scenario_id is not None
     ]
 

@@ -23,6 +23,15 @@ EVENT_TYPES = (
     "token.updated",
     "token.deleted",
     "webhook.disabled",
+    # Of a scenario's webhook (`scope: scenario:<key>`) only: what happens to the scenario as a whole.
+    "scenario.proposed",
+    "scenario.approved",
+    "scenario.commented",
+    "scenario.synced",
+    "scenario.merged",
+    "scenario.closed",
+    "scenario.reopened",
+    "scenario.reverted",
 )
 EventType = Literal[
     "element.created",
@@ -37,6 +46,14 @@ EventType = Literal[
     "token.updated",
     "token.deleted",
     "webhook.disabled",
+    "scenario.proposed",
+    "scenario.approved",
+    "scenario.commented",
+    "scenario.synced",
+    "scenario.merged",
+    "scenario.closed",
+    "scenario.reopened",
+    "scenario.reverted",
 ]
 BatchSeconds = Annotated[int, Field(ge=0, le=3600), BeforeValidator(integral_number_as_int)]
 Revision = Annotated[int, Field(ge=0, le=2**31 - 1), BeforeValidator(integral_number_as_int)]
@@ -82,7 +99,8 @@ class WebhookCreate(ApiModel):
         "main",
         pattern=r"^(main|scenario:[A-Za-z0-9._~-]{1,64})$",
         description="the landscape whose changes it delivers: `main`, or `scenario:<key>`, the changes "
-        "written in that planning scenario (element and relation events only)",
+        "written in that planning scenario and what happens to it (element, relation and `scenario.*` "
+        "events)",
     )
     payload: Literal["thin", "full"] = Field(
         "thin", description="thin: ids and the changes; full: also each element as the REST API renders it"

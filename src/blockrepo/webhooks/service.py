@@ -135,17 +135,28 @@ def create_webhook(
 
 def _start(db: Session, scenario_id: int | None, after: int | None) -> tuple[int, int]:
     """A cursor after `after` (None: after the newest change): main's revision, or for a scenario's
-    webhook (0, the scenario's change number)."""
+    webhook (the scenario's event number, its change number)."""
     if scenario_id is None:
         newest = stream.newest_revision(db)
         return (newest if after is None else min(after, newest)), AFTER_REVISION
+    # A scenario's: (its event number, its change number). From change 0 its events come from the start
+    # too; from a later change, only those still to come (events and changes are numbered apart).
     newest = scenario_feed.newest_change_id(db, scenario_id)
-    return 0, (newest if after is None else min(after, newest))
+    events = 0 if after == 0 else scenario_feed.newest_event_id(db, scenario_id)
+    return events, (newest if after is None else min(after, newest))
 
 
-# What a scenario's webhook may deliver: its own element changes (the rest is main's alone).
+# What a scenario's webhook may deliver: its own element changes and what happens to it (the rest is
+# main's alone, and scenario events are a scenario's webhook's alone).
 SCENARIO_EVENTS = frozenset(
-    {"element.created", "element.updated", "element.deleted", "relation.added", "relation.removed"}
+    {
+        "element.created",
+        "element.updated",
+        "element.deleted",
+        "relation.added",
+        "relation.removed",
+        *scenario_feed.EVENT_TYPES,
+    }
 )
 
 
@@ -153,17 +164,27 @@ def _scope(db: Session, actor: Actor, scope: str, events: Sequence[str]) -> int 
     """The scenario a webhook's `scope` names (None: main); 404 for one the caller does not see, 400 for
     events a scenario does not have."""
     if scope == "main":
+        _main_events_only(events)
         return None
     scenario_id = scenario_feed.scenario_id_of(db, actor, scope.removeprefix("scenario:"))
     _scenario_events_only(events)
     return scenario_id
 
 
+def _main_events_only(events: Sequence[str]) -> None:
+    of_scenarios = sorted(set(events) & set(scenario_feed.EVENT_TYPES))
+    if of_scenarios:
+        raise ValidationFailed(
+            "scenario events come from a scenario's webhook (scope scenario:<key>)",
+            errors=[ErrorItem("/events", "not_in_main", f"a scenario's events only: {of_scenarios}")],
+        )
+
+
 def _scenario_events_only(events: Sequence[str]) -> None:
     other = sorted(set(events) - SCENARIO_EVENTS)
     if other:
         raise ValidationFailed(
-            "a scenario's webhook delivers element and relation events only",
+            "a scenario's webhook delivers element, relation and scenario events only",
             errors=[ErrorItem("/events", "not_in_scenario", f"main's events only: {other}")],
         )
 
@@ -205,6 +226,8 @@ def update_webhook(
     if body.events is not None:
         if webhook.scenario_id is not None:
             _scenario_events_only(body.events)
+        else:
+            _main_events_only(body.events)
         webhook.events = orjson.dumps(sorted(set(body.events))).decode()
     if "types" in body.model_fields_set:
         types = _types(actor, metamodel, body.types)
@@ -463,11 +486,13 @@ def due_webhooks(db: Session, worker: str, limit: int) -> list[int]:
     due = repository.due_webhook_ids(db, now, worker, limit, newest, AFTER_REVISION)
     waiting = repository.waiting_scenario_webhooks(db, now, worker, limit)
     if waiting:
-        newest_changes = scenario_feed.newest_change_ids(db, {scenario_id for _, scenario_id, _ in waiting})
+        scenario_ids = {scenario_id for _, scenario_id, _ in waiting}
+        newest_events = scenario_feed.newest_event_ids(db, scenario_ids)
+        newest_changes = scenario_feed.newest_change_ids(db, scenario_ids)
         due.extend(
             webhook_id
-            for webhook_id, scenario_id, cursor in waiting
-            if newest_changes.get(scenario_id, 0) > cursor
+            for webhook_id, scenario_id, (event, change) in waiting
+            if newest_events.get(scenario_id, 0) > event or newest_changes.get(scenario_id, 0) > change
         )
     return due[:limit]
 
@@ -599,24 +624,28 @@ def _next_in_scenario(
     change number), as the owner may see them now (403 for an owner who no longer sees the scenario:
     the worker looks again later)."""
     try:
+        happened, last_event = scenario_feed.events_after(db, owner, key, hook.cursor[0])
         batch = scenario_feed.stream_batch(db, owner, metamodel, key, hook.cursor[1])
     except NotFound as gone:
         raise Forbidden("the webhook's owner no longer sees its scenario") from gone
-    items, end = batch.items, (0, batch.after)
+    items, end = batch.items, (last_event, batch.after)
     if hook.pending is not None:
+        happened = [event for event in happened if event["scenarioEvent"] <= hook.pending[0]]
         items = [item for item in items if item["scenarioChange"] <= hook.pending[1]]
         end = hook.pending
-    elif not items:
-        return NextStep(advance_to=end) if end > hook.cursor else NextStep()
+    elif not items and not happened:
+        return NextStep(advance_to=end) if end != hook.cursor else NextStep()
     elif hook.batch_seconds and not batch.more:
-        first = dt.datetime.fromisoformat(items[0]["timestamp"].replace("Z", "+00:00")).timestamp()
+        first = min(_epoch_of(entry["timestamp"]) for entry in [*items[:1], *happened[:1]])
         if first + hook.batch_seconds > now:
             return NextStep(wait_until=first + hook.batch_seconds)
-    events = []
+    events = [event for event in happened if _wanted(hook, event)]
     for item in items:
         for event in _events(item):
             if _wanted(hook, event):
                 events.append({**event, "scenario": key, "scenarioChange": item["scenarioChange"]})
+    # In the order they happened (a stable sort: each kind is in order already).
+    events.sort(key=lambda event: _epoch_of(event["timestamp"]))
     if not events:
         return NextStep(advance_to=end)
     if hook.payload == "full":
@@ -628,6 +657,8 @@ def _next_in_scenario(
             "data": {
                 "webhook": hook.id,
                 "scenario": key,
+                "afterEvent": hook.cursor[0],
+                "toEvent": end[0],
                 "afterChange": hook.cursor[1],
                 "toChange": end[1],
                 "complete": True,
@@ -638,7 +669,7 @@ def _next_in_scenario(
     message = Outgoing(
         webhook_id=hook.id,
         generation=hook.generation,
-        message_id=f"msg_{hook.id}_{hook.generation}_s{hook.cursor[1]}_s{end[1]}",
+        message_id=f"msg_{hook.id}_{hook.generation}_s{hook.cursor[0]}.{hook.cursor[1]}_s{end[0]}.{end[1]}",
         kind="changes",
         url=hook.url,
         body=body,
@@ -812,6 +843,11 @@ def retry_after_seconds(value: str | None) -> float | None:
 
 def _position(position: tuple[int, int]) -> str:
     return str(position[0]) if position[1] == AFTER_REVISION else f"{position[0]}.{position[1]}"
+
+
+def _epoch_of(timestamp: str) -> float:
+    """Seconds since the epoch of a timestamp as history writes it (`…Z`)."""
+    return dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
 
 def _epoch(moment: dt.datetime) -> float:
