@@ -368,6 +368,119 @@ def test_diagrams_render_the_right_number_of_nodes(page: Page, api: httpx.Client
     shoot(page, "13-roadmap")
 
 
+def projected(api: httpx.Client, type_name: str, at: str, scenarios: str) -> list[dict[str, Any]]:
+    """Every element of a type on a day with the scenarios, as GET /api/projection pages it."""
+    items: list[dict[str, Any]] = []
+    params = {"at": at, "type": type_name, "scenarios": scenarios, "fields": "name", "limit": "1000"}
+    while True:
+        response = api.get("/api/projection", params=params)
+        assert response.status_code == 200, response.text
+        items.extend(response.json()["items"])
+        if response.json()["nextCursor"] is None:
+            return items
+        params["cursor"] = response.json()["nextCursor"]
+
+
+def exported_svg(page: Page) -> str:
+    with page.expect_download() as download:
+        page.click("#export-svg")
+    return Path(download.value.path()).read_text()
+
+
+def marked_node(svg: str, mark: str, name: str) -> bool:
+    """Whether the exported graph draws the node `name` with the mark (its box, then its label)."""
+    box = rf'<rect[^>]*data-mark="{mark}"[^>]*?(?:/>|></rect>)'
+    return re.search(box + rf"<text[^>]*>{re.escape(name)}</text>", svg) is not None
+
+
+def test_the_diagrams_on_a_planned_date_and_two_dates_compared(page: Page, api: httpx.Client) -> None:
+    def create(type_name: str, body: dict[str, Any], scenario: str | None = None) -> int:
+        params = {} if scenario is None else {"scenario": scenario}
+        made = api.post(f"/api/element/{type_name}", json=body, params=params)
+        assert made.status_code == 201, made.text
+        return int(made.json()["id"][0])
+
+    # A scenario effective in 2031 adds a system (running from then) and a flow to it from today's anchor.
+    anchor = create("InformationSystem", {"name": ["Diagram plan anchor"]})
+    made = api.post("/api/scenarios", json={"name": "Diagram plan lake", "effectiveDate": "2031-01-01"})
+    assert made.status_code == 201, made.text
+    key = made.json()["key"]
+    lake_period = [{"start": "2031-01-01", "end": None}]
+    create("InformationSystem", {"name": ["Diagram plan lake"], "runtimePeriod": lake_period}, key)
+    feed = {"name": ["Diagram plan feed"], "sourceSystem": [{"id": anchor}], "targetSystem": []}
+    lake = projected(api, "InformationSystem", "2031-06-01", key)
+    (lake_id,) = [item["id"][0] for item in lake if item["name"] == ["Diagram plan lake"]]
+    create("InformationFlow", {**feed, "targetSystem": [{"id": lake_id}]}, key)
+
+    page.goto("/#/diagram/flows")
+    log_in(page)
+    graph = page.locator("#flow-graph[data-node-count]")
+    graph.wait_for()
+    today_nodes = graph.get_attribute("data-node-count")
+    expect(page.locator("#flow-systems li", has_text="Diagram plan lake")).to_have_count(0)
+
+    # The flow graph on a date after the scenario's, with the scenario chosen in the Plan control.
+    form = page.locator("#plan-form")
+    form.get_by_label("As on").fill("2031-06-01")
+    form.get_by_label(re.compile("Diagram plan lake")).check()
+    form.get_by_role("button", name="Show").click()
+    expect(page).to_have_url(re.compile(rf"at=2031-06-01.*scenarios={key}"))
+    page.locator("#plan-notice").wait_for()
+    graph = page.locator("#flow-graph[data-node-count]")
+    expect(graph).to_have_attribute("data-node-count", str(len(lake)))
+    expect(page.locator("#flow-systems li", has_text="Diagram plan lake")).to_have_count(1)
+    expect(page.locator("#flow-table tbody tr", has_text="Diagram plan feed")).to_have_count(1)
+    assert ">Diagram plan lake</text>" in exported_svg(page)
+    expect(page.locator(f"#plan-scenario-{key}")).to_be_checked()
+
+    # Compared with a date before it: the new system and flow are marked added, in the graph and its export.
+    form = page.locator("#plan-form")
+    form.get_by_label("Compare with (optional)").fill("2030-06-01")
+    form.get_by_role("button", name="Show").click()
+    expect(page).to_have_url(re.compile(r"compare=2030-06-01"))
+    page.locator("#mark-legend").wait_for()
+    expect(page.locator('#flow-systems li[data-mark="added"]', has_text="Diagram plan lake")).to_have_count(1)
+    expect(page.locator('#flow-table tr[data-mark="added"]', has_text="Diagram plan feed")).to_have_count(1)
+    expect(
+        page.locator('#flow-systems li:not([data-mark="added"])', has_text="Diagram plan anchor")
+    ).to_have_count(1)
+    expect(page.locator("#flow-graph")).to_have_attribute("data-added-count", re.compile(r"^([2-9]|\d{2,})$"))
+    svg = exported_svg(page)
+    assert marked_node(svg, "added", "Diagram plan lake"), svg[:2000]
+    assert not marked_node(svg, "added", "Diagram plan anchor")
+    shoot(page, "16-information-flows-compared")
+
+    # The link reproduces the view.
+    page.reload()
+    expect(page.locator('#flow-systems li[data-mark="added"]', has_text="Diagram plan lake")).to_have_count(1)
+    expect(page.locator("#plan-compare")).to_have_value("2030-06-01")
+    query = page.url.split("?", 1)[1]
+
+    # The neighbourhood and the roadmap with the same plan.
+    open_hash(page, f"#/diagram/neighbourhood/InformationSystem/{anchor}?{query}")
+    page.locator("#mark-legend").wait_for()
+    expect(page.locator('#node-list li[data-mark="added"]', has_text="Diagram plan feed")).to_have_count(1)
+    open_hash(page, f"#/diagram/roadmap?{query}")
+    page.locator("#mark-legend").wait_for()
+    expect(page.locator('svg#roadmap rect.bar.added[data-name="Diagram plan lake"]')).to_have_count(1)
+    shoot(page, "17-roadmap-compared")
+
+    # "Today" takes the plan out again.
+    open_hash(page, f"#/diagram/flows?{query}")
+    page.locator("#plan-notice").wait_for()
+    page.locator("#plan-clear").click()
+    expect(page.locator("#plan-notice")).to_have_count(0)
+    expect(page.locator("#flow-graph[data-node-count]")).to_have_attribute(
+        "data-node-count", today_nodes or ""
+    )
+    expect(page.locator("#flow-systems li", has_text="Diagram plan lake")).to_have_count(0)
+
+    # A link to a plan whose scenario cannot be applied (gone, merged or closed) says so, with the control.
+    open_hash(page, "#/diagram/flows?at=2031-06-01&scenarios=no-such-scenario")
+    expect(page.locator("#plan-refused")).to_contain_text("cannot be shown")
+    expect(page.locator("#plan-form #plan-at")).to_have_value("2031-06-01")
+
+
 def test_reader_sees_no_finance_and_no_edit_controls(page: Page, api: httpx.Client) -> None:
     erp = find(api, "InformationSystem", "ERP")
     page.goto(f"/#/element/InformationSystem/{erp['id'][0]}")

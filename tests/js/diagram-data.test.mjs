@@ -3,10 +3,20 @@ import { test } from "node:test";
 
 import {
   barColor,
+  compareGraphs,
+  compareItems,
+  compareNeighbours,
+  compareRows,
   edgeId,
   flowGraph,
+  isDay,
+  markOf,
   neighbours,
+  planDays,
+  planQuery,
+  readPlan,
   roadmapRows,
+  withPeriod,
   yearScale,
 } from "../../src/blockrepo/web/static/js/diagram-data.js";
 
@@ -104,4 +114,146 @@ test("yearScale: first known year (or today's) to the year after the last; steps
   assert.equal(yearScale([{ start: Date.UTC(1990, 0, 1), end: null }], today).step, 5);
   assert.equal(yearScale([{ start: Date.UTC(2014, 0, 1), end: null }], today).step, 2);
   assert.equal(yearScale([{ start: Date.UTC(2015, 0, 1), end: null }], today).step, 1);
+});
+
+test("yearScale: the plan's days widen the span", () => {
+  const today = Date.UTC(2026, 5, 1);
+  const scale = yearScale([], today, [Date.UTC(2031, 0, 1)]);
+  assert.deepEqual([scale.minYear, scale.maxYear], [2026, 2032]);
+});
+
+test("isDay: real calendar days only", () => {
+  assert.ok(isDay("2027-07-01"));
+  assert.ok(isDay("2028-02-29"));
+  for (const text of ["2027-02-30", "2027-7-1", "next year", "", null, undefined, "2027-07-01T00:00"]) {
+    assert.equal(isDay(text), false, String(text));
+  }
+});
+
+test("readPlan and planQuery: the plan in a route's query and back", () => {
+  const query = (text) => new URLSearchParams(text);
+  assert.equal(readPlan(query("")), null);
+  assert.equal(readPlan(query("scenarios=a&compare=2027-01-01")), null, "no day: today's diagram");
+  assert.equal(readPlan(query("at=2027-02-30")), null);
+  const plan = readPlan(query("at=2027-07-01&compare=2027-01-01&scenarios=b, a,,b"));
+  assert.deepEqual(plan, { at: "2027-07-01", compare: "2027-01-01", scenarios: ["b", "a"] });
+  assert.deepEqual(readPlan(query(new URLSearchParams(planQuery(plan)).toString())), plan);
+  assert.equal(
+    readPlan(query("at=2027-07-01&compare=2027-07-01")).compare,
+    null,
+    "the same day: no comparison",
+  );
+  assert.equal(readPlan(query("at=2027-07-01&compare=soon")).compare, null);
+  assert.deepEqual(readPlan(query("at=2027-07-01")).scenarios, []);
+  assert.deepEqual(planQuery(null), {});
+});
+
+test("planDays: one day, or two with the earlier first", () => {
+  assert.deepEqual(planDays({ at: "2027-07-01", compare: null }), ["2027-07-01"]);
+  assert.deepEqual(planDays({ at: "2027-07-01", compare: "2027-01-01" }), ["2027-01-01", "2027-07-01"]);
+  assert.deepEqual(planDays({ at: "2026-01-01", compare: "2027-01-01" }), ["2026-01-01", "2027-01-01"]);
+});
+
+test("markOf: added, removed, changed, or nothing; bookkeeping and order of relation ends aside", () => {
+  const erp = { id: [1], name: ["ERP"], revision: [3], usedBy: [{ id: 2 }, { id: 5 }] };
+  assert.equal(markOf(undefined, erp), "added");
+  assert.equal(markOf(erp, undefined), "removed");
+  assert.equal(markOf(undefined, undefined), null);
+  assert.equal(markOf(erp, { ...erp, revision: [9], lastModificationTime: ["x"] }), null);
+  assert.equal(markOf(erp, { ...erp, usedBy: [{ id: 5 }, { id: 2 }] }), null);
+  assert.equal(markOf(erp, { ...erp, usedBy: [{ id: 5 }] }), "changed");
+  assert.equal(markOf(erp, { ...erp, name: ["ERP 2"] }), "changed");
+});
+
+test("compareItems: both days' elements once, as on the later day, marked", () => {
+  const earlier = [
+    { id: [1], name: ["kept"] },
+    { id: [2], name: ["retired"] },
+    { id: [3], name: ["renamed"] },
+  ];
+  const later = [
+    { id: [1], name: ["kept"] },
+    { id: [3], name: ["renamed later"] },
+    { id: [4], name: ["new"] },
+  ];
+  assert.deepEqual(
+    compareItems(earlier, later).map(({ item, mark }) => [item.name[0], mark]),
+    [
+      ["kept", null],
+      ["renamed later", "changed"],
+      ["new", "added"],
+      ["retired", "removed"],
+    ],
+  );
+});
+
+test("compareGraphs: the union of two days' flow graphs, nodes and edges marked", () => {
+  const erp = { id: [1], name: ["ERP"], status: ["CURRENT"] };
+  const crm = { id: [2], name: ["CRM"] };
+  const lake = { id: [3], name: ["Data Lake"] };
+  const orders = { id: [10], name: ["orders"], sourceSystem: [{ id: 1 }], targetSystem: [{ id: 2 }] };
+  const feed = { id: [11], name: ["feed"], sourceSystem: [{ id: 1 }], targetSystem: [{ id: 3 }] };
+  const earlier = flowGraph([erp, crm], [orders]);
+  const later = flowGraph([{ ...erp, status: ["PLANNED"] }, lake], [orders, feed]);
+  const { nodes, edges } = compareGraphs(earlier, later);
+  assert.deepEqual(
+    nodes.map((node) => [node.id, node.mark]),
+    [
+      ["IS/1", "changed"],
+      ["IS/3", "added"],
+      ["IS/2", "removed"],
+    ],
+  );
+  assert.equal(nodes[0].color, "#2b6cb0", "drawn as on the later day");
+  assert.deepEqual(
+    edges.map((edge) => [edge.id, edge.mark]),
+    [
+      ["IF/11", "added"],
+      ["IF/10", "removed"],
+    ],
+    "a flow whose end is gone on the later day is gone with it",
+  );
+  const same = compareGraphs(earlier, earlier);
+  assert.ok([...same.nodes, ...same.edges].every((entry) => entry.mark === null));
+});
+
+test("compareNeighbours: relations of two days, one per neighbour and label", () => {
+  const link = (id, label, name = "P") => ({ type: "Project", ref: { id, name }, label });
+  const marked = compareNeighbours(
+    [link(1, "usedBy"), link(2, "usedBy"), link(3, "usedBy")],
+    [link(1, "usedBy"), link(3, "usedBy", "P renamed"), link(2, "parent"), link(4, "usedBy")],
+  );
+  assert.deepEqual(
+    marked.map(({ ref, label, mark }) => `${ref.id} ${label} ${mark}`),
+    ["1 usedBy null", "3 usedBy changed", "2 parent added", "4 usedBy added", "2 usedBy removed"],
+  );
+});
+
+test("withPeriod and compareRows: bars of both days, marked, earliest start first", () => {
+  assert.deepEqual(
+    withPeriod([{ runtimePeriod: [] }, { runtimePeriod: [{ start: "2020-01-01" }] }, {}]).length,
+    1,
+  );
+  const rows = (items) => roadmapRows("InformationSystem", items);
+  const period = (start, end = null) => [{ start, end }];
+  const earlier = rows([
+    { id: [1], name: ["kept"], runtimePeriod: period("2020-01-01") },
+    { id: [2], name: ["ends"], runtimePeriod: period("2019-01-01", "2027-03-01") },
+    { id: [3], name: ["moved"], runtimePeriod: period("2021-01-01", "2030-01-01") },
+  ]);
+  const later = rows([
+    { id: [1], name: ["kept"], runtimePeriod: period("2020-01-01") },
+    { id: [3], name: ["moved"], runtimePeriod: period("2021-01-01", "2028-01-01") },
+    { id: [4], name: ["open start"], runtimePeriod: period(null, "2029-01-01") },
+  ]);
+  assert.deepEqual(
+    compareRows(earlier, later).map((row) => [row.name, row.mark]),
+    [
+      ["open start", "added"],
+      ["ends", "removed"],
+      ["kept", null],
+      ["moved", "changed"],
+    ],
+  );
+  assert.equal(compareRows(earlier, later)[3].end, Date.UTC(2028, 0, 1));
 });

@@ -123,3 +123,23 @@ export async function allElements(type, fields, filter) {
   } while (cursor);
   return items;
 }
+
+// Every element of a type as it will be on a day with the given scenarios (GET /api/projection, following
+// the cursor); only the given fields, or all without.
+export async function projectedElements(type, at, scenarios, fields) {
+  const items = [];
+  let cursor = null;
+  do {
+    const { data } = await get("/api/projection", {
+      at,
+      type,
+      scenarios: scenarios.join(","),
+      fields: fields?.join(","),
+      limit: 1000,
+      cursor,
+    });
+    items.push(...data.items);
+    cursor = data.nextCursor;
+  } while (cursor);
+  return items;
+}

@@ -1,15 +1,32 @@
 // Diagrams: the information-flow graph, the neighbourhood of an element (expanded hop by hop) and the
-// roadmap of runtime periods as a Gantt chart; each exported as SVG or PNG. What they draw is computed in
-// diagram-data.js, the SVG export in svg.js.
+// roadmap of runtime periods as a Gantt chart; each exported as SVG or PNG. Each shows today's landscape
+// or a plan's (plan-control.js): the landscape on a date, or two dates compared with what was added,
+// removed or changed marked. What they draw is computed in diagram-data.js, the SVG export in svg.js.
 
 import cytoscape from "../vendor/cytoscape/cytoscape.esm.min.js";
-import { allElements, get } from "./api.js";
+import { ApiError, allElements, get, projectedElements } from "./api.js";
 import { pageHead } from "./components.js";
-import { PROJECT_COLOR, edgeId, flowGraph, neighbours, roadmapRows } from "./diagram-data.js";
+import {
+  MARKS,
+  PROJECT_COLOR,
+  compareGraphs,
+  compareItems,
+  compareNeighbours,
+  compareRows,
+  edgeId,
+  flowGraph,
+  markOf,
+  neighbours,
+  planDays,
+  readPlan,
+  roadmapRows,
+  withPeriod,
+} from "./diagram-data.js";
 import { h } from "./dom.js";
 import { hopSummary } from "./format.js";
 import { STATUS_COLORS } from "./palette.js";
 import { elementPath, elementRoute, href } from "./paths.js";
+import { markLegend, openScenarios, planControl, planNotice } from "./plan-control.js";
 import { can, hasFunction, typeDef, typeLabel } from "./session.js";
 import { exportButtons, ganttSvg, graphSvg, svgToPng } from "./svg.js";
 
@@ -72,7 +89,25 @@ const GRAPH_STYLE = [
     },
   },
   { selector: "edge[?directed]", style: { "target-arrow-shape": "triangle" } },
+  ...Object.entries(MARKS).flatMap(([mark, { color, dash, opacity }]) => [
+    {
+      selector: `node.${mark}`,
+      style: { "border-width": 3, "border-color": color, "border-style": dash ? "dashed" : "solid", opacity },
+    },
+    {
+      selector: `edge.${mark}`,
+      style: {
+        width: 2.5,
+        "line-color": color,
+        "target-arrow-color": color,
+        "line-style": dash ? "dashed" : "solid",
+        opacity,
+      },
+    },
+  ]),
 ];
+
+const graphElement = (data) => ({ data, classes: data.mark || "" });
 
 function graphPanel(id, nodes, edges) {
   const container = h("div", {
@@ -83,7 +118,7 @@ function graphPanel(id, nodes, edges) {
   });
   // Created headless and mounted once the container is in the page (its size is unknown before).
   const cy = cytoscape({
-    elements: [...nodes.map((data) => ({ data })), ...edges.map((data) => ({ data }))],
+    elements: [...nodes.map(graphElement), ...edges.map(graphElement)],
     style: GRAPH_STYLE,
     styleEnabled: true,
     minZoom: 0.2,
@@ -95,6 +130,9 @@ function graphPanel(id, nodes, edges) {
 function setCounts(container, cy) {
   container.dataset.nodeCount = String(cy.nodes().length);
   container.dataset.edgeCount = String(cy.edges().length);
+  for (const mark of Object.keys(MARKS)) {
+    container.dataset[`${mark}Count`] = String(cy.elements(`.${mark}`).length);
+  }
   container.setAttribute(
     "aria-label",
     `Graph with ${cy.nodes().length} nodes and ${cy.edges().length} edges`,
@@ -150,20 +188,27 @@ function statusLegend(...more) {
 }
 
 // The graph's content as links a keyboard or screen-reader user can reach by Tab: every flow and every
-// system.
+// system ({item, mark} each: a comparison's mark, also said in words).
 function flowTable(systems, flows) {
   const link = (type, ref) => h("a", { href: href(elementRoute(type, ref.id)) }, ref.name);
   const end = (refs) => (refs?.length ? link("InformationSystem", refs[0]) : "—");
-  const row = (flow) =>
+  const said = (mark) => (mark ? h("span", { class: `mark-text ${mark}` }, ` (${mark})`) : null);
+  const row = ({ item: flow, mark }) =>
     h(
       "tr",
-      { "data-flow": flow.id[0] },
+      { "data-flow": flow.id[0], "data-mark": mark },
       h("td", {}, end(flow.sourceSystem)),
-      h("th", { scope: "row" }, link("InformationFlow", { id: flow.id[0], name: flow.name[0] })),
+      h("th", { scope: "row" }, link("InformationFlow", { id: flow.id[0], name: flow.name[0] }), said(mark)),
       h("td", {}, end(flow.targetSystem)),
     );
   const column = (text) => h("th", { scope: "col" }, text);
-  const system = (item) => h("li", {}, link("InformationSystem", { id: item.id[0], name: item.name[0] }));
+  const system = ({ item, mark }) =>
+    h(
+      "li",
+      { "data-mark": mark },
+      link("InformationSystem", { id: item.id[0], name: item.name[0] }),
+      said(mark),
+    );
   return h(
     "section",
     { class: "panel", id: "flow-table", "aria-labelledby": "flow-table-title" },
@@ -179,7 +224,56 @@ function flowTable(systems, flows) {
   );
 }
 
-export async function renderFlows() {
+// What a diagram reads for a plan, or the page that says why the server refused the plan (a scenario
+// merged, closed or no longer shared since the link was made), with the Plan control to change it.
+async function readOrRefused(plan, read, head, route, scenarios) {
+  try {
+    return { data: await read() };
+  } catch (error) {
+    if (!plan || !(error instanceof ApiError) || error.status === 401 || error.status >= 500) throw error;
+    const refused = h(
+      "p",
+      { class: "notice", role: "alert", id: "plan-refused" },
+      `This plan cannot be shown: ${error.message}`,
+    );
+    return { refused: h("div", {}, head, planControl(route, plan, await scenarios), refused) };
+  }
+}
+
+const SYSTEM_FIELDS = ["name", "status"];
+const FLOW_FIELDS = ["name", "sourceSystem", "targetSystem"];
+const unmarked = (items) => items.map((item) => ({ item, mark: null }));
+
+// Today's systems and flows, or the plan's on each of its days; and the graph and table entries.
+async function flowData(plan) {
+  if (!plan) {
+    const [systems, flows] = await Promise.all([
+      allElements("InformationSystem", SYSTEM_FIELDS),
+      allElements("InformationFlow", FLOW_FIELDS),
+    ]);
+    return { ...flowGraph(systems, flows), systems: unmarked(systems), flows: unmarked(flows) };
+  }
+  const days = await Promise.all(
+    planDays(plan).map((day) =>
+      Promise.all([
+        projectedElements("InformationSystem", day, plan.scenarios, SYSTEM_FIELDS),
+        projectedElements("InformationFlow", day, plan.scenarios, FLOW_FIELDS),
+      ]),
+    ),
+  );
+  if (days.length === 1) {
+    const [[systems, flows]] = days;
+    return { ...flowGraph(systems, flows), systems: unmarked(systems), flows: unmarked(flows) };
+  }
+  const [[systemsBefore, flowsBefore], [systemsAfter, flowsAfter]] = days;
+  return {
+    ...compareGraphs(flowGraph(systemsBefore, flowsBefore), flowGraph(systemsAfter, flowsAfter)),
+    systems: compareItems(systemsBefore, systemsAfter),
+    flows: compareItems(flowsBefore, flowsAfter),
+  };
+}
+
+export async function renderFlows({ query }) {
   const title = h(
     "div",
     {},
@@ -192,11 +286,12 @@ export async function renderFlows() {
     ),
   );
   if (needsMassdata()) return h("div", {}, pageHead(title), needsMassdata());
-  const [systems, flows] = await Promise.all([
-    allElements("InformationSystem", ["name", "status"]),
-    allElements("InformationFlow", ["name", "sourceSystem", "targetSystem"]),
-  ]);
-  const { nodes, edges } = flowGraph(systems, flows);
+  const plan = readPlan(query);
+  const listing = openScenarios();
+  const route = "/diagram/flows";
+  const read = await readOrRefused(plan, () => flowData(plan), pageHead(title), route, listing);
+  if (read.refused) return read.refused;
+  const [scenarios, { nodes, edges, systems, flows }] = [await listing, read.data];
   const { container, cy } = graphPanel("flow-graph", nodes, edges);
   cy.on("tap", "node", (event) => {
     location.hash = `#/element/InformationSystem/${event.target.data("elementId")}`;
@@ -213,8 +308,11 @@ export async function renderFlows() {
         () => graphPng(cy),
       ),
     ),
+    planControl(route, plan, scenarios),
+    planNotice(plan, scenarios),
     h("p", { class: "muted", id: "graph-summary" }, summary),
     statusLegend(),
+    markLegend(plan),
     h("div", { class: "panel flush" }, container),
     flowTable(systems, flows),
   );
@@ -227,10 +325,56 @@ export async function renderFlows() {
   return view;
 }
 
-// The growing graph around one element: how many hops each node is from it, and which were expanded.
+// A plan's landscape read type by type, once each: every element of a type by id on each of the plan's
+// days (one map twice for a single day, so that nothing is marked).
+class PlannedLandscape {
+  constructor(plan) {
+    this.plan = plan;
+    this.types = new Map();
+  }
+
+  days(type) {
+    if (!this.types.has(type)) {
+      const read = (day) => projectedElements(type, day, this.plan.scenarios);
+      const byId = (items) => new Map(items.map((item) => [item.id[0], item]));
+      const loading = Promise.all(planDays(this.plan).map(read)).then((lists) => {
+        const maps = lists.map(byId);
+        return maps.length === 1 ? [maps[0], maps[0]] : maps;
+      });
+      this.types.set(type, loading);
+    }
+    return this.types.get(type);
+  }
+
+  // The element on the earlier and on the later day (undefined where it is not there).
+  async states(type, id) {
+    const [before, after] = await this.days(type);
+    return [before.get(Number(id)), after.get(Number(id))];
+  }
+
+  // An element's relations on each day, to neighbours that are there that day too, as one marked list.
+  async links(type, id) {
+    const states = await this.states(type, id);
+    const lists = await Promise.all(
+      states.map(async (item, day) => {
+        if (item === undefined) return [];
+        const found = neighbours(typeDef(type), type, item).filter((link) => can(link.type, "read"));
+        const there = await Promise.all(
+          found.map(async (link) => (await this.days(link.type))[day].has(link.ref.id)),
+        );
+        return found.filter((_, index) => there[index]);
+      }),
+    );
+    return compareNeighbours(...lists);
+  }
+}
+
+// The growing graph around one element: how many hops each node is from it, and which were expanded;
+// with a plan, its relations on the plan's days, marked as they differ.
 class Neighbourhood {
-  constructor(type, start) {
+  constructor(type, start, landscape, startMark) {
     this.startId = `${type}/${start.id[0]}`;
+    this.landscape = landscape;
     this.hops = new Map([[this.startId, 0]]);
     this.expanded = new Set();
     const node = {
@@ -239,6 +383,7 @@ class Neighbourhood {
       color: typeColor(type),
       type,
       elementId: start.id[0],
+      mark: startMark,
     };
     Object.assign(this, graphPanel("neighbourhood-graph", [node], []));
     this.cy.getElementById(this.startId).addClass("focus");
@@ -253,7 +398,19 @@ class Neighbourhood {
     return [...this.hops].filter(([id, hop]) => hop === depth && !this.expanded.has(id)).map(([id]) => id);
   }
 
-  // Adds the neighbours of a node (read unless given) one hop further out, each relation once.
+  // Today's relations of a node (its element read unless given), unmarked; or the plan's.
+  async links(nodeType, elementId, element) {
+    if (this.landscape) return this.landscape.links(nodeType, elementId);
+    const data = element || (await get(elementPath(nodeType, elementId))).data;
+    const found = neighbours(typeDef(nodeType), nodeType, data).filter((link) => can(link.type, "read"));
+    return found.map((link) => ({ ...link, mark: null }));
+  }
+
+  async markOfNode(type, elementId) {
+    return this.landscape ? markOf(...(await this.landscape.states(type, elementId))) : null;
+  }
+
+  // Adds the neighbours of a node one hop further out, each relation once.
   async expand(nodeId, element) {
     const { cy, hops, expanded } = this;
     if (expanded.has(nodeId)) return;
@@ -261,21 +418,23 @@ class Neighbourhood {
     const hop = hops.get(nodeId);
     const node = cy.getElementById(nodeId);
     const nodeType = node.data("type");
-    const data = element || (await get(elementPath(nodeType, node.data("elementId")))).data;
-    for (const { type: otherType, ref, label } of neighbours(typeDef(nodeType), nodeType, data)) {
-      if (!can(otherType, "read")) continue;
+    for (const { type: otherType, ref, label, mark } of await this.links(
+      nodeType,
+      node.data("elementId"),
+      element,
+    )) {
       const otherId = `${otherType}/${ref.id}`;
       if (!hops.has(otherId)) {
         hops.set(otherId, hop + 1);
-        const color = typeColor(otherType);
         const added = {
           id: otherId,
           label: ref.name ?? `#${ref.id}`,
-          color,
+          color: typeColor(otherType),
           type: otherType,
           elementId: ref.id,
+          mark: await this.markOfNode(otherType, ref.id),
         };
-        cy.add({ data: added });
+        cy.add(graphElement(added));
       }
       const id = edgeId(nodeId, otherId, label);
       const joined = (edge, a, b) => edge.source().id() === a && edge.target().id() === b;
@@ -283,22 +442,27 @@ class Neighbourhood {
         .edges()
         .filter((edge) => joined(edge, otherId, nodeId) || joined(edge, nodeId, otherId));
       if (!cy.getElementById(id).length && !either.length) {
-        cy.add({ data: { id, source: nodeId, target: otherId, label } });
+        cy.add(graphElement({ id, source: nodeId, target: otherId, label, mark }));
       }
     }
   }
 }
 
+const neighbourhoodRoute = (type, id) => `/diagram/neighbourhood/${encodeURIComponent(type)}/${id}`;
+
 function nodeItem(node, hops) {
+  const mark = node.data("mark");
   return h(
     "li",
-    {},
+    { "data-mark": mark },
     h("span", { class: "swatch", style: `background:${node.data("color")}` }),
     h("a", { href: href(elementRoute(node.data("type"), node.data("elementId"))) }, node.data("label")),
     h("span", { class: "muted" }, ` ${typeLabel(node.data("type"))}, hop ${hops.get(node.id())}`),
+    mark ? h("span", { class: `mark-text ${mark}` }, ` (${mark})`) : null,
   );
 }
 
+// The page's head; its export buttons only with a graph (`cy`).
 function neighbourhoodHead(type, id, start, cy) {
   const name = start.name[0];
   return pageHead(
@@ -313,18 +477,39 @@ function neighbourhoodHead(type, id, start, cy) {
         "Related elements, one hop at a time (click a node to expand just that one).",
       ),
     ),
-    exportButtons(
-      `neighbourhood-${name}`,
-      () => graphSvg(cy),
-      () => graphPng(cy),
-    ),
+    cy
+      ? exportButtons(
+          `neighbourhood-${name}`,
+          () => graphSvg(cy),
+          () => graphPng(cy),
+        )
+      : null,
   );
 }
 
-export async function renderNeighbourhood({ params }) {
-  const [type, id] = params;
+// The element the neighbourhood starts from, and with a plan (MASSDATA only) its landscape and the element
+// on the plan's days; or the page that says why the plan was refused.
+async function neighbourhoodStart(type, id, query) {
+  const plan = hasFunction("MASSDATA") ? readPlan(query) : null;
+  const landscape = plan ? new PlannedLandscape(plan) : null;
+  const listing = hasFunction("MASSDATA") ? openScenarios() : Promise.resolve([]);
   const { data: start } = await get(elementPath(type, id));
-  const graph = new Neighbourhood(type, start);
+  const read = await readOrRefused(
+    plan,
+    async () => (landscape ? landscape.states(type, id) : []),
+    neighbourhoodHead(type, id, start, null),
+    neighbourhoodRoute(type, id),
+    listing,
+  );
+  return { ...read, plan, landscape, start, scenarios: await listing, states: read.data };
+}
+
+export async function renderNeighbourhood({ params, query }) {
+  const [type, id] = params;
+  const { refused, plan, landscape, start, scenarios, states } = await neighbourhoodStart(type, id, query);
+  if (refused) return refused;
+  const route = neighbourhoodRoute(type, id);
+  const graph = new Neighbourhood(type, start, landscape, markOf(...states));
   const { cy, container, hops, expanded } = graph;
   const nodeList = h("ul", { class: "node-list", id: "node-list" });
   const hopStatus = h("p", { class: "muted", id: "graph-summary", "aria-live": "polite" });
@@ -361,6 +546,12 @@ export async function renderNeighbourhood({ params }) {
     "div",
     {},
     neighbourhoodHead(type, id, start, cy),
+    hasFunction("MASSDATA") ? planControl(route, plan, scenarios) : null,
+    planNotice(plan, scenarios),
+    plan && !states.some(Boolean)
+      ? h("p", { class: "notice", id: "plan-absent" }, `${start.name[0]} is not in the planned landscape.`)
+      : null,
+    markLegend(plan),
     h("div", { class: "toolbar" }, expandButton, hopStatus),
     h("div", { class: "columns wide-left" }, h("div", { class: "panel flush" }, container), elements),
   );
@@ -371,7 +562,28 @@ export async function renderNeighbourhood({ params }) {
   return view;
 }
 
-export async function renderRoadmap() {
+const ROADMAP_TYPES = ["InformationSystem", "Project"];
+const roadmapFields = (type) => [
+  "name",
+  "runtimePeriod",
+  ...(type === "InformationSystem" ? ["status"] : []),
+];
+
+// Today's bars, or the plan's on its day (the elements running then), or on two days as one, marked.
+async function roadmapData(plan) {
+  const wanted = ROADMAP_TYPES.filter((type) => can(type, "read"));
+  const rowsOf = (lists) => wanted.flatMap((type, index) => roadmapRows(type, withPeriod(lists[index])));
+  if (!plan) {
+    const read = (type) => allElements(type, roadmapFields(type), "@runtimePeriod != null");
+    return rowsOf(await Promise.all(wanted.map(read)));
+  }
+  const onDay = (day) =>
+    Promise.all(wanted.map((type) => projectedElements(type, day, plan.scenarios, roadmapFields(type))));
+  const days = (await Promise.all(planDays(plan).map(onDay))).map(rowsOf);
+  return days.length === 1 ? days[0] : compareRows(...days);
+}
+
+export async function renderRoadmap({ query }) {
   const head = h(
     "div",
     {},
@@ -379,13 +591,13 @@ export async function renderRoadmap() {
     h("p", { class: "muted" }, "Runtime periods of information systems and projects."),
   );
   if (needsMassdata()) return h("div", {}, pageHead(head), needsMassdata());
-  const wanted = ["InformationSystem", "Project"].filter((type) => can(type, "read"));
-  const fields = (type) => ["name", "runtimePeriod", ...(type === "InformationSystem" ? ["status"] : [])];
-  const lists = await Promise.all(
-    wanted.map((type) => allElements(type, fields(type), "@runtimePeriod != null")),
-  );
-  const rows = wanted.flatMap((type, index) => roadmapRows(type, lists[index]));
-  const svg = ganttSvg(rows, Date.now());
+  const plan = readPlan(query);
+  const listing = openScenarios();
+  const route = "/diagram/roadmap";
+  const read = await readOrRefused(plan, () => roadmapData(plan), pageHead(head), route, listing);
+  if (read.refused) return read.refused;
+  const [scenarios, rows] = [await listing, read.data];
+  const svg = ganttSvg(rows, Date.now(), plan ? planDays(plan) : []);
   const width = Number(svg.getAttribute("width"));
   const height = Number(svg.getAttribute("height"));
   const project = h(
@@ -405,7 +617,10 @@ export async function renderRoadmap() {
         () => svgToPng(svg, width, height),
       ),
     ),
+    planControl(route, plan, scenarios),
+    planNotice(plan, scenarios),
     statusLegend(project),
+    markLegend(plan),
     h("div", { class: "panel flush scroll-x" }, svg),
   );
 }

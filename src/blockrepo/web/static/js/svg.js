@@ -1,9 +1,9 @@
 // SVG drawn by hand: the graph export (cytoscape renders to canvas only), the roadmap's Gantt chart, and
 // their export as SVG or PNG files.
 
-import { barColor, yearScale } from "./diagram-data.js";
+import { MARKS, barColor, yearScale } from "./diagram-data.js";
 import { h } from "./dom.js";
-import { isoDay, truncate } from "./format.js";
+import { isoDay, parseDay, truncate } from "./format.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 const FONT = "Inter, Segoe UI, Arial, sans-serif";
@@ -77,17 +77,32 @@ function arrowDefs() {
   return defs;
 }
 
+// How a comparison's mark draws a shape's outline (nothing for none).
+function markAttributes(mark) {
+  const style = MARKS[mark];
+  if (!style) return {};
+  return {
+    class: mark,
+    "data-mark": mark,
+    stroke: style.color,
+    "stroke-dasharray": style.dash,
+    opacity: style.opacity < 1 ? style.opacity : null,
+  };
+}
+
 function edgeShapes(edge) {
   const s = edge.sourceEndpoint();
   const t = edge.targetEndpoint();
+  const marked = markAttributes(edge.data("mark"));
   const line = svgElement("line", {
     x1: s.x,
     y1: s.y,
     x2: t.x,
     y2: t.y,
     stroke: "#9aa5b1",
-    "stroke-width": 1.5,
+    "stroke-width": marked.stroke ? 2.5 : 1.5,
     "marker-end": edge.data("directed") ? "url(#arrow)" : null,
+    ...marked,
   });
   if (!edge.data("label")) return [line];
   const at = { x: (s.x + t.x) / 2, y: (s.y + t.y) / 2 - 3 };
@@ -108,6 +123,7 @@ function nodeShapes(node) {
     fill: node.style("background-color"),
     stroke: node.style("border-color"),
     "stroke-width": node.style("border-width").replace("px", ""),
+    ...markAttributes(node.data("mark")),
   });
   const style = { "text-anchor": "middle", fill: node.style("color") };
   return [box, svgElement("text", { x: p.x, y: p.y + 4, ...style }, node.data("label"))];
@@ -164,8 +180,8 @@ function ganttRow(svg, row, index, { x, width, scale }) {
   const start = x(row.start ?? scale.from);
   const end = x(row.end ?? scale.to);
   const color = barColor(row);
+  const marked = markAttributes(row.mark);
   const bar = svgElement("rect", {
-    class: "bar",
     x: start,
     y: y + 5,
     width: Math.max(end - start, 3),
@@ -173,8 +189,12 @@ function ganttRow(svg, row, index, { x, width, scale }) {
     rx: 4,
     fill: color,
     "data-name": row.name,
+    ...marked,
+    "stroke-width": marked.stroke ? 2.5 : null,
+    class: marked.class ? `bar ${marked.class}` : "bar",
   });
-  const period = `${row.start ? isoDay(row.start) : "…"} – ${row.end ? isoDay(row.end) : "open"}`;
+  const said = row.mark ? ` (${row.mark})` : "";
+  const period = `${row.start ? isoDay(row.start) : "…"} – ${row.end ? isoDay(row.end) : "open"}${said}`;
   bar.append(svgElement("title", {}, `${row.name}: ${period}`));
   svg.append(bar);
   if (row.end === null) {
@@ -183,11 +203,29 @@ function ganttRow(svg, row, index, { x, width, scale }) {
   }
 }
 
-export function ganttSvg(rows, today) {
+// A dashed line across the chart at a time, labelled at its foot (right of the line, or left of it with
+// `before`, so that the labels of two close days do not overlap).
+function dayLine(svg, position, bottom, color, label, before = false) {
+  svg.append(
+    svgElement("line", {
+      x1: position,
+      y1: GANTT.top - 6,
+      x2: position,
+      y2: bottom - 24,
+      stroke: color,
+      "stroke-dasharray": "4 3",
+    }),
+  );
+  const anchor = before ? { x: position - 4, "text-anchor": "end" } : { x: position + 4 };
+  svg.append(svgElement("text", { ...anchor, y: bottom - 10, fill: color }, label));
+}
+
+// `days` (YYYY-MM-DD): a plan's days, each drawn as a line like today's.
+export function ganttSvg(rows, today, days = []) {
   const { labelWidth, chartWidth, rowHeight, top } = GANTT;
   const width = labelWidth + chartWidth + 20;
   const height = top + rows.length * rowHeight + 30;
-  const scale = yearScale(rows, today);
+  const scale = yearScale(rows, today, days.map(parseDay));
   const x = (time) => labelWidth + ((time - scale.from) / (scale.to - scale.from)) * chartWidth;
   const svg = svgElement("svg", {
     xmlns: SVG_NS,
@@ -205,17 +243,9 @@ export function ganttSvg(rows, today) {
   svg.append(svgElement("rect", { x: 0, y: 0, width, height, fill: "#fff" }));
   yearLines(svg, scale, x, height);
   rows.forEach((row, index) => ganttRow(svg, row, index, { x, width, scale }));
-  const now = x(today);
-  svg.append(
-    svgElement("line", {
-      x1: now,
-      y1: top - 6,
-      x2: now,
-      y2: height - 24,
-      stroke: "#c53030",
-      "stroke-dasharray": "4 3",
-    }),
-  );
-  svg.append(svgElement("text", { x: now + 4, y: height - 10, fill: "#c53030" }, "today"));
+  dayLine(svg, x(today), height, "#c53030", "today");
+  days.forEach((day, index) => {
+    dayLine(svg, x(parseDay(day)), height, "#2b6cb0", day, index === 0 && days.length > 1);
+  });
   return svg;
 }
