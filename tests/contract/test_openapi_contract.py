@@ -111,6 +111,31 @@ NUL_IN_QUERY = KnownRefusal(
 PROJECTED_SCENARIOS = KnownRefusal(
     "a projection applies at most 20 scenarios", "validation_failed", (("too_many", "query:scenarios"),)
 )
+LIST_PROJECTION = KnownRefusal(
+    "a projection is a real date, goes with neither asOf nor a scenario, applies at most 20 scenarios; "
+    "scenarios go only with a projection",
+    "validation_failed",
+    (
+        ("invalid_date", "query:projection"),
+        ("not_with_projection", "query:asOf"),
+        ("not_with_projection", "query:scenario"),
+        ("projection_required", "query:scenarios"),
+        ("too_many", "query:scenarios"),
+    ),
+)
+QUERY_PROJECTION = KnownRefusal(
+    "a query's projection is a real date, goes with neither asOf nor a scenario, applies at most 20 "
+    "scenarios; scenarios go only with a projection",
+    "validation_failed",
+    (
+        ("invalid_date", "/projection"),
+        ("not_with_projection", "/asOf"),
+        ("not_with_projection", "query:asOf"),
+        ("not_with_projection", "query:scenario"),
+        ("projection_required", "/scenarios"),
+        ("too_many", "/scenarios"),
+    ),
+)
 NUMBER_ONLY_SETTINGS = KnownRefusal(
     "unit, min and max apply only to number attributes, and an update without `valueType` keeps the stored "
     "one; no text may hold NUL",
@@ -336,9 +361,11 @@ KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
         FILTER_SYNTAX,
         FIELD_NAMES,
         NUL_IN_QUERY,
+        LIST_PROJECTION,
     ),
     ("POST", "/api/massdata/query"): (
         ONE_SCENARIO,
+        QUERY_PROJECTION,
         FUTURE_REVISION,
         LISTING_CURSOR,
         SORT_KEY,

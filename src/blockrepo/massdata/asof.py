@@ -5,7 +5,9 @@ elements as they stood (`history.asof`) are read a batch at a time, the listing'
 on them (`query.evaluator`), and only the sort key values and ids of the matches are kept; they are sorted
 as the SQL listing sorts, the keyset cursor applies the same way, and only the page (or a stream's current
 batch) is rendered with the requested fields. The cost grows with the type's history, not with the page
-size; memory holds one batch of elements plus a key per match.
+size; memory holds one batch of elements plus a key per match. Any other state with the same two
+operations (an `ElementState`, such as the landscape projected to a date) is listed and queried the same
+way (`read_page_of`, `stream_ndjson_of`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import bisect
 import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from sqlalchemy.orm import Session
@@ -62,6 +64,27 @@ def past_revision(db: Session, actor: Actor, raw: str, pointer: str = "query:asO
     VIEW_HISTORY (it is history)."""
     require_history(actor)
     return resolve_as_of(db, raw, pointer)
+
+
+class ElementState(Protocol):
+    """Elements in some state other than today's stored one, as one actor may read them."""
+
+    @property
+    def metamodel(self) -> Metamodel: ...
+
+    @property
+    def actor(self) -> Actor: ...
+
+    def load(
+        self, type_def: BlockTypeDef, ids: Sequence[int], view: ElementView | None = None
+    ) -> list[ElementJson]:
+        """Those of `ids` that are elements of the type in this state, in that order (every readable
+        key, or `view`'s)."""
+        ...
+
+    def scan(self, type_def: BlockTypeDef) -> Iterable[list[ElementJson]]:
+        """Every element of the type in this state, a batch at a time."""
+        ...
 
 
 class _PastState:
@@ -132,7 +155,7 @@ def _compare_keys(keys: Sequence[SortKey], left: Sequence[Any], right: Sequence[
     return 0
 
 
-def _sorted_matches(state: _PastState, listing: Listing) -> list[Keyed]:
+def _sorted_matches(state: ElementState, listing: Listing) -> list[Keyed]:
     """The sort key values of every match (the cursor aside), in listing order."""
     evaluator = Evaluator(QueryCompiler(state.metamodel, state.actor, "", "filter"), state.load)
     type_def = listing.type_def
@@ -178,7 +201,12 @@ def read_page_as_of(
         divergence = diverged(db, metamodel, layer)
         if divergence is not None:
             return _layered_page(db, metamodel, actor, listing, layer, divergence, limit=limit, count=count)
-    state = _PastState(db, metamodel, actor, revision, layer)
+    return read_page_of(_PastState(db, metamodel, actor, revision, layer), listing, limit=limit, count=count)
+
+
+def read_page_of(state: ElementState, listing: Listing, *, limit: int, count: bool) -> Page:
+    """A page of the listing over the elements of `state`: filtered, sorted and paged as `read_page`
+    does on today's."""
     matches = _sorted_matches(state, listing)
     remaining = _after_cursor(listing, matches)
     page = remaining[:limit]
@@ -370,15 +398,30 @@ def stream_ndjson_as_of(
 ) -> Iterator[bytes]:
     """NDJSON lines of every match as of `revision` (the counterpart of `listing.stream_ndjson`), or as a
     planning scenario has them (`layer`)."""
+
+    def past(db: Session) -> ElementState:
+        return _PastState(db, metamodel, actor, revision, layer)
+
+    return stream_ndjson_of(open_session, past, listing, f"as of revision {revision}")
+
+
+def stream_ndjson_of(
+    open_session: Callable[[], Session],
+    state_in: Callable[[Session], ElementState],
+    listing: Listing,
+    moment: str,
+) -> Iterator[bytes]:
+    """NDJSON lines of every match over the elements of the state `state_in` reads with the stream's own
+    session (`moment` names it in the log)."""
     with open_session() as db:
         begin_snapshot(db)
         try:
-            state = _PastState(db, metamodel, actor, revision, layer)
+            state = state_in(db)
             matches = _after_cursor(listing, _sorted_matches(state, listing))
             ids = [values[-1] for values in matches]
             for chunk in chunks(ids, STREAM_BATCH):
                 items = state.load(listing.type_def, chunk, listing.view)
                 yield b"".join(orjson.dumps(item) + b"\n" for item in items)
         except Exception:
-            log.exception("streaming %s elements as of revision %s failed", listing.type_def.name, revision)
+            log.exception("streaming %s elements %s failed", listing.type_def.name, moment)
             raise

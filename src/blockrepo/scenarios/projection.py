@@ -7,13 +7,15 @@ changed since its base, so main's later changes to other fields stay), relation 
 removals, its new elements, its deletions. Then an element whose `runtimePeriod` ends before the date, or
 begins after it, is not there. The page walks main's stored elements of the type by id with the
 scenarios' new ones merged in; each scenario's rows are read for the page's elements only. Two dates are
-compared (`compare`, `GET /api/projection/diff`) in one such walk, in the diff shape of history's.
+compared (`compare`, `GET /api/projection/diff`) in one such walk, in the diff shape of history's. Lists
+and iteraQL read a `ProjectedState` (`projection=` on `/api/massdata`): a type's elements on the date a
+batch at a time, or given ids, projected by the same walk.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,11 +231,13 @@ def _fields(
     return list(fields)
 
 
-def _scenarios(db: Session, actor: Actor, keys: Sequence[str]) -> list[Scenario]:
+def _scenarios(
+    db: Session, actor: Actor, keys: Sequence[str], pointer: str = "query:scenarios"
+) -> list[Scenario]:
     if len(keys) > MOST_SCENARIOS:
         raise ValidationFailed(
             f"at most {MOST_SCENARIOS} scenarios",
-            errors=[ErrorItem("query:scenarios", "too_many", f"at most {MOST_SCENARIOS}")],
+            errors=[ErrorItem(pointer, "too_many", f"at most {MOST_SCENARIOS}")],
         )
     chosen: list[Scenario] = []
     for key in dict.fromkeys(keys):
@@ -270,13 +274,9 @@ def _projected(
         ids = sorted({*stored, *new})
         if not ids:
             return
-        main = {item["id"][0]: item for item in reader.read(db, stored)}
-        presents = []
-        for plans in plan_sets:
-            present = dict(main)  # the plans replace entries, never change main's items
-            for plan in plans:
-                _apply(db, actor, metamodel, type_def, plan, fold, whole, ids, present)
-            presents.append(present)
+        presents = _presents(
+            db, actor, metamodel, type_def, plan_sets, fold, whole, reader.read(db, stored), ids
+        )
         for element_id in ids:
             states = [present.get(element_id) for present in presents]
             if any(state is not None for state in states):
@@ -284,6 +284,29 @@ def _projected(
         if upper is None:
             return
         after = upper
+
+
+def _presents(
+    db: Session,
+    actor: Actor,
+    metamodel: Metamodel,
+    type_def: BlockTypeDef,
+    plan_sets: Sequence[list[_Plan]],
+    fold: Folding,
+    whole: elements.ElementView,
+    stored: list[dict[str, Any]],
+    ids: list[int],
+) -> list[dict[int, dict[str, Any]]]:
+    """For each set of plans, the elements among `ids` by id as main has them (`stored`, read with
+    `whole`) with the plans applied in order; those they delete, or that are not there, left out."""
+    main = {item["id"][0]: item for item in stored}
+    presents = []
+    for plans in plan_sets:
+        present = dict(main)  # the plans replace entries, never change main's items
+        for plan in plans:
+            _apply(db, actor, metamodel, type_def, plan, fold, whole, ids, present)
+        presents.append(present)
+    return presents
 
 
 def _apply(
@@ -364,3 +387,105 @@ def _shown(item: dict[str, Any], view: elements.ElementView) -> dict[str, Any]:
     """The keys of `view` (the fields asked for) of an element read with every key."""
     keys = [*view.head, *(p.name for p in view.properties), *(e.name for e in view.ends), *view.tail]
     return {key: item[key] for key in keys if key in item}
+
+
+@dataclass(frozen=True)
+class Projection:
+    """What a list read or an iteraQL query projects to (`projection=` and `scenarios=`), checked."""
+
+    at: dt.date
+    scenario_keys: tuple[str, ...]
+
+    @property
+    def scope(self) -> str:
+        """What a cursor of such a read belongs to: the date and the scenarios (in any order)."""
+        return ",".join([self.at.isoformat(), *sorted(self.scenario_keys)])
+
+
+def projection_of(
+    db: Session, actor: Actor, at: dt.date, scenario_keys: Sequence[str], pointer: str = "query:scenarios"
+) -> Projection:
+    """The projection a read asks for, once its scenarios are checked: at most MOST_SCENARIOS (400 at
+    `pointer`), each one `actor` may see (404) and open (409). Needs MASSDATA."""
+    require_massdata(actor)
+    chosen = _scenarios(db, actor, scenario_keys, pointer)
+    return Projection(at, tuple(s.key for s in chosen))
+
+
+class ProjectedState:
+    """Elements as they will be on a date, as one actor may read them (every readable key): what
+    `massdata.asof` filters, sorts and navigates for a list or query with `projection=`. Elements not
+    there on the date (deleted by a scenario, runtime period ended or not begun) are never scanned nor
+    loaded, so a relation step does not reach them."""
+
+    def __init__(self, db: Session, actor: Actor, metamodel: Metamodel, projection: Projection) -> None:
+        self.db, self.actor, self.metamodel, self.at = db, actor, metamodel, projection.at
+        chosen = _scenarios(db, actor, projection.scenario_keys)
+        self.effective = sorted(
+            (s for s in chosen if s.effective_date is None or s.effective_date <= self.at),
+            key=lambda s: (s.effective_date or dt.date.min, s.id),
+        )
+        self.fold = folding(db, actor, metamodel)
+        self.plans: dict[str, list[_Plan]] = {}
+
+    def _plans_of(self, type_def: BlockTypeDef) -> list[_Plan]:
+        if type_def.name not in self.plans:
+            self.plans[type_def.name] = [
+                _Plan(s, repository.created_ids_of_type(self.db, s.id, type_def.name)) for s in self.effective
+            ]
+        return self.plans[type_def.name]
+
+    def scan(self, type_def: BlockTypeDef) -> Iterable[list[dict[str, Any]]]:
+        """The type's elements on the date, by id, a batch at a time."""
+        plans = self._plans_of(type_def)
+        batch: list[dict[str, Any]] = []
+        walk = _projected(self.db, self.actor, self.metamodel, type_def, [plans], self.fold, 0)
+        for _, (item,) in walk:
+            if item is not None and _running(item, self.at):
+                batch.append(item)
+                if len(batch) == _BATCH:
+                    yield batch
+                    batch = []
+        if batch:
+            yield batch
+
+    def load(
+        self, type_def: BlockTypeDef, ids: Sequence[int], view: elements.ElementView | None = None
+    ) -> list[dict[str, Any]]:
+        """Those of `ids` that are elements of the type there on the date, in that order (narrowed to
+        `view`'s keys)."""
+        plans = self._plans_of(type_def)
+        whole = elements.ElementView.build(self.metamodel, self.actor, type_def)
+        reader = elements.ElementReader(whole)
+        found: list[dict[str, Any]] = []
+        wanted = list(dict.fromkeys(ids))
+        for start in range(0, len(wanted), _BATCH):
+            chunk = wanted[start : start + _BATCH]
+            ordered = sorted(chunk)
+            (present,) = _presents(
+                self.db,
+                self.actor,
+                self.metamodel,
+                type_def,
+                [plans],
+                self.fold,
+                whole,
+                reader.read(self.db, ordered),
+                ordered,
+            )
+            for element_id in chunk:
+                item = present.get(element_id)
+                if item is not None and _running(item, self.at):
+                    found.append(item if view is None else _shown(item, view))
+        return found
+
+
+def states_of(
+    actor: Actor, metamodel: Metamodel, projection: Projection
+) -> Callable[[Session], ProjectedState]:
+    """Builds the projected state in a session of the caller's (a stream's own)."""
+
+    def state(db: Session) -> ProjectedState:
+        return ProjectedState(db, actor, metamodel, projection)
+
+    return state

@@ -3,7 +3,10 @@ export and import. Thin: the rules live in blockrepo.massdata."""
 
 from __future__ import annotations
 
+import datetime as dt
 import io
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -49,6 +52,7 @@ from blockrepo.massdata.transfer.plan import plan_export as export_plan
 from blockrepo.massdata.transfer.xlsx import read_workbook, stream_xlsx
 from blockrepo.massdata.transfer.xlsx_limits import XlsxLimits
 from blockrepo.scenarios import bulk as scenario_bulk
+from blockrepo.scenarios import projection as projections
 from blockrepo.scenarios import service as scenarios
 
 router = APIRouter(tags=["Massdata"])
@@ -133,6 +137,26 @@ LIST_EXAMPLE = {
 }
 
 
+ProjectionQuery = Annotated[
+    str | None,
+    Query(
+        description="a date: the landscape as it will be then, with the `scenarios` effective by then "
+        "(see below); empty: today",
+        json_schema_extra={
+            "anyOf": [{"type": "string", "format": "date"}, {"type": "string", "maxLength": 0}]
+        },
+    ),
+]
+ScenariosQuery = Annotated[
+    str | None,
+    Query(
+        alias="scenarios",
+        max_length=2000,
+        description="comma-separated keys of open planning scenarios the `projection` applies (at most 20)",
+    ),
+]
+
+
 def _wants_ndjson(request: Request) -> bool:
     accept = request.headers.get("accept", "")
     return any(part.split(";", 1)[0].strip().lower() == NDJSON for part in accept.split(","))
@@ -149,16 +173,29 @@ def _limit(ctx: RequestContext, limit: int | None, pointer: str = "query:limit")
 
 @dataclass(frozen=True)
 class _Moment:
-    """What a read reads: today (no revision), main at a past revision, or a planning scenario (main at
-    its base with its `layer` on top)."""
+    """What a read reads: today (no revision), main at a past revision, a planning scenario (main at its
+    base with its `layer` on top), or the landscape projected to a date (`projection`)."""
 
     revision: int | None = None
     layer: Layer | None = None
+    projection: projections.Projection | None = None
+
+    @property
+    def cursor_purpose(self) -> bytes:
+        """What the read's cursors are sealed for: a projection's only open on the same projection."""
+        if self.projection is None:
+            return MASSDATA
+        return MASSDATA + b"\0projection\0" + self.projection.scope.encode()
 
 
 def _stream(ctx: RequestContext, prepared: listing.Listing, moment: _Moment) -> StreamingResponse:
     open_session = ctx.services.read_sessions
-    if moment.revision is None:
+    lines: Iterator[bytes]
+    if moment.projection is not None:
+        projection = moment.projection
+        projected = projections.states_of(ctx.actor, ctx.metamodel, projection)
+        lines = past.stream_ndjson_of(open_session, projected, prepared, f"projected to {projection.at}")
+    elif moment.revision is None:
         lines = listing.stream_ndjson(open_session, ctx.metamodel, ctx.actor, prepared)
     else:
         lines = past.stream_ndjson_as_of(
@@ -170,6 +207,9 @@ def _stream(ctx: RequestContext, prepared: listing.Listing, moment: _Moment) -> 
 def _page(
     ctx: RequestContext, prepared: listing.Listing, moment: _Moment, limit: int, count: bool
 ) -> listing.Page:
+    if moment.projection is not None:
+        state = projections.ProjectedState(ctx.db, ctx.actor, ctx.metamodel, moment.projection)
+        return past.read_page_of(state, prepared, limit=limit, count=count)
     if moment.revision is None:
         return listing.read_page(ctx.db, ctx.metamodel, ctx.actor, prepared, limit=limit, count=count)
     return past.read_page_as_of(
@@ -184,26 +224,89 @@ def _page(
     )
 
 
-def _moment(
-    ctx: RequestContext, as_of: str | int | None, scenario: str | None, pointer: str = "query:asOf"
-) -> _Moment:
-    """What the read reads (checked before any streaming starts): the past revision an `asOf` names (an
-    empty one is one not given; a problem points at `pointer`, where the client gave it), the scenario
-    a request names, or today."""
-    past_given = not (as_of is None or as_of == "")
-    if scenario is not None:
+@dataclass(frozen=True)
+class _Asked:
+    """The members of a read that say what it reads, each with the pointer where the client gave it."""
+
+    as_of: str | int | None
+    scenario: str | None
+    projection: str | None
+    scenario_keys: list[str] | None
+    pointer: Callable[[str], str] = listing.in_url
+
+
+_DAY = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+
+
+def _projection_day(raw: str, pointer: str) -> dt.date:
+    try:
+        if _DAY.match(raw):
+            return dt.date.fromisoformat(raw)
+    except ValueError:
+        pass
+    message = "projection must be a date (YYYY-MM-DD)"
+    raise ValidationFailed(message, errors=[ErrorItem(pointer, "invalid_date", message)])
+
+
+def _moment(ctx: RequestContext, asked: _Asked) -> _Moment:
+    """What the read reads (checked before any streaming starts): the date a `projection` names with its
+    `scenarios`, the past revision an `asOf` names, the scenario a request names, or today. One of them:
+    an empty `asOf` or `projection` is one not given; a problem points where the client gave it."""
+    past_given = not (asked.as_of is None or asked.as_of == "")
+    if asked.projection:
+        clashes: list[ErrorItem] = []
+        if past_given:
+            clashes.append(
+                ErrorItem(asked.pointer("asOf"), "not_with_projection", "leave out asOf or the projection")
+            )
+        if asked.scenario is not None:
+            clashes.append(
+                ErrorItem("query:scenario", "not_with_projection", "leave out the scenario or the projection")
+            )
+        if clashes:
+            raise ValidationFailed(
+                "a read has one moment: a projection goes with neither asOf nor a scenario", errors=clashes
+            )
+        day = _projection_day(asked.projection, asked.pointer("projection"))
+        keys = asked.scenario_keys or []
+        return _Moment(
+            projection=projections.projection_of(ctx.db, ctx.actor, day, keys, asked.pointer("scenarios"))
+        )
+    if asked.scenario_keys:
+        message = "scenarios apply to a projection: give projection (a date) too"
+        raise ValidationFailed(
+            message, errors=[ErrorItem(asked.pointer("scenarios"), "projection_required", message)]
+        )
+    if asked.scenario is not None:
         if past_given:
             raise ValidationFailed(
                 "asOf and scenario cannot be combined: a scenario is read as it is now",
-                errors=[ErrorItem(pointer, "not_with_scenario", "leave out asOf or the scenario")],
+                errors=[
+                    ErrorItem(asked.pointer("asOf"), "not_with_scenario", "leave out asOf or the scenario")
+                ],
             )
-        layer = scenarios.reading_layer(ctx.db, ctx.actor, scenario)
+        layer = scenarios.reading_layer(ctx.db, ctx.actor, asked.scenario)
         return _Moment(layer.base, layer)
     if not past_given:
         return _Moment()
-    return _Moment(past.past_revision(ctx.db, ctx.actor, str(as_of), pointer))
+    return _Moment(past.past_revision(ctx.db, ctx.actor, str(asked.as_of), asked.pointer("asOf")))
 
 
+def _scenario_keys(raw: str | None) -> list[str] | None:
+    """The keys of a comma-separated `scenarios` (None: not given)."""
+    keys = [key.strip() for key in (raw or "").split(",") if key.strip()]
+    return keys or None
+
+
+PROJECTION_HELP = (
+    "With `projection` (a date) and `scenarios` (keys of open planning scenarios) the answer is the "
+    "landscape as it will be on that date, as `GET /api/projection` projects it: main now with the "
+    "scenarios effective by then applied in date order, without the elements whose runtime period has "
+    "ended by then or not begun. Filter, sort, cursor, `count` and the steps of a query apply to the "
+    "projected elements (a step reaches only those there on the date); a cursor belongs to its date and "
+    "scenarios. Not with `asOf` or `scenario`; `scenarios` only with `projection` (400). At most 20 "
+    "scenarios, each visible to the caller (else 404) and open (else 409)."
+)
 AS_OF_HELP = (
     "With `asOf` (a revision number or an ISO-8601 time) the answer is the repository as it stood then, "
     "deleted elements included: filter, sort, cursor and `count` apply to that state, evaluated on the "
@@ -468,6 +571,8 @@ def import_repository(
     "apply; a `cursor` resumes). Needs MASSDATA and read on the type.\n\n"
     + AS_OF_HELP
     + "\n\n"
+    + PROJECTION_HELP
+    + "\n\n"
     + ITERAQL_HELP,
     response_class=JsonResponse,
     responses={
@@ -504,7 +609,13 @@ def list_elements(
     as_of: AsOfQuery = None,
     scenario: ScenarioQuery = None,
     scenario_header: ScenarioHeader = None,
+    projection: ProjectionQuery = None,
+    scenario_keys: ScenariosQuery = None,
 ) -> Response:
+    asked = _Asked(
+        as_of, scenario_named(scenario, scenario_header), projection, _scenario_keys(scenario_keys)
+    )
+    moment = _moment(ctx, asked)
     prepared = listing.prepare_listing(
         ctx.metamodel,
         ctx.actor,
@@ -512,17 +623,16 @@ def list_elements(
         filter_text=filter,
         sort=sort,
         fields=fields,
-        cursor=ctx.services.cursors.open(MASSDATA, cursor, "query:cursor"),
+        cursor=ctx.services.cursors.open(moment.cursor_purpose, cursor, "query:cursor"),
         limits=QueryLimits.from_settings(ctx.settings),
     )
-    moment = _moment(ctx, as_of, scenario_named(scenario, scenario_header))
     if _wants_ndjson(request):
         return _stream(ctx, prepared, moment)
     page = _page(ctx, prepared, moment, _limit(ctx, limit), count)
     body: dict[str, Any] = {
         "type": prepared.type_def.name,
         "items": page.items,
-        "nextCursor": ctx.services.cursors.seal(MASSDATA, page.next_cursor),
+        "nextCursor": ctx.services.cursors.seal(moment.cursor_purpose, page.next_cursor),
     }
     if page.total is not None:
         body["total"] = page.total
@@ -545,6 +655,18 @@ QUERY_BODY_SCHEMA: dict[str, Any] = {
             "description": "a revision number or an ISO-8601 time: query the state as it was then; null or "
             "empty: today",
             "example": 1,
+        },
+        "projection": {
+            "type": ["string", "null"],
+            "format": "date",
+            "description": "a date: query the landscape as it will be then (with `scenarios`); null: today",
+            "example": "2027-07-01",
+        },
+        "scenarios": {
+            "type": ["array", "null"],
+            "items": {"type": "string", "maxLength": 64},
+            "maxItems": projections.MOST_SCENARIOS,
+            "description": "keys of open planning scenarios the projection applies (only with `projection`)",
         },
     },
     "additionalProperties": False,
@@ -577,6 +699,7 @@ def _query_request(body: dict[str, Any]) -> dict[str, Any]:
         "sort": (str, "a string"),
         "cursor": (str, "a string"),
         "count": (bool, "true or false"),
+        "projection": (str, "a date (YYYY-MM-DD)"),
     }
     for key, value in body.items():
         if key == "fields":
@@ -585,6 +708,14 @@ def _query_request(body: dict[str, Any]) -> dict[str, Any]:
         elif key == "limit":
             if isinstance(value, bool) or not isinstance(value, int):
                 errors.append(ErrorItem("/limit", "wrong_type", "limit must be an integer"))
+        elif key == "projection" and value == "":
+            # The schema's `format: date` has no empty branch (unlike `asOf`'s): null is today.
+            errors.append(ErrorItem("/projection", "invalid_date", "projection must be a date or null"))
+        elif key == "scenarios":
+            if value is not None and (
+                not isinstance(value, list) or not all(isinstance(v, str) for v in value)
+            ):
+                errors.append(ErrorItem("/scenarios", "wrong_type", "scenarios must be an array of keys"))
         elif key == "asOf":
             if value is not None and (isinstance(value, bool) or not isinstance(value, (str, int))):
                 message = "asOf must be a revision number or an ISO-8601 time"
@@ -631,7 +762,8 @@ def _from_url(body: dict[str, Any], **given: Any) -> dict[str, Any]:
     "and are checked as the body's members are. The page is under `items`, as the list endpoint's, and "
     "under `result` too, the key API 7.4 clients read (the same elements under both). With `Accept: "
     "application/x-ndjson` every match is streamed. Needs MASSDATA and read on every type the query "
-    "passes.\n\n" + AS_OF_HELP + "\n\n" + ITERAQL_HELP,
+    "passes.\n\n" + AS_OF_HELP + "\n\n" + PROJECTION_HELP + " In the body `scenarios` is an array of keys."
+    "\n\n" + ITERAQL_HELP,
     response_class=JsonResponse,
     responses={
         200: {
@@ -649,7 +781,20 @@ def _from_url(body: dict[str, Any], **given: Any) -> dict[str, Any]:
             "content": {
                 "application/json": {
                     "schema": QUERY_BODY_SCHEMA,
-                    "example": {"query": "BusinessProcess[count(informationSystems) > 2]", "limit": 50},
+                    "examples": {
+                        "today": {
+                            "summary": "A query of today's landscape",
+                            "value": {"query": "BusinessProcess[count(informationSystems) > 2]", "limit": 50},
+                        },
+                        "projection": {
+                            "summary": "A query of the landscape as it will be on a date",
+                            "value": {
+                                "query": 'InformationSystem[@status = "CURRENT"]/businessProcesses;',
+                                "projection": "2027-07-01",
+                                "scenarios": [],
+                            },
+                        },
+                    },
                 },
                 "text/plain": {
                     "schema": {"type": "string"},
@@ -707,17 +852,25 @@ def run_query(
     def pointer(name: str) -> str:
         return listing.in_url(name) if name in in_url else listing.in_body(name)
 
+    keys = body.get("scenarios")
+    asked = _Asked(
+        body.get("asOf"),
+        scenario_named(scenario, scenario_header),
+        body.get("projection"),
+        [key for key in keys if key] if keys else None,
+        pointer,
+    )
+    moment = _moment(ctx, asked)
     prepared = listing.prepare_query(
         ctx.metamodel,
         ctx.actor,
         text,
         sort=body.get("sort"),
         fields=body.get("fields"),
-        cursor=ctx.services.cursors.open(MASSDATA, body.get("cursor"), pointer("cursor")),
+        cursor=ctx.services.cursors.open(moment.cursor_purpose, body.get("cursor"), pointer("cursor")),
         limits=QueryLimits.from_settings(ctx.settings),
         pointer_of=pointer,
     )
-    moment = _moment(ctx, body.get("asOf"), scenario_named(scenario, scenario_header), pointer("asOf"))
     if _wants_ndjson(request):
         return _stream(ctx, prepared, moment)
     limit = _limit(ctx, body.get("limit"), pointer("limit"))
@@ -726,7 +879,7 @@ def run_query(
         "query": text,
         "type": prepared.type_def.name,
         "items": page.items,
-        "nextCursor": ctx.services.cursors.seal(MASSDATA, page.next_cursor),
+        "nextCursor": ctx.services.cursors.seal(moment.cursor_purpose, page.next_cursor),
     }
     if page.total is not None:
         answer["total"] = page.total
