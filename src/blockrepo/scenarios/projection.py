@@ -64,10 +64,7 @@ def project(
     type_def = elements.resolve_type(metamodel, actor, type_name)
     size = _page_size(limit)
     chosen = _scenarios(db, actor, scenario_keys)
-    effective = sorted(
-        (s for s in chosen if s.effective_date is None or s.effective_date <= at),
-        key=lambda s: (s.effective_date or dt.date.min, s.id),
-    )
+    effective = effective_on(chosen, at)
     plans = [_Plan(s, repository.created_ids_of_type(db, s.id, type_def.name)) for s in effective]
     scope = "projection-" + ",".join([at.isoformat(), type_def.name, *(s.key for s in chosen)])
     after = decode_cursor(cursor, scope)[0] if cursor is not None else 0
@@ -122,9 +119,7 @@ def compare(
     created = {s.id: repository.created_ids_of_type(db, s.id, type_def.name) for s in chosen}
 
     def plans_on(day: dt.date) -> list[_Plan]:
-        effective = [s for s in chosen if s.effective_date is None or s.effective_date <= day]
-        ordered = sorted(effective, key=lambda s: (s.effective_date or dt.date.min, s.id))
-        return [_Plan(s, created[s.id]) for s in ordered]
+        return [_Plan(s, created[s.id]) for s in effective_on(chosen, day)]
 
     days = (start.isoformat(), end.isoformat())
     scope = "projection-diff-" + ",".join([*days, type_def.name, *(s.key for s in chosen)])
@@ -203,6 +198,13 @@ def _difference(
         return None
     element = {"id": shown["id"][0], "type": view.type_def.name, "name": shown["name"][0]}
     return {"element": element, "action": action, "fields": fields}
+
+
+def effective_on(chosen: Sequence[Scenario], day: dt.date) -> list[Scenario]:
+    """The chosen scenarios effective on `day` (one without an effective date always is), in the order
+    they apply: by date, then in the order they were created."""
+    effective = [s for s in chosen if s.effective_date is None or s.effective_date <= day]
+    return sorted(effective, key=lambda s: (s.effective_date or dt.date.min, s.id))
 
 
 def _page_size(limit: int | None) -> int:
@@ -421,10 +423,7 @@ class ProjectedState:
     def __init__(self, db: Session, actor: Actor, metamodel: Metamodel, projection: Projection) -> None:
         self.db, self.actor, self.metamodel, self.at = db, actor, metamodel, projection.at
         chosen = _scenarios(db, actor, projection.scenario_keys)
-        self.effective = sorted(
-            (s for s in chosen if s.effective_date is None or s.effective_date <= self.at),
-            key=lambda s: (s.effective_date or dt.date.min, s.id),
-        )
+        self.effective = effective_on(chosen, self.at)
         self.fold = folding(db, actor, metamodel)
         self.plans: dict[str, list[_Plan]] = {}
 
