@@ -193,3 +193,41 @@ def test_bad_comparisons_answer_clearly(client: TestClient) -> None:
         params={"from": "2027-01-01", "to": "2027-02-01", "type": "InformationSystem", "scenarios": "nope"},
     )
     assert unknown.status_code == 404, unknown.text
+
+
+def test_pages_follow_sealed_cursors_with_the_most_scenarios(client: TestClient) -> None:
+    for index in range(5):
+        _created(client, {"name": [f"System {index}"]})
+    # Twenty scenarios with long names: the cursor is bound to all of them and still short enough to send.
+    keys = [
+        client.post("/api/scenarios", json={"name": f"A long plan name for paging, number {n}"}).json()["key"]
+        for n in range(20)
+    ]
+    _created(client, {"name": ["Planned system"]}, keys[-1])
+    names: list[str] = []
+    cursor = None
+    while True:
+        page = _projected(client, "2030-01-01", *keys, limit=2, **({"cursor": cursor} if cursor else {}))
+        names.extend(item["name"][0] for item in page["items"])
+        cursor = page["nextCursor"]
+        if cursor is None:
+            break
+    assert sorted(names) == sorted([*(f"System {i}" for i in range(5)), "Planned system"])
+    compared = client.get(
+        "/api/projection/diff",
+        params={
+            "from": "2020-01-01",
+            "to": "2030-01-01",
+            "type": "InformationSystem",
+            "scenarios": ",".join(keys),
+        },
+    )
+    assert compared.status_code == 200, compared.text
+    # A cursor the server did not seal (here, the position without its seal) is refused.
+    first = _projected(client, "2030-01-01", limit=2)["nextCursor"]
+    assert first is not None
+    unsealed = client.get(
+        "/api/projection",
+        params={"at": "2030-01-01", "type": "InformationSystem", "cursor": first.rsplit(".", 1)[0]},
+    )
+    assert unsealed.status_code == 400 and unsealed.json()["code"] == "invalid_cursor", unsealed.text

@@ -13,6 +13,7 @@ from blockrepo.errors import invalid_cursor
 # The listings whose cursors are sealed; a cursor of one is refused by the other.
 MASSDATA = b"massdata"
 HISTORY = b"history"
+PLANNING = b"planning"  # a scenario's diff, the landscape on a date and two dates compared
 # 128 bits of HMAC-SHA256: guessing a tag is as hopeless as guessing a session id.
 TAG_BYTES = 16
 _TAG_CHARS = len(base64.urlsafe_b64encode(bytes(TAG_BYTES)).rstrip(b"="))

@@ -15,6 +15,7 @@ batch at a time, or given ids, projected by the same walk.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -66,7 +67,7 @@ def project(
     chosen = _scenarios(db, actor, scenario_keys)
     effective = effective_on(chosen, at)
     plans = [_Plan(s, repository.created_ids_of_type(db, s.id, type_def.name)) for s in effective]
-    scope = "projection-" + ",".join([at.isoformat(), type_def.name, *(s.key for s in chosen)])
+    scope = _cursor_scope("projection", at.isoformat(), type_def.name, *(s.key for s in chosen))
     after = decode_cursor(cursor, scope)[0] if cursor is not None else 0
     view = elements.ElementView.build(metamodel, actor, type_def, _fields(metamodel, actor, type_def, fields))
     fold = folding(db, actor, metamodel)
@@ -122,7 +123,7 @@ def compare(
         return [_Plan(s, created[s.id]) for s in effective_on(chosen, day)]
 
     days = (start.isoformat(), end.isoformat())
-    scope = "projection-diff-" + ",".join([*days, type_def.name, *(s.key for s in chosen)])
+    scope = _cursor_scope("projection-diff", *days, type_def.name, *(s.key for s in chosen))
     after = decode_cursor(cursor, scope)[0] if cursor is not None else 0
     view = elements.ElementView.build(metamodel, actor, type_def)
     fold = folding(db, actor, metamodel)
@@ -205,6 +206,12 @@ def effective_on(chosen: Sequence[Scenario], day: dt.date) -> list[Scenario]:
     they apply: by date, then in the order they were created."""
     effective = [s for s in chosen if s.effective_date is None or s.effective_date <= day]
     return sorted(effective, key=lambda s: (s.effective_date or dt.date.min, s.id))
+
+
+def _cursor_scope(*parts: str) -> str:
+    """What a cursor is bound to (the date or dates, the type, the scenarios), as a short digest: twenty
+    scenario keys written out would make a cursor longer than the parameter takes."""
+    return "p-" + hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
 
 
 def _page_size(limit: int | None) -> int:

@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from blockrepo.api.body import require_json_body
 from blockrepo.api.context import RequestContext, element_write_context, read_context, request_context
+from blockrepo.api.cursors import PLANNING
 from blockrepo.api.element_answers import element_writer
 from blockrepo.api.parameters import SCENARIO_KEY
 from blockrepo.api.problem_docs import problem_responses
@@ -350,9 +351,16 @@ def diff_scenario(
     the other scenario (`against`), and its first page counts both plans' actions (`summary`,
     `otherSummary`). Each plan is read as it sees itself (main at its own base and its changes); there are
     no conflicts between two plans. An unknown scenario, or one the caller may not see, is 404."""
-    return JsonResponse(
-        comparison.diff(ctx.db, ctx.actor, ctx.metamodel, key, against=against, limit=limit, cursor=cursor)
+    position = ctx.services.cursors.open(PLANNING, cursor, "query:cursor")
+    return _sealed(
+        ctx,
+        comparison.diff(ctx.db, ctx.actor, ctx.metamodel, key, against=against, limit=limit, cursor=position),
     )
+
+
+def _sealed(ctx: RequestContext, page: dict[str, Any]) -> JsonResponse:
+    page["nextCursor"] = ctx.services.cursors.seal(PLANNING, page["nextCursor"])
+    return JsonResponse(page)
 
 
 @router.get(
@@ -734,7 +742,8 @@ def compare_projections(
     runtime period that has begun), `deleted` (there on `from` only) or `updated`, with each differing
     field's value on `from` (`base`) and on `to` (`main`), relation ends and `children` as the entries
     `added` and `removed`. What the caller may not read is left out. Needs MASSDATA and read on the type."""
-    return JsonResponse(
+    return _sealed(
+        ctx,
         projection.compare(
             ctx.db,
             ctx.actor,
@@ -744,8 +753,8 @@ def compare_projections(
             type_name=type_name,
             scenario_keys=_keys(scenarios),
             limit=limit,
-            cursor=cursor,
-        )
+            cursor=ctx.services.cursors.open(PLANNING, cursor, "query:cursor"),
+        ),
     )
 
 
@@ -779,7 +788,8 @@ def project_landscape(
     not read is left out. Needs MASSDATA and read on the type."""
     keys = _keys(scenarios)
     names = None if fields is None else [name.strip() for name in fields.split(",") if name.strip()]
-    return JsonResponse(
+    return _sealed(
+        ctx,
         projection.project(
             ctx.db,
             ctx.actor,
@@ -789,6 +799,6 @@ def project_landscape(
             scenario_keys=keys,
             fields=names,
             limit=limit,
-            cursor=cursor,
-        )
+            cursor=ctx.services.cursors.open(PLANNING, cursor, "query:cursor"),
+        ),
     )
