@@ -126,6 +126,19 @@ def test_a_scenario_export_shows_exactly_its_changes(app: FastAPI, client: TestC
     assert _export(client, scenario=key)["elements"] == exported["elements"]
 
 
+def test_a_rename_in_a_scenario_renames_the_references_to_it(app: FastAPI, client: TestClient) -> None:
+    ids = _landscape(app, client)
+    key = _scenario(client)
+    _patch(client, ids["ERP"], {"name": ["ERP Cloud"]}, key)
+    exported = _export(client, scenario=key)
+    systems = {record["id"]: record for record in exported["elements"][SYSTEMS]}
+    assert systems[ids["ERP"]]["name"] == "ERP Cloud"
+    assert systems[ids["ERP Finance"]]["parent"] == systems[ids["ERP Reports"]]["parent"] == "ERP Cloud"
+    domains = {record["name"]: record for record in exported["elements"]["BusinessDomain"]}
+    assert domains["Finance"]["informationSystems"] == ["ERP Cloud"]
+    assert "ERP Cloud" not in repr(_export(client))
+
+
 def test_xlsx_and_archimate_exports_of_a_scenario(app: FastAPI, client: TestClient) -> None:
     ids = _landscape(app, client)
     key = _scenario(client)
