@@ -144,9 +144,12 @@ def test_xlsx_and_archimate_exports_of_a_scenario(app: FastAPI, client: TestClie
     key = _scenario(client)
     _changed(client, ids, key)
 
+    workbooks: list[bytes] = []
+
     def costs_of(params: dict[str, Any]) -> dict[str, Any]:
         response = client.get(EXPORT, params={"format": "xlsx", **params})
         assert response.status_code == 200, response.text
+        workbooks.append(response.content)
         workbook = load_workbook(io.BytesIO(response.content), read_only=True)
         try:
             sheet = type_sheet(workbook, SYSTEMS)
@@ -166,6 +169,16 @@ def test_xlsx_and_archimate_exports_of_a_scenario(app: FastAPI, client: TestClie
         "ERP Finance": 10,
     }
     assert costs_of({})["ERP"] == 100 and "Shop" not in costs_of({})
+    # The scenario's workbook reads back as an import: its new system, its changed values and parent.
+    read_back = client.post(
+        "/api/massdata/import",
+        content=workbooks[0],
+        headers={"Content-Type": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"},
+        params={"dryRun": "true"},
+    )
+    assert read_back.status_code == 200, read_back.text
+    report = read_back.json()
+    assert (report["created"], report["failed"]) == (1, 0) and report["updated"] >= 2, report
 
     xml = client.get(ARCHIMATE, params={"scenario": key})
     assert xml.status_code == 200, xml.text
