@@ -378,8 +378,8 @@ def test_bad_scenario_requests_answer_clearly_and_change_nothing(app: FastAPI, c
     ]
     assert [c.status_code for c in cases] == [400] * len(cases), [c.text for c in cases]
     # An operation that works on main only refuses a scenario, so that nothing meant for one lands on main.
-    exported = client.get("/api/massdata/export", headers={"Blockrepo-Scenario": key})
-    assert exported.status_code == 400 and exported.json()["code"] == "scenario_not_supported"
+    diffed = client.get("/api/history/diff", headers={"Blockrepo-Scenario": key})
+    assert diffed.status_code == 400 and diffed.json()["code"] == "scenario_not_supported"
     feed = client.get("/api/history", headers={"Blockrepo-Scenario": key})
     assert feed.status_code == 400 and feed.json()["code"] == "scenario_not_supported"
     assert (

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -21,6 +22,7 @@ import orjson
 from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
+from blockrepo.elements import repository as elements_repository
 from blockrepo.elements.repository import chunks
 from blockrepo.elements.service import ElementReader, ElementView
 from blockrepo.history.asof import (
@@ -32,6 +34,7 @@ from blockrepo.history.asof import (
     read_elements_as_of,
     render_diverged,
     resolve_as_of,
+    states_as_of,
 )
 from blockrepo.history.service import require_history
 from blockrepo.massdata.listing import (
@@ -117,12 +120,89 @@ class _PastState:
             )
         return found
 
-    def scan(self, type_def: BlockTypeDef) -> Iterable[list[ElementJson]]:
+    def ids(self, type_def: BlockTypeDef) -> list[int]:
+        """The ids (ascending) of the type's elements the state may hold: those alive at the revision and
+        those the layer created (`load` leaves out the ones since deleted)."""
         ids = element_ids_as_of(self.db, type_def, self.revision)
         if self.layer is not None:
             ids = sorted({*ids, *self.layer.created(self.db, type_def.name)})
-        for chunk in chunks(ids, BATCH):
+        return ids
+
+    def scan(self, type_def: BlockTypeDef) -> Iterable[list[ElementJson]]:
+        for chunk in chunks(self.ids(type_def), BATCH):
             yield self.load(type_def, chunk)
+
+    def hierarchy(self, type_def: BlockTypeDef) -> Iterator[tuple[int, int | None, list[int]]]:
+        """(id, parent id, children's ids in their order) of each of the type's elements the state holds,
+        folded a batch at a time."""
+        for chunk in chunks(self.ids(type_def), BATCH):
+            overlay = None if self.layer is None else self.layer.overlay(self.db, chunk)
+            for element_id, at in states_as_of(
+                self.db, self.metamodel, chunk, self.revision, overlay
+            ).items():
+                if at.type_name != type_def.name:
+                    continue
+                parents = [entry["id"] for entry in at.state.get("parent", []) if isinstance(entry, dict)]
+                children = [entry["id"] for entry in at.state.get("children", []) if isinstance(entry, dict)]
+                yield element_id, parents[0] if parents else None, children
+
+
+# Where an element sorts that its parent's children do not list, or a root main does not hold: last.
+_LAST = sys.maxsize
+
+
+class ScenarioLandscape:
+    """A planning scenario's state as an export reads it (a `transfer.export.Landscape`): main at the
+    scenario's base with its rows folded on top (`_PastState`), as the actor may read it, a batch at a
+    time; `revision` is the base and `scenario` names the scenario (key, name, base)."""
+
+    def __init__(
+        self, db: Session, metamodel: Metamodel, actor: Actor, layer: Layer, scenario: dict[str, Any]
+    ) -> None:
+        self.db = db
+        self.state = _PastState(db, metamodel, actor, layer.base, layer)
+        self.revision = layer.base
+        self.scenario = scenario
+
+    def placements(self, type_def: BlockTypeDef) -> list[tuple[int, int | None, int]]:
+        """(id, parent id, position) of each element as the scenario has it: a child's position is its
+        place in its parent's `children`; roots keep the order main gives them (history records no order
+        of roots), those main does not hold as roots come after them by id. Costs a fold of the type."""
+        parent_of: dict[int, int | None] = {}
+        order_of: dict[int, dict[int, int]] = {}  # parent id -> child id -> place
+        for element_id, parent_id, children in self.state.hierarchy(type_def):
+            parent_of[element_id] = parent_id
+            if children:
+                order_of[element_id] = {child: place for place, child in enumerate(children)}
+        root_places = {
+            element_id: position
+            for element_id, parent_id, position in elements_repository.placements(self.db, type_def.id)
+            if parent_id is None and element_id in parent_of
+        }
+        placed: list[tuple[int, int | None, int]] = []
+        for element_id, parent_id in parent_of.items():
+            if parent_id is None or parent_id not in parent_of:  # a parent the scenario no longer holds
+                placed.append((element_id, None, root_places.get(element_id, _LAST)))
+            else:
+                placed.append((element_id, parent_id, order_of.get(parent_id, {}).get(element_id, _LAST)))
+        return placed
+
+    def read_batches(
+        self, view: ElementView, batches: Iterable[Sequence[int]]
+    ) -> Iterator[list[ElementJson]]:
+        for ids in batches:
+            yield self.state.load(view.type_def, ids, view)
+
+
+def scenario_landscape(
+    metamodel: Metamodel, actor: Actor, layer: Layer, scenario: dict[str, Any]
+) -> Callable[[Session], ScenarioLandscape]:
+    """What an export of the scenario reads in the session it streams from (opened later)."""
+
+    def in_session(db: Session) -> ScenarioLandscape:
+        return ScenarioLandscape(db, metamodel, actor, layer, scenario)
+
+    return in_session
 
 
 def _sort_value(key: SortKey, type_def: BlockTypeDef, element: ElementJson) -> Any:

@@ -354,6 +354,13 @@ def reading_layer(db: Session, actor: Actor, key: str) -> asof.Layer:
     return _layer(visible_scenario(db, actor, key))
 
 
+def exported_layer(db: Session, actor: Actor, key: str) -> tuple[asof.Layer, dict[str, Any]]:
+    """What an export of the scenario reads (`reading_layer`), and how the export's header names it to an
+    importer: its key, name and base revision."""
+    scenario = visible_scenario(db, actor, key)
+    return _layer(scenario), {"key": scenario.key, "name": scenario.name, "base": scenario.base_revision}
+
+
 def _layer(scenario: Scenario) -> asof.Layer:
     scenario_id, base = scenario.id, scenario.base_revision
 

@@ -14,10 +14,10 @@ from starlette.responses import Response, StreamingResponse
 
 from blockrepo.api.context import RequestContext, open_read_context, principal_of, request_context
 from blockrepo.api.element_answers import element_writer
-from blockrepo.api.parameters import AsOfQuery
+from blockrepo.api.parameters import AsOfQuery, ScenarioHeader, ScenarioQuery, scenario_named
 from blockrepo.api.problem_docs import problem_responses
 from blockrepo.api.responses import JsonResponse
-from blockrepo.errors import BadRequest, ErrorItem, UnsupportedMediaType
+from blockrepo.errors import BadRequest, ErrorItem, UnsupportedMediaType, ValidationFailed
 from blockrepo.interpreter import collector_paused
 from blockrepo.massdata import asof as past
 from blockrepo.massdata import listing
@@ -137,7 +137,10 @@ def _sent(spool: IO[bytes]) -> Iterator[bytes]:
     "hierarchies as composition and as folders of the organization, attributes as typed properties, "
     "information flows as flow relationships, and two views (information flows; systems by domain). "
     "`format=csv`: Archi's three CSV files in a zip. Identifiers are `br-<type>-<id>`, so that a file "
-    "imported back updates the elements it came from. Needs EXPORT (and VIEW_HISTORY with `asOf`). Not "
+    "imported back updates the elements it came from. Needs EXPORT (and VIEW_HISTORY with `asOf`). With "
+    "`scenario` (or `Blockrepo-Scenario`) the model is that planning scenario's landscape as a read in it "
+    "shows it; the model's properties give main's revision at the scenario's base and `blockrepo scenario`"
+    " its key (a scenario the caller does not see is 404; `asOf` with it is 400 `not_with_scenario`). Not "
     "part of LUY 7.4 (API.md section 11).",
     response_class=Response,
     responses={
@@ -160,7 +163,15 @@ def export_archimate(
     format: Annotated[
         str, Query(description="xml (default) or csv", json_schema_extra={"enum": ["xml", "csv"]})
     ] = "xml",
+    scenario: ScenarioQuery = None,
+    scenario_header: ScenarioHeader = None,
 ) -> Response:
+    key = scenario_named(scenario, scenario_header)
+    if key is not None and as_of:
+        raise ValidationFailed(
+            "asOf and scenario cannot be combined: a scenario is read as it is now",
+            errors=[ErrorItem("query:asOf", "not_with_scenario", "leave out asOf or the scenario")],
+        )
     if format not in ("xml", "csv"):
         raise BadRequest(
             "format is xml or csv", code="validation_failed", errors=[ErrorItem("format", "wrong_value", "")]
@@ -168,8 +179,14 @@ def export_archimate(
     names = [t.strip() for t in types.split(",") if t.strip()] if types else None
     plan = plan_export(ctx.metamodel, ctx.actor, names)
     revision = past.past_revision(ctx.db, ctx.actor, as_of) if as_of else None
+    landscape = None
+    if key is not None:
+        layer, named = scenarios.exported_layer(ctx.db, ctx.actor, key)
+        landscape = past.scenario_landscape(ctx.metamodel, ctx.actor, layer, named)
     mapping = load_mapping(ctx.settings.archimate_mapping)
-    chunks = stream_archimate(ctx.services.read_sessions, plan, mapping, ctx.actor, as_of=revision)
+    chunks = stream_archimate(
+        ctx.services.read_sessions, plan, mapping, ctx.actor, as_of=revision, landscape=landscape
+    )
     if format == "csv":
         model = read_exchange(b"".join(chunks), max_concepts=1 << 62)
         return Response(

@@ -381,9 +381,13 @@ REPORT_SCHEMA: dict[str, Any] = {
     "children in their order); a record holds `id`, `name`, `description`, `parent` (a name) and the "
     "non-empty attributes and source relation ends (names, or `{name, attributes}`). xlsx: one sheet per "
     "type, one per relation type with attributes, the metamodel in `_`-sheets (see docs/architecture.md). "
-    "Properties and types the caller may not read are left out. Needs EXPORT. An export is always of "
-    "today's state: `asOf` is refused (400 `asof_unsupported`); past states are read with "
-    "`GET /api/massdata/{type}?asOf=…`.",
+    "Properties and types the caller may not read are left out. Needs EXPORT. With `scenario` (or "
+    "`Blockrepo-Scenario`) the file is that planning scenario's landscape as a read in it shows it (its "
+    "new elements with their ids, its changes, its deletions gone): `revision` and `revisionMark` are "
+    "main's at the scenario's base, and `scenario` names it (`key`, `name`, `base`; in xlsx the `_index` "
+    "row `(scenario)`); a scenario the caller does not see is 404. An export is always of the current "
+    "state: `asOf` is refused (400 `asof_unsupported`, with a scenario `not_with_scenario`); past states "
+    "are read with `GET /api/massdata/{type}?asOf=…`.",
     response_class=Response,
     responses={
         200: {
@@ -407,7 +411,15 @@ def export_repository(
     # Not offered (an export is always of the current state), so left out of the description; sent, it
     # is refused rather than ignored.
     as_of: Annotated[str | None, Query(alias="asOf", include_in_schema=False)] = None,
+    scenario: ScenarioQuery = None,
+    scenario_header: ScenarioHeader = None,
 ) -> Response:
+    key = scenario_named(scenario, scenario_header)
+    if key is not None and as_of is not None:
+        raise ValidationFailed(
+            "asOf and scenario cannot be combined: a scenario is read as it is now",
+            errors=[ErrorItem("query:asOf", "not_with_scenario", "leave out asOf or the scenario")],
+        )
     if as_of is not None:
         # Refused rather than ignored: a client must never take today's data for a past state.
         message = "an export is of the current state; read past states with GET /api/massdata/{type}?asOf="
@@ -422,15 +434,19 @@ def export_repository(
         )
     names = [t.strip() for t in types.split(",") if t.strip()] if types else None
     plan = export_plan(ctx.metamodel, ctx.actor, names, mirrors=format == "xlsx")
+    landscape = None
+    if key is not None:
+        layer, named = scenarios.exported_layer(ctx.db, ctx.actor, key)
+        landscape = past.scenario_landscape(ctx.metamodel, ctx.actor, layer, named)
     sessions = ctx.services.read_sessions
     if format == "json":
         return StreamingResponse(
-            stream_json(sessions, plan),
+            stream_json(sessions, plan, landscape),
             media_type="application/json",
             headers={"Content-Disposition": 'attachment; filename="blockrepo-export.json"'},
         )
     return StreamingResponse(
-        stream_xlsx(sessions, plan),
+        stream_xlsx(sessions, plan, landscape=landscape),
         media_type=XLSX,
         headers={"Content-Disposition": 'attachment; filename="blockrepo-export.xlsx"'},
     )

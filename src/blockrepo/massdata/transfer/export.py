@@ -1,12 +1,14 @@
 """Streams the whole repository (or some types) as one JSON document, element by element in hierarchy
-order, from one consistent snapshot; memory holds one batch of elements and the id order of one type."""
+order, from one consistent snapshot; memory holds one batch of elements and the id order of one type.
+What it reads is a `Landscape`: main's tables (`StoredLandscape`), or a planning scenario's state
+(`massdata.asof.ScenarioLandscape`)."""
 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import closing
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from sqlalchemy.orm import Session
@@ -15,21 +17,59 @@ from blockrepo import API_VERSION
 from blockrepo.access import repository as access_repository
 from blockrepo.elements import repository
 from blockrepo.elements.repository import chunks
-from blockrepo.elements.service import ElementReader
+from blockrepo.elements.service import ElementReader, ElementView
 from blockrepo.history.repository import current_revision
 from blockrepo.massdata.listing import begin_snapshot
 from blockrepo.massdata.transfer.plan import FORMAT, FORMAT_VERSION, ExportPlan, TypePlan, metamodel_section
+from blockrepo.metamodel.snapshot import BlockTypeDef
 from blockrepo.revisions.repository import revision_mark
 
 EXPORT_BATCH = 1000
 Progress = Callable[[str, int], None]  # (type name, records done so far in it)
+Placement = tuple[int, int | None, int]  # (element id, parent id, position among its siblings)
 
 
-def hierarchy_order(db: Session, type_id: int) -> list[int]:
-    """The type's element ids depth-first: each root, then its children by position, recursively. An
-    import in this order meets every parent before its children and restores the positions."""
+class Landscape(Protocol):
+    """What an export reads, in the session it streams from: the revision of main it shows, the scenario
+    it shows (None: main itself), where each element of a type sits in the hierarchy, and the JSON of
+    batches of ids in the shape `ElementReader` gives."""
+
+    @property
+    def revision(self) -> int: ...
+
+    @property
+    def scenario(self) -> dict[str, Any] | None: ...
+
+    def placements(self, type_def: BlockTypeDef) -> Iterable[Placement]: ...
+
+    def read_batches(
+        self, view: ElementView, batches: Iterable[Sequence[int]]
+    ) -> Iterator[list[dict[str, Any]]]: ...
+
+
+class StoredLandscape:
+    """Main as its tables hold it now: the export's plain (and benchmarked) path."""
+
+    scenario: dict[str, Any] | None = None
+
+    def __init__(self, db: Session) -> None:
+        self.db = db
+        self.revision = current_revision(db)
+
+    def placements(self, type_def: BlockTypeDef) -> Iterable[Placement]:
+        return repository.placements(self.db, type_def.id)
+
+    def read_batches(
+        self, view: ElementView, batches: Iterable[Sequence[int]]
+    ) -> Iterator[list[dict[str, Any]]]:
+        return ElementReader(view).read_batches(self.db, batches)
+
+
+def hierarchy_order(placements: Iterable[Placement]) -> list[int]:
+    """The element ids depth-first: each root, then its children by position, recursively. An import in
+    this order meets every parent before its children and restores the positions."""
     children: dict[int | None, list[tuple[int, int]]] = {}
-    for element_id, parent_id, position in repository.placements(db, type_id):
+    for element_id, parent_id, position in placements:
         children.setdefault(parent_id, []).append((position, element_id))
     order: list[int] = []
     stack = sorted(children.get(None, []), reverse=True)
@@ -70,11 +110,11 @@ def _record(plan: TypePlan, element: dict[str, Any]) -> dict[str, Any]:
 
 
 def iterate_records(
-    db: Session, plan: TypePlan, *, batch: int = EXPORT_BATCH
+    landscape: Landscape, plan: TypePlan, *, batch: int = EXPORT_BATCH
 ) -> Generator[list[dict[str, Any]], None, None]:
     """The type's export records in hierarchy order, a batch at a time."""
-    reader = ElementReader(plan.view)
-    for elements in reader.read_batches(db, chunks(hierarchy_order(db, plan.type_def.id), batch)):
+    order = hierarchy_order(landscape.placements(plan.type_def))
+    for elements in landscape.read_batches(plan.view, chunks(order, batch)):
         yield [_record(plan, element) for element in elements]
 
 
@@ -93,11 +133,15 @@ def users_section(db: Session, logins: set[str]) -> list[dict[str, str]]:
     return sorted(users, key=lambda u: u["login"])
 
 
-def json_chunks(db: Session, plan: ExportPlan, progress: Progress | None = None) -> Iterator[bytes]:
+def json_chunks(
+    db: Session, plan: ExportPlan, progress: Progress | None = None, landscape: Landscape | None = None
+) -> Iterator[bytes]:
     """The export document as JSON, in pieces: a header, the metamodel, each type's records (one per line,
-    so that two exports diff well), then the users that responsibility values name."""
-    revision = current_revision(db)
-    header = {
+    so that two exports diff well), then the users that responsibility values name. Of main now, or of
+    `landscape` (a scenario's: the header's `scenario` names it, `revision` is its base)."""
+    landscape = landscape or StoredLandscape(db)
+    revision = landscape.revision
+    header: dict[str, Any] = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
         "apiVersion": API_VERSION,
@@ -106,6 +150,8 @@ def json_chunks(db: Session, plan: ExportPlan, progress: Progress | None = None)
         # element a record describes (`revisions.repository.revision_mark`).
         "revisionMark": revision_mark(db, revision),
     }
+    if landscape.scenario is not None:
+        header["scenario"] = landscape.scenario
     logins: set[str] = set()
     yield (
         orjson.dumps(header)[:-1]
@@ -116,7 +162,7 @@ def json_chunks(db: Session, plan: ExportPlan, progress: Progress | None = None)
     for index, type_plan in enumerate(plan.types):
         yield (b",\n" if index else b"\n") + orjson.dumps(type_plan.type_def.name) + b":["
         done = 0
-        batches = iterate_records(db, type_plan)
+        batches = iterate_records(landscape, type_plan)
         with closing(batches):  # explicitly, if the download ends early (see `listing.stream_ndjson`)
             for records in batches:
                 if not records:
@@ -138,8 +184,13 @@ def json_chunks(db: Session, plan: ExportPlan, progress: Progress | None = None)
     yield b'},\n"users":' + orjson.dumps(users_section(db, logins)) + b"}\n"
 
 
-def stream_json(open_session: Callable[[], Session], plan: ExportPlan) -> Iterator[bytes]:
-    """`json_chunks` from one snapshot in a session of its own (the request's is gone by then)."""
+def stream_json(
+    open_session: Callable[[], Session],
+    plan: ExportPlan,
+    landscape: Callable[[Session], Landscape] | None = None,
+) -> Iterator[bytes]:
+    """`json_chunks` from one snapshot in a session of its own (the request's is gone by then); with
+    `landscape`, of what it reads in that session (a planning scenario's state)."""
     with open_session() as db:
         begin_snapshot(db)
-        yield from json_chunks(db, plan)
+        yield from json_chunks(db, plan, landscape=None if landscape is None else landscape(db))

@@ -30,13 +30,14 @@ from openpyxl.utils import get_column_letter
 from sqlalchemy.orm import Session
 
 from blockrepo.errors import BadRequest, ErrorItem
-from blockrepo.history.repository import current_revision
 from blockrepo.massdata.listing import begin_snapshot
 from blockrepo.massdata.transfer import xlsx_layout as layout
 from blockrepo.massdata.transfer.document import CellMap, Document, SheetCells, record_of
 from blockrepo.massdata.transfer.export import (
     EXPORT_BATCH,
+    Landscape,
     Progress,
+    StoredLandscape,
     iterate_records,
     responsible_logins,
     users_section,
@@ -62,6 +63,8 @@ HEADER_KIND = "header"
 READ_ONLY_KIND = "readOnlyColumn"
 # The `_index` row with the mark of the revision the export was taken at: whose ids the id columns hold.
 MARK_ROW = "(revisionMark)"
+# The `_index` row that names the planning scenario an export shows (its key, name and base, as JSON).
+SCENARIO_ROW = "(scenario)"
 USERS_SHEET = "_users"
 USER_COLUMNS = ("login", "firstName", "lastName")
 METAMODEL_SHEETS = {
@@ -158,12 +161,18 @@ class _Titles:
 
 
 def write_workbook(
-    db: Session, plan: ExportPlan, target: IO[bytes], progress: Progress | None = None
+    db: Session,
+    plan: ExportPlan,
+    target: IO[bytes],
+    progress: Progress | None = None,
+    landscape: Landscape | None = None,
 ) -> None:
-    """Write the export of `plan` as xlsx to `target` (read from `db`, which should hold a snapshot)."""
+    """Write the export of `plan` as xlsx to `target` (read from `db`, which should hold a snapshot): of
+    main now, or of `landscape` (a scenario's, which `_index` then names)."""
     workbook = Workbook(write_only=True)
     titles = _Titles()
-    revision = current_revision(db)
+    landscape = landscape or StoredLandscape(db)
+    revision = landscape.revision
 
     def text_cell(sheet: Any, value: str) -> WriteOnlyCell:
         cell = WriteOnlyCell(sheet, value=_text(value))
@@ -206,7 +215,7 @@ def write_workbook(
         multiple = {a.name: a.multiple or a.value_type == "dateInterval" for a in type_plan.attributes}
         done = 0
         for records in iterate_records(
-            db, type_plan, batch=MIRRORED_BATCH if type_plan.mirrors else EXPORT_BATCH
+            landscape, type_plan, batch=MIRRORED_BATCH if type_plan.mirrors else EXPORT_BATCH
         ):
             logins |= responsible_logins(type_plan, records)
             for record in records:
@@ -290,6 +299,11 @@ def write_workbook(
     mark = revision_mark(db, revision)
     if mark:
         index.append([text_cell(index, MARK_ROW), text_cell(index, "revisionMark"), text_cell(index, mark)])
+    if landscape.scenario is not None:
+        scenario = orjson.dumps(landscape.scenario).decode()
+        index.append(
+            [text_cell(index, SCENARIO_ROW), text_cell(index, "scenario"), text_cell(index, scenario)]
+        )
     for title, kind, name in titles.index:
         index.append([text_cell(index, title), text_cell(index, kind), text_cell(index, name)])
     for title, column in read_only:
@@ -595,14 +609,18 @@ def _merge_relation_sheet(
 
 
 def stream_xlsx(
-    open_session: Callable[[], Session], plan: ExportPlan, chunk_size: int = 1 << 16
+    open_session: Callable[[], Session],
+    plan: ExportPlan,
+    chunk_size: int = 1 << 16,
+    landscape: Callable[[Session], Landscape] | None = None,
 ) -> Iterator[bytes]:
-    """The workbook, written (from one snapshot, in a session of its own) to a temporary file that
-    spills to disk beyond 16 MiB, then sent in chunks: an xlsx is a zip, complete only at its end."""
+    """The workbook, written (from one snapshot, in a session of its own; with `landscape`, of what it
+    reads in that session) to a temporary file that spills to disk beyond 16 MiB, then sent in chunks: an
+    xlsx is a zip, complete only at its end."""
     with tempfile.SpooledTemporaryFile(max_size=16 << 20) as buffer:
         with open_session() as db:
             begin_snapshot(db)
-            write_workbook(db, plan, buffer)
+            write_workbook(db, plan, buffer, landscape=None if landscape is None else landscape(db))
         buffer.seek(0)
         while chunk := buffer.read(chunk_size):
             yield chunk

@@ -1,7 +1,7 @@
-"""Writes the repository (or some types, today or as of a revision) as an ArchiMate 3.1 exchange file,
-streamed from one snapshot: elements a batch at a time, relationships gathered in a temporary file while
-the elements go out, then organizations (each type's hierarchy as folders), property definitions and two
-views (information flows; systems by domain)."""
+"""Writes the repository (or some types; today, as of a revision, or as a planning scenario has them) as
+an ArchiMate 3.1 exchange file, streamed from one snapshot: elements a batch at a time, relationships
+gathered in a temporary file while the elements go out, then organizations (each type's hierarchy as
+folders), property definitions and two views (information flows; systems by domain)."""
 
 from __future__ import annotations
 
@@ -17,12 +17,10 @@ from sqlalchemy.orm import Session
 
 from blockrepo.access.actor import Actor
 from blockrepo.elements.repository import chunks
-from blockrepo.elements.service import ElementReader
 from blockrepo.history.asof import element_ids_as_of, read_elements_as_of
-from blockrepo.history.repository import current_revision
 from blockrepo.massdata.listing import begin_snapshot
 from blockrepo.massdata.transfer.archimate.mapping import ArchimateMapping, FlowRule
-from blockrepo.massdata.transfer.export import EXPORT_BATCH, hierarchy_order
+from blockrepo.massdata.transfer.export import EXPORT_BATCH, Landscape, StoredLandscape, hierarchy_order
 from blockrepo.massdata.transfer.plan import ExportPlan, TypePlan
 from blockrepo.metamodel.snapshot import AttributeDef
 from blockrepo.revisions.repository import revision_mark
@@ -36,6 +34,8 @@ IDENTIFIER = re.compile(r"^br-([A-Za-z][A-Za-z0-9_]*)-(\d+)$")
 # same repository knows that identifiers name its elements (as the JSON export's `revisionMark`).
 REVISION_PROPERTY = "blockrepo revision"
 MARK_PROPERTY = "blockrepo revision mark"
+# The key of the planning scenario a model shows (only in a scenario's export; the revision is its base).
+SCENARIO_PROPERTY = "blockrepo scenario"
 # Views are drawn up to this many nodes; a larger landscape is left to the diagrams of the web interface.
 VIEW_NODES_MAX = 400
 NODE_W, NODE_H, GAP = 160, 60, 40
@@ -370,8 +370,10 @@ def archimate_chunks(
     revision: int,
     batches: ElementBatches,
     name: str,
+    scenario: str | None = None,
 ) -> Iterator[bytes]:
-    """The exchange file in pieces: each batch of elements as it is read, then the rest."""
+    """The exchange file in pieces: each batch of elements as it is read, then the rest; `scenario`: the
+    key of the planning scenario it shows (`revision` being its base)."""
     mark = revision_mark(db, revision) or ""
     # Said in the model, so that nothing is left out unnoticed: types the mapping gives no element.
     left_out = [
@@ -386,6 +388,13 @@ def archimate_chunks(
         else ""
     )
     extra = [("propid-blockrepo-revision", REVISION_PROPERTY), ("propid-blockrepo-mark", MARK_PROPERTY)]
+    scenario_property = ""
+    if scenario is not None:
+        extra.append(("propid-blockrepo-scenario", SCENARIO_PROPERTY))
+        scenario_property = (
+            '<property propertyDefinitionRef="propid-blockrepo-scenario">'
+            f'<value xml:lang="en">{xml_text(scenario)}</value></property>'
+        )
     yield (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         f'<model xmlns="{NAMESPACE}" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
@@ -394,7 +403,7 @@ def archimate_chunks(
         '<properties><property propertyDefinitionRef="propid-blockrepo-revision">'
         f'<value xml:lang="en">{revision}</value></property>'
         '<property propertyDefinitionRef="propid-blockrepo-mark">'
-        f'<value xml:lang="en">{mark}</value></property></properties>\n'
+        f'<value xml:lang="en">{mark}</value></property>{scenario_property}</properties>\n'
     ).encode()
     with tempfile.TemporaryFile() as relationships:
         run = _Export(plan, mapping, relationships)
@@ -432,22 +441,30 @@ def write_archimate(
     *,
     as_of: int | None = None,
     name: str = "blockrepo",
+    landscape: Landscape | None = None,
 ) -> Iterator[bytes]:
-    """`archimate_chunks` of the session's snapshot (`begin_snapshot`): today's state, or as of a revision
-    (read through history, as `GET /api/massdata/{type}?asOf=` reads it)."""
-    revision = as_of if as_of is not None else current_revision(db)
+    """`archimate_chunks` of the session's snapshot (`begin_snapshot`): today's state, as of a revision
+    (read through history, as `GET /api/massdata/{type}?asOf=` reads it), or `landscape` (a planning
+    scenario's, in hierarchy order as in main)."""
+    if as_of is not None:
+        revision = as_of
 
-    def today(type_plan: TypePlan) -> Generator[list[dict[str, Any]], None, None]:
-        reader = ElementReader(type_plan.view)
-        order = hierarchy_order(db, type_plan.type_def.id)
-        return reader.read_batches(db, chunks(order, EXPORT_BATCH))
+        def past(type_plan: TypePlan) -> Generator[list[dict[str, Any]], None, None]:
+            type_def = type_plan.type_def
+            for ids in chunks(element_ids_as_of(db, type_def, revision), EXPORT_BATCH):
+                yield read_elements_as_of(
+                    db, plan.metamodel, actor, type_def, ids, revision, view=type_plan.view
+                )
 
-    def past(type_plan: TypePlan) -> Generator[list[dict[str, Any]], None, None]:
-        type_def = type_plan.type_def
-        for ids in chunks(element_ids_as_of(db, type_def, revision), EXPORT_BATCH):
-            yield read_elements_as_of(db, plan.metamodel, actor, type_def, ids, revision, view=type_plan.view)
+        return archimate_chunks(db, plan, mapping, revision, past, name)
+    read = landscape or StoredLandscape(db)
 
-    return archimate_chunks(db, plan, mapping, revision, past if as_of is not None else today, name)
+    def in_order(type_plan: TypePlan) -> Generator[list[dict[str, Any]], None, None]:
+        order = hierarchy_order(read.placements(type_plan.type_def))
+        yield from read.read_batches(type_plan.view, chunks(order, EXPORT_BATCH))
+
+    scenario = None if read.scenario is None else str(read.scenario["key"])
+    return archimate_chunks(db, plan, mapping, read.revision, in_order, name, scenario)
 
 
 def stream_archimate(
@@ -457,8 +474,11 @@ def stream_archimate(
     actor: Actor,
     *,
     as_of: int | None = None,
+    landscape: Callable[[Session], Landscape] | None = None,
 ) -> Iterator[bytes]:
-    """`write_archimate` from one snapshot in a session of its own (the request's is gone by then)."""
+    """`write_archimate` from one snapshot in a session of its own (the request's is gone by then); with
+    `landscape`, of what it reads in that session (a planning scenario's state)."""
     with open_session() as db:
         begin_snapshot(db)
-        yield from write_archimate(db, plan, mapping, actor, as_of=as_of)
+        read = None if landscape is None else landscape(db)
+        yield from write_archimate(db, plan, mapping, actor, as_of=as_of, landscape=read)
