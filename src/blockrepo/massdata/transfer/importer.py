@@ -50,12 +50,16 @@ from blockrepo.massdata.transfer.metamodel_sync import apply_metamodel
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
 from blockrepo.revisions.recorder import ChangeLog
 from blockrepo.revisions.repository import revision_mark
+from blockrepo.storage.engine import sqlite_page_cache
 from blockrepo.storage.write_pipeline import pipelined
 
 MODES = ("additive", "cud")
 # Records of one type validated and written together: an import holds one chunk's drafts at a time.
 IMPORT_CHUNK = 2000
 MAX_REPORTED_ERRORS = 1000
+# SQLite's page cache of the import's connection while it writes, instead of the usual 64 MiB: the peak
+# RSS of 100,000 elements from a workbook was over 300 MB with it (bench/README.md).
+IMPORT_PAGE_CACHE_KIB = 8192
 MAX_LISTED_ROWS = 10_000  # rows a report lists (a dry run's): the counts cover them all
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 # Keys of an element body whose one value a record gives bare: the core's pointer to that value
@@ -336,14 +340,16 @@ def import_document(
     done = 0
     # One pipeline for every chunk (SQLite): a chunk's rows and history go in while the next chunk is
     # parsed; a read of the next chunk's validation (the names already taken) waits for them, so no more
-    # than one chunk's statements queue.
-    with pipelined(db):
-        for type_import in _targets_first(imports):
-            for start in range(0, len(type_import.records), IMPORT_CHUNK):
-                run.chunk(type_import, start, min(start + IMPORT_CHUNK, len(type_import.records)))
-                done += min(IMPORT_CHUNK, len(type_import.records) - start)
-                notify("import", done, total)
-    run.complete([(t.type_def, t.doomed) for t in imports if t.doomed])
+    # than one chunk's statements queue. The pages the import writes are not read again: a small page
+    # cache keeps them from holding IMPORT_PAGE_CACHE_KIB's difference resident (bench/README.md).
+    with sqlite_page_cache(db.connection(), IMPORT_PAGE_CACHE_KIB):
+        with pipelined(db):
+            for type_import in _targets_first(imports):
+                for start in range(0, len(type_import.records), IMPORT_CHUNK):
+                    run.chunk(type_import, start, min(start + IMPORT_CHUNK, len(type_import.records)))
+                    done += min(IMPORT_CHUNK, len(type_import.records) - start)
+                    notify("import", done, total)
+        run.complete([(t.type_def, t.doomed) for t in imports if t.doomed])
     problems = run.problems
     if document.cells is not None:
         located = partial(_cell_with_value, document.cells, problems.values)
