@@ -7,7 +7,8 @@ write core (`elements.write`), the same code that writes single elements and bul
    created; in `cud` mode the stored elements of the file's types that the file lacks are deleted. A
    record is its element's whole state: the writable attributes and the description it leaves out are
    emptied, without a parent it is a root, and each relation end it lists replaces what the end held
-   (an end it leaves out or lists empty keeps its relations).
+   (an end it leaves out or lists empty keeps its relations; listed empty, it is emptied where the
+   document says so, `Document.empty_ends_empty`: an ArchiMate model's).
 3. Records are read IMPORT_CHUNK of one type at a time, types after the types their source ends list
    (`_ImportRun`): each becomes an element body (`parent` and relation entries as references by name),
    the core validates the chunk (references to elements the chunk creates included) and writes it
@@ -197,6 +198,7 @@ class _BodyBuilder:
     def __init__(self, actor: Actor, type_def: BlockTypeDef, problems: _Problems) -> None:
         self.type_def = type_def
         self.problems = problems
+        self.empty_ends_empty = False  # `Document.empty_ends_empty`
         self.writable = [p for p in type_def.properties if p.builtin or actor.can_write_group(p.group_id)]
         # Relation attributes a listed relation without them has emptied (those the caller may write).
         self.relation_attributes: dict[str, dict[str, list[Any]]] = {
@@ -227,7 +229,7 @@ class _BodyBuilder:
                 entries = self.entries(end, value, partial(_member_where, where, key))
                 if entries is None:
                     ok = False
-                elif entries:  # an end listed empty keeps its relations
+                elif entries or self.empty_ends_empty:  # else an end listed empty keeps its relations
                     body[key] = entries
             else:
                 body[key] = value
@@ -320,6 +322,8 @@ def import_document(
     document.ids.clear()
     for type_import in imports:
         type_import.keep_unlisted = document.keep_unlisted
+        if type_import.builder is not None:
+            type_import.builder.empty_ends_empty = document.empty_ends_empty
         type_id = type_import.type_def.id
         run.unwritten[type_id] = {
             name for name, index in type_import.names.items() if index not in type_import.owners
