@@ -345,7 +345,7 @@ def import_document(
     # One pipeline for every chunk (SQLite): a chunk's rows and history go in while the next chunk is
     # parsed; a read of the next chunk's validation (the names already taken) waits for them, so no more
     # than one chunk's statements queue. The pages the import writes are not read again: a small page
-    # cache keeps them from holding IMPORT_PAGE_CACHE_KIB's difference resident (bench/README.md).
+    # cache keeps them from staying resident (bench/README.md).
     with sqlite_page_cache(db.connection(), IMPORT_PAGE_CACHE_KIB):
         with pipelined(db):
             for type_import in _targets_first(imports):
