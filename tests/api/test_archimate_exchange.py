@@ -23,6 +23,8 @@ from typer.testing import CliRunner
 from blockrepo.app import create_app
 from blockrepo.cli import app as cli
 from blockrepo.errors import BadRequest
+from blockrepo.massdata.transfer.archimate.csv_files import read_archi_csv_zip
+from blockrepo.massdata.transfer.archimate.reader import read_exchange
 from tests.api.demo_repository import (
     database_url,
     demo_repository,
@@ -145,6 +147,74 @@ def test_an_unchanged_export_imports_back_as_nothing(client: TestClient) -> None
     report = _import(client, content)
     assert (report["created"], report["updated"]) == (0, 0)
     assert newest_revision(client) == revision  # nothing written, no revision
+
+
+def test_a_relationship_removed_in_archi_is_removed_even_the_last_of_its_kind(client: TestClient) -> None:
+    """An element's only relation of a kind, removed from the export in Archi: the re-import empties that
+    end (and keeps the element's other ends); the same file again changes nothing."""
+    systems = client.get("/api/massdata/InformationSystem", params={"limit": 1000}).json()["items"]
+    system, end = next(
+        (item, key)
+        for item in systems
+        for key in ("technicalComponents", "itServices", "businessProcesses")
+        if len(item.get(key, [])) == 1
+    )
+    own, other = system["id"][0], system[end][0]["id"]
+    content = _export(client)
+    ends = f"({own}-{other}|{other}-{own})"
+    relationship = re.compile(
+        rf'<relationship identifier="br-[A-Za-z_]+-{ends}".*?</relationship>\n'.encode(), re.DOTALL
+    )
+    edited, removed = relationship.subn(b"", content)
+    assert removed == 1
+    # Both ends of the relation change: the element that holds it and the other.
+    dry = _import(client, edited, dryRun="true")
+    assert {(row["action"], row["name"]) for row in dry["rows"]} == {
+        ("update", system["name"][0]),
+        ("update", system[end][0]["name"]),
+    }
+    report = _import(client, edited)
+    assert (report["created"], report["updated"]) == (0, 2)
+    after = element_named(client, "InformationSystem", system["name"][0])
+    assert after[end] == []
+    for key in ("technicalComponents", "itServices", "businessProcesses", "parent"):
+        if key != end:
+            assert after.get(key) == system.get(key), key
+    revision = newest_revision(client)
+    again = _import(client, edited)
+    assert (again["created"], again["updated"]) == (0, 0) and newest_revision(client) == revision
+
+
+def test_a_relationship_removed_from_another_tools_model_is_removed(client: TestClient) -> None:
+    """A model Archi wrote, imported, then imported again without the only relationship of one of its
+    systems to a component: that relation goes, what the mapping does not map or the file has no element
+    of stays (the flow's systems, the processes), and the same model again changes nothing."""
+    model = (DATA / "model-2.1.xml").read_bytes()
+    _import(client, model)
+    crm = element_named(client, "InformationSystem", "CRM 2")
+    assert [e["name"] for e in crm["technicalComponents"]] == ["PostgreSQL 9"]
+    without = re.sub(rb'<relationship identifier="id-r2"[^>]*/>', b"", model)
+    assert without != model
+    dry = _import(client, without, dryRun="true")
+    assert {row["name"] for row in dry["rows"]} == {"CRM 2", "PostgreSQL 9"}
+    report = _import(client, without)
+    assert (report["created"], report["updated"]) == (0, 2)
+    after = element_named(client, "InformationSystem", "CRM 2")
+    assert after["technicalComponents"] == []
+    for key in ("itServices", "businessProcesses", "Criticality", "status", "description"):
+        assert after.get(key) == crm.get(key), key
+    flow = element_named(client, "InformationFlow", "Invoices 2")
+    assert flow["sourceSystem"][0]["name"] == "CRM 2" and flow["targetSystem"][0]["name"] == "Billing 2"
+    revision = newest_revision(client)
+    for content in (without, without):
+        again = _import(client, content)
+        assert (again["created"], again["updated"]) == (0, 0)
+    assert newest_revision(client) == revision
+    # The relationship back in Archi: the relation comes back.
+    assert _import(client, model)["updated"] == 2
+    assert [
+        e["name"] for e in element_named(client, "InformationSystem", "CRM 2")["technicalComponents"]
+    ] == ["PostgreSQL 9"]
 
 
 def test_a_rename_in_archi_is_a_rename(client: TestClient) -> None:
@@ -301,6 +371,35 @@ def test_archi_csv_files_go_both_ways(client: TestClient) -> None:
     assert {p["key"] for p in mapping["propertiesNotMapped"]} >= {"Property 1", "Property 2", "Property 3"}
     actor = element_named(client, "BusinessUnit", "Business Actor")
     assert actor["description"] == ['This is the Business Actor\nDocumentation\nHere ""\n']
+
+
+def test_archi_csv_files_hold_what_the_exchange_file_does(client: TestClient) -> None:
+    """The CSV files are written from the export's batches, not from its exchange file: read back, both
+    give the same concepts, properties and ends, in the same order (odd text included)."""
+    for name, text in (('  Odd "quoted", name\t', " a\r\nb\x01 c \u2028 "), ("Café ☕", "\x1fx\ny\r")):
+        created = client.post(
+            "/api/element/InformationSystem",
+            json={"name": [name], "description": [text], "version": [" 1\x02"]},
+        )
+        assert created.status_code == 201, created.text
+
+    def _lines(text: str | None) -> str:
+        return (text or "").replace("\r\n", "\n")
+
+    def concepts(model: Any) -> list[Any]:
+        return [
+            # (the CSV reader reads Windows' line ends as Archi writes them there)
+            (c.identifier, c.type, c.name, _lines(c.documentation), c.properties, c.source, c.target)
+            for c in (*model.elements, *model.relationships)
+        ]
+
+    for params in ({}, {"types": "InformationSystem,InformationFlow"}, {"asOf": "1"}):
+        xml = read_exchange(_export(client, **params), 1 << 30)
+        response = client.get("/api/exchange/archimate", params={**params, "format": "csv"})
+        assert response.status_code == 200, response.text
+        csv = read_archi_csv_zip(response.content, 1 << 30)
+        assert (csv.identifier, csv.name, csv.properties) == (xml.identifier, xml.name, xml.properties)
+        assert concepts(csv) == concepts(xml) and (len(xml.elements) > 0 or "asOf" in params)
 
 
 BILLION_LAUGHS = b"""<?xml version="1.0"?>

@@ -16,7 +16,7 @@ from sqlalchemy import Connection, Engine
 
 from blockrepo.api.context import AppServices
 from blockrepo.settings import Settings
-from blockrepo.storage.engine import build_engine
+from blockrepo.storage.engine import build_engine, sqlite_page_cache
 
 
 def pragmas(connection: Connection) -> tuple[str, int, int]:
@@ -94,3 +94,17 @@ def test_the_app_engines_are_configured(tmp_path: Path) -> None:
             assert_configured(db.connection())
     finally:
         services.dispose()
+
+
+def test_a_smaller_page_cache_is_the_blocks_alone(engine: Engine) -> None:
+    """`sqlite_page_cache` (an import's): the connection's cache is smaller inside the block and as it was
+    after it, also after the block failed."""
+    with engine.connect() as connection:
+        usual = connection.exec_driver_sql("PRAGMA cache_size").scalar()
+        assert usual == -65536
+        with sqlite_page_cache(connection, 8192):
+            assert connection.exec_driver_sql("PRAGMA cache_size").scalar() == -8192
+        assert connection.exec_driver_sql("PRAGMA cache_size").scalar() == usual
+        with pytest.raises(RuntimeError), sqlite_page_cache(connection, 1024):
+            raise RuntimeError("the import failed")
+        assert connection.exec_driver_sql("PRAGMA cache_size").scalar() == usual

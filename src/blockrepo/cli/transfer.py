@@ -23,8 +23,8 @@ from blockrepo.errors import BadRequest, BlockrepoError
 from blockrepo.interpreter import collector_paused
 from blockrepo.massdata.asof import past_revision
 from blockrepo.massdata.listing import begin_snapshot
-from blockrepo.massdata.transfer.archimate.csv_files import read_archi_csv_zip, write_archi_csv
-from blockrepo.massdata.transfer.archimate.export import write_archimate
+from blockrepo.massdata.transfer.archimate.csv_files import read_archi_csv_zip
+from blockrepo.massdata.transfer.archimate.export import write_archi_csv, write_archimate
 from blockrepo.massdata.transfer.archimate.importer import MappingReport, import_model
 from blockrepo.massdata.transfer.archimate.mapping import load_mapping
 from blockrepo.massdata.transfer.archimate.model import ArchimateModel
@@ -173,12 +173,12 @@ def _export_archimate(
     try:
         plan = plan_export(metamodel, actor, [t.strip() for t in types.split(",")] if types else None)
         revision = past_revision(db, actor, as_of, "--as-of") if as_of else None
-        chunks = write_archimate(db, plan, load_mapping(mapping_file), actor, as_of=revision)
-        if fmt == "archi-csv":
-            content = write_archi_csv(read_exchange(b"".join(chunks), max_concepts=1 << 62))
-            chunks = iter([content])
+        mapping = load_mapping(mapping_file)
         with file.open("wb") as target:
-            for chunk in chunks:
+            if fmt == "archi-csv":
+                write_archi_csv(db, plan, mapping, actor, target, as_of=revision)
+                return
+            for chunk in write_archimate(db, plan, mapping, actor, as_of=revision):
                 target.write(chunk)
     except BlockrepoError as exc:
         raise _fail(exc) from None

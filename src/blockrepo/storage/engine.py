@@ -263,6 +263,22 @@ def held_snapshot(connection: Connection) -> Iterator[None]:
         connection.connection.rollback()
 
 
+@contextmanager
+def sqlite_page_cache(connection: Connection, kib: int) -> Iterator[None]:
+    """SQLite's page cache of this connection at most `kib` KiB inside the block, as it was after; nothing
+    on PostgreSQL. For one long write whose pages are not read again (an import): the connection's
+    usual 64 MiB (`_configure_sqlite`) would fill with them and stay resident."""
+    if connection.dialect.name != "sqlite":
+        yield
+        return
+    usual = driver_rows(connection, "PRAGMA cache_size", ())[0][0]
+    driver_execute(connection, f"PRAGMA cache_size={-int(kib)}")
+    try:
+        yield
+    finally:
+        driver_execute(connection, f"PRAGMA cache_size={int(usual)}")
+
+
 class DriverStatement:
     """A Core statement compiled once per dialect and run at the driver level (`driver_rows`).
 

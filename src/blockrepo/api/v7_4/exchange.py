@@ -21,14 +21,15 @@ from blockrepo.errors import BadRequest, ErrorItem, UnsupportedMediaType, Valida
 from blockrepo.interpreter import collector_paused
 from blockrepo.massdata import asof as past
 from blockrepo.massdata import listing
-from blockrepo.massdata.transfer.archimate.csv_files import read_archi_csv_zip, write_archi_csv
-from blockrepo.massdata.transfer.archimate.export import stream_archimate
+from blockrepo.massdata.transfer.archimate.csv_files import read_archi_csv_zip
+from blockrepo.massdata.transfer.archimate.export import export_archi_csv, stream_archimate
 from blockrepo.massdata.transfer.archimate.importer import MappingReport, import_model
-from blockrepo.massdata.transfer.archimate.mapping import load_mapping
+from blockrepo.massdata.transfer.archimate.mapping import ArchimateMapping, load_mapping
 from blockrepo.massdata.transfer.archimate.model import ArchimateModel
 from blockrepo.massdata.transfer.archimate.reader import read_exchange
+from blockrepo.massdata.transfer.export import LandscapeSource
 from blockrepo.massdata.transfer.importer import ImportReport
-from blockrepo.massdata.transfer.plan import plan_export
+from blockrepo.massdata.transfer.plan import ExportPlan, plan_export
 from blockrepo.scenarios import service as scenarios
 
 router = APIRouter(tags=["exchange"])
@@ -121,6 +122,26 @@ def _spooled(chunks: Iterator[bytes]) -> IO[bytes]:
     return spool
 
 
+def _spooled_zip(
+    ctx: RequestContext,
+    plan: ExportPlan,
+    mapping: ArchimateMapping,
+    revision: int | None,
+    landscape: LandscapeSource | None,
+) -> IO[bytes]:
+    # Archi's CSV files zipped into a temporary file, as `_spooled` writes the exchange file.
+    spool = tempfile.TemporaryFile()  # noqa: SIM115 (closed by `_sent`)
+    try:
+        export_archi_csv(
+            ctx.services.read_sessions, plan, mapping, ctx.actor, spool, as_of=revision, landscape=landscape
+        )
+        spool.seek(0)
+    except BaseException:
+        spool.close()
+        raise
+    return spool
+
+
 def _sent(spool: IO[bytes]) -> Iterator[bytes]:
     with spool:
         while chunk := spool.read(CHUNK_BYTES):
@@ -184,16 +205,15 @@ def export_archimate(
         layer, named = scenarios.exported_layer(ctx.db, ctx.actor, key)
         landscape = past.scenario_landscape(ctx.metamodel, ctx.actor, layer, named)
     mapping = load_mapping(ctx.settings.archimate_mapping)
-    chunks = stream_archimate(
-        ctx.services.read_sessions, plan, mapping, ctx.actor, as_of=revision, landscape=landscape
-    )
     if format == "csv":
-        model = read_exchange(b"".join(chunks), max_concepts=1 << 62)
-        return Response(
-            write_archi_csv(model),
+        return StreamingResponse(
+            _sent(_spooled_zip(ctx, plan, mapping, revision, landscape)),
             media_type=ZIP,
             headers={"Content-Disposition": 'attachment; filename="blockrepo-archimate-csv.zip"'},
         )
+    chunks = stream_archimate(
+        ctx.services.read_sessions, plan, mapping, ctx.actor, as_of=revision, landscape=landscape
+    )
     return StreamingResponse(
         _sent(_spooled(chunks)),
         media_type=XML,

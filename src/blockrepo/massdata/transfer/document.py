@@ -45,6 +45,9 @@ class Document:
     # The records' ids name stored elements, whatever the revision mark (the caller resolved them: an
     # ArchiMate import, by identifiers it checked).
     ids_trusted: bool = False
+    # A relation end a record lists empty is emptied (an ArchiMate import lists empty the mapped ends the
+    # model leaves empty); elsewhere it keeps its relations, like an end the record leaves out.
+    empty_ends_empty: bool = False
 
 
 @dataclass

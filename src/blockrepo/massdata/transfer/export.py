@@ -47,6 +47,10 @@ class Landscape(Protocol):
     ) -> Iterator[list[dict[str, Any]]]: ...
 
 
+# What an export of a landscape other than today's reads it with, given the session it streams from.
+LandscapeSource = Callable[[Session], Landscape]
+
+
 class StoredLandscape:
     """Main as its tables hold it now: the export's plain (and benchmarked) path."""
 

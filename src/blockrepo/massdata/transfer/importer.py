@@ -7,7 +7,8 @@ write core (`elements.write`), the same code that writes single elements and bul
    created; in `cud` mode the stored elements of the file's types that the file lacks are deleted. A
    record is its element's whole state: the writable attributes and the description it leaves out are
    emptied, without a parent it is a root, and each relation end it lists replaces what the end held
-   (an end it leaves out or lists empty keeps its relations).
+   (an end it leaves out or lists empty keeps its relations; listed empty, it is emptied where the
+   document says so, `Document.empty_ends_empty`: an ArchiMate model's).
 3. Records are read IMPORT_CHUNK of one type at a time, types after the types their source ends list
    (`_ImportRun`): each becomes an element body (`parent` and relation entries as references by name),
    the core validates the chunk (references to elements the chunk creates included) and writes it
@@ -50,12 +51,16 @@ from blockrepo.massdata.transfer.metamodel_sync import apply_metamodel
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel, RelationEnd
 from blockrepo.revisions.recorder import ChangeLog
 from blockrepo.revisions.repository import revision_mark
+from blockrepo.storage.engine import sqlite_page_cache
 from blockrepo.storage.write_pipeline import pipelined
 
 MODES = ("additive", "cud")
 # Records of one type validated and written together: an import holds one chunk's drafts at a time.
 IMPORT_CHUNK = 2000
 MAX_REPORTED_ERRORS = 1000
+# SQLite's page cache of the import's connection while it writes, instead of the usual 64 MiB: the peak
+# RSS of 100,000 elements from a workbook was over 300 MB with it (bench/README.md).
+IMPORT_PAGE_CACHE_KIB = 8192
 MAX_LISTED_ROWS = 10_000  # rows a report lists (a dry run's): the counts cover them all
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 # Keys of an element body whose one value a record gives bare: the core's pointer to that value
@@ -193,6 +198,7 @@ class _BodyBuilder:
     def __init__(self, actor: Actor, type_def: BlockTypeDef, problems: _Problems) -> None:
         self.type_def = type_def
         self.problems = problems
+        self.empty_ends_empty = False  # `Document.empty_ends_empty`
         self.writable = [p for p in type_def.properties if p.builtin or actor.can_write_group(p.group_id)]
         # Relation attributes a listed relation without them has emptied (those the caller may write).
         self.relation_attributes: dict[str, dict[str, list[Any]]] = {
@@ -223,7 +229,7 @@ class _BodyBuilder:
                 entries = self.entries(end, value, partial(_member_where, where, key))
                 if entries is None:
                     ok = False
-                elif entries:  # an end listed empty keeps its relations
+                elif entries or self.empty_ends_empty:  # else an end listed empty keeps its relations
                     body[key] = entries
             else:
                 body[key] = value
@@ -316,6 +322,8 @@ def import_document(
     document.ids.clear()
     for type_import in imports:
         type_import.keep_unlisted = document.keep_unlisted
+        if type_import.builder is not None:
+            type_import.builder.empty_ends_empty = document.empty_ends_empty
         type_id = type_import.type_def.id
         run.unwritten[type_id] = {
             name for name, index in type_import.names.items() if index not in type_import.owners
@@ -336,14 +344,16 @@ def import_document(
     done = 0
     # One pipeline for every chunk (SQLite): a chunk's rows and history go in while the next chunk is
     # parsed; a read of the next chunk's validation (the names already taken) waits for them, so no more
-    # than one chunk's statements queue.
-    with pipelined(db):
-        for type_import in _targets_first(imports):
-            for start in range(0, len(type_import.records), IMPORT_CHUNK):
-                run.chunk(type_import, start, min(start + IMPORT_CHUNK, len(type_import.records)))
-                done += min(IMPORT_CHUNK, len(type_import.records) - start)
-                notify("import", done, total)
-    run.complete([(t.type_def, t.doomed) for t in imports if t.doomed])
+    # than one chunk's statements queue. The pages the import writes are not read again: a small page
+    # cache keeps them from staying resident (bench/README.md).
+    with sqlite_page_cache(db.connection(), IMPORT_PAGE_CACHE_KIB):
+        with pipelined(db):
+            for type_import in _targets_first(imports):
+                for start in range(0, len(type_import.records), IMPORT_CHUNK):
+                    run.chunk(type_import, start, min(start + IMPORT_CHUNK, len(type_import.records)))
+                    done += min(IMPORT_CHUNK, len(type_import.records) - start)
+                    notify("import", done, total)
+        run.complete([(t.type_def, t.doomed) for t in imports if t.doomed])
     problems = run.problems
     if document.cells is not None:
         located = partial(_cell_with_value, document.cells, problems.values)

@@ -1,53 +1,18 @@
-"""Archi's CSV export, three files in a zip (elements with the model's own row, relations, properties):
-written from a model in memory, and read back from a zip that holds them."""
+"""Archi's CSV export, three files in a zip (elements with the model's own row, relations, properties), read
+back from a zip that holds them (an export writes them: `export.archi_csv_zip`)."""
 
 from __future__ import annotations
 
-import csv
 import io
 import zipfile
 
 from blockrepo.errors import BadRequest, ErrorItem
 from blockrepo.massdata.transfer.archimate.model import ArchimateModel
-from blockrepo.massdata.transfer.archimate.reader import (
-    ELEMENT_COLUMNS,
-    PROPERTY_COLUMNS,
-    RELATION_COLUMNS,
-    read_archi_csv,
-)
+from blockrepo.massdata.transfer.archimate.reader import read_archi_csv
 
 FILES = ("elements.csv", "relations.csv", "properties.csv")
 # What a zip of CSV files may unpack to at most: the files are read whole.
 MAX_UNZIPPED_BYTES = 1 << 30
-
-
-def _file(rows: list[list[str]]) -> bytes:
-    text = io.StringIO(newline="")
-    writer = csv.writer(text, quoting=csv.QUOTE_ALL, lineterminator="\n")
-    writer.writerows(rows)
-    return text.getvalue().encode("utf-8")
-
-
-def write_archi_csv(model: ArchimateModel) -> bytes:
-    """The model as Archi writes it to CSV (types as Archi names them: relations end in `Relationship`),
-    the three files zipped."""
-    elements: list[list[str]] = [list(ELEMENT_COLUMNS)]
-    elements.append([model.identifier, "ArchimateModel", model.name, "", ""])
-    elements.extend([e.identifier, e.type, e.name, e.documentation or "", ""] for e in model.elements)
-    relations: list[list[str]] = [list(RELATION_COLUMNS)]
-    relations.extend(
-        [r.identifier, f"{r.type}Relationship", r.name, r.documentation or "", r.source, r.target, ""]
-        for r in model.relationships
-    )
-    properties: list[list[str]] = [list(PROPERTY_COLUMNS)]
-    properties.extend([model.identifier, key, value] for key, value in model.properties)
-    for concept in (*model.elements, *model.relationships):
-        properties.extend([concept.identifier, key, value] for key, value in concept.properties)
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, rows in zip(FILES, (elements, relations, properties), strict=True):
-            archive.writestr(name, _file(rows))
-    return out.getvalue()
 
 
 def _bad(message: str) -> BadRequest:

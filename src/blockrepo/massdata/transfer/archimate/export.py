@@ -1,17 +1,23 @@
 """Writes the repository (or some types; today, as of a revision, or as a planning scenario has them) as
 an ArchiMate 3.1 exchange file, streamed from one snapshot: elements a batch at a time, relationships
 gathered in a temporary file while the elements go out, then organizations (each type's hierarchy as
-folders), property definitions and two views (information flows; systems by domain)."""
+folders), property definitions and two views (information flows; systems by domain). Or as Archi's three
+CSV files, zipped as they are written from the same batches."""
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 import re
+import shutil
 import tempfile
-from collections.abc import Callable, Generator, Iterable, Iterator
-from contextlib import closing
+import time
+import zipfile
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, Protocol, TextIO
 
 from sqlalchemy.orm import Session
 
@@ -20,6 +26,7 @@ from blockrepo.elements.repository import chunks
 from blockrepo.history.asof import element_ids_as_of, read_elements_as_of
 from blockrepo.massdata.listing import begin_snapshot
 from blockrepo.massdata.transfer.archimate.mapping import ArchimateMapping, FlowRule
+from blockrepo.massdata.transfer.archimate.reader import ELEMENT_COLUMNS, PROPERTY_COLUMNS, RELATION_COLUMNS
 from blockrepo.massdata.transfer.export import EXPORT_BATCH, Landscape, StoredLandscape, hierarchy_order
 from blockrepo.massdata.transfer.plan import ExportPlan, TypePlan
 from blockrepo.metamodel.snapshot import AttributeDef
@@ -45,6 +52,7 @@ _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;",
 _DATA_TYPES = {"number": "number", "date": "date", "boolean": "boolean"}
 # Built-ins that an exchange file carries otherwise (name, documentation) or not at all (read-only).
 _NOT_PROPERTIES = frozenset({"name", "description", "lastModificationTime", "lastModificationUser"})
+Properties = Sequence[tuple[AttributeDef, str]]  # a concept's properties: attribute, value as text
 
 
 def xml_text(value: str) -> str:
@@ -100,18 +108,25 @@ class _Export:
     def identifier_of(self, type_name: str, element_id: int) -> str:
         return element_identifier(type_name, element_id)
 
-    def properties(self, attributes: Iterable[tuple[AttributeDef, list[Any]]]) -> str:
-        parts = []
+    def properties(self, attributes: Iterable[tuple[AttributeDef, list[Any]]]) -> Properties:
+        found: list[tuple[AttributeDef, str]] = []
         for attribute, values in attributes:
             for value in values:
                 if value is None or value == "":
                     continue
                 self.definitions[attribute.id] = attribute
-                parts.append(
-                    f'<property propertyDefinitionRef="propid-{attribute.id}"><value xml:lang="en">'
-                    f"{xml_text(property_value(attribute, value))}</value></property>"
-                )
-        return f"<properties>{''.join(parts)}</properties>" if parts else ""
+                found.append((attribute, property_value(attribute, value)))
+        return found
+
+    def element(
+        self, identifier: str, kind: str, name: str, documentation: str, properties: Properties
+    ) -> str:
+        """The element's XML, which goes out with its batch."""
+        parts = [f'<element identifier="{identifier}" xsi:type="{kind}">']
+        parts.extend(_concept_parts(name, documentation))
+        parts.append(_xml_properties(properties))
+        parts.append("</element>\n")
+        return "".join(parts)
 
     def relationship(
         self,
@@ -122,7 +137,7 @@ class _Export:
         *,
         name: str = "",
         documentation: str = "",
-        properties: str = "",
+        properties: Properties = (),
     ) -> None:
         parts = [
             f'<relationship identifier="{identifier}" source="{source}" target="{target}" xsi:type="{kind}">'
@@ -131,9 +146,81 @@ class _Export:
             parts.append(f'<name xml:lang="en">{xml_text(name)}</name>')
         if documentation:
             parts.append(f'<documentation xml:lang="en">{xml_text(documentation)}</documentation>')
-        parts.append(properties)
+        parts.append(_xml_properties(properties))
         parts.append("</relationship>\n")
         self.relationships.write("".join(parts).encode())
+        self.relationships_written += 1
+
+
+def _xml_properties(properties: Properties) -> str:
+    if not properties:
+        return ""
+    parts = [
+        f'<property propertyDefinitionRef="propid-{attribute.id}"><value xml:lang="en">'
+        f"{xml_text(text)}</value></property>"
+        for attribute, text in properties
+    ]
+    return f"<properties>{''.join(parts)}</properties>"
+
+
+def csv_text(value: str) -> str:
+    """`value` as Archi's CSV files of an export hold it: what the exchange file holds of it, read back
+    (without the characters XML cannot hold, without surrounding white space)."""
+    return _NOT_XML.sub("", value).strip()
+
+
+class _Rows(Protocol):
+    """A CSV file being written (`csv.writer`)."""
+
+    def writerow(self, row: Iterable[str], /) -> Any: ...
+
+    def writerows(self, rows: Iterable[Iterable[str]], /) -> None: ...
+
+
+class _CsvExport(_Export):
+    """An export to Archi's CSV files: an element's row goes to `element_rows` at once, a relationship's
+    to `relation_rows`, their properties to `element_properties` and `relation_properties` (properties.csv
+    holds the elements' before the relationships')."""
+
+    def __init__(
+        self,
+        plan: ExportPlan,
+        mapping: ArchimateMapping,
+        element_rows: _Rows,
+        relation_rows: _Rows,
+        element_properties: _Rows,
+        relation_properties: _Rows,
+    ) -> None:
+        super().__init__(plan, mapping, io.BytesIO())  # the exchange file's relationships: none here
+        self.element_rows, self.relation_rows = element_rows, relation_rows
+        self.element_properties, self.relation_properties = element_properties, relation_properties
+
+    def element(
+        self, identifier: str, kind: str, name: str, documentation: str, properties: Properties
+    ) -> str:
+        self.element_rows.writerow([identifier, kind, csv_text(name), csv_text(documentation), ""])
+        self.element_properties.writerows(
+            [identifier, csv_text(attribute.name), csv_text(text)] for attribute, text in properties
+        )
+        return ""
+
+    def relationship(
+        self,
+        identifier: str,
+        kind: str,
+        source: str,
+        target: str,
+        *,
+        name: str = "",
+        documentation: str = "",
+        properties: Properties = (),
+    ) -> None:
+        self.relation_rows.writerow(
+            [identifier, f"{kind}Relationship", csv_text(name), csv_text(documentation), source, target, ""]
+        )
+        self.relation_properties.writerows(
+            [identifier, csv_text(attribute.name), csv_text(text)] for attribute, text in properties
+        )
         self.relationships_written += 1
 
 
@@ -222,10 +309,7 @@ def _write_batch(run: _Export, plan: TypePlan, elements: list[dict[str, Any]]) -
             run.drawn.flows.append((own, *ends))
         elif kind is not None or flow is not None:
             written = kind if kind is not None else flow.otherwise  # type: ignore[union-attr]
-            out.append(f'<element identifier="{own}" xsi:type="{written}">')
-            out.extend(_concept_parts(name, documentation))
-            out.append(properties)
-            out.append("</element>\n")
+            out.append(run.element(own, written, name, documentation, properties))
             if written in ("ApplicationComponent", "Grouping"):
                 run.drawn.names[own] = name
                 run.drawn.kinds[own] = written
@@ -433,19 +517,98 @@ def archimate_chunks(
     yield b"</model>\n"
 
 
-def write_archimate(
+def archi_csv_zip(
     db: Session,
     plan: ExportPlan,
     mapping: ArchimateMapping,
-    actor: Actor,
-    *,
-    as_of: int | None = None,
-    name: str = "blockrepo",
-    landscape: Landscape | None = None,
-) -> Iterator[bytes]:
-    """`archimate_chunks` of the session's snapshot (`begin_snapshot`): today's state, as of a revision
-    (read through history, as `GET /api/massdata/{type}?asOf=` reads it), or `landscape` (a planning
-    scenario's, in hierarchy order as in main)."""
+    revision: int,
+    batches: ElementBatches,
+    name: str,
+    target: IO[bytes],
+    scenario: str | None = None,
+) -> None:
+    """Archi's three CSV files of the export `archimate_chunks` writes (its elements, relationships and
+    properties as Archi's CSV export of that file has them), zipped into `target` as they are written:
+    elements.csv a batch at a time, relations.csv and properties.csv gathered in temporary files
+    meanwhile. Memory holds a batch, not the export. `scenario`: the key of the planning scenario it
+    shows (`revision` being its base)."""
+    mark = revision_mark(db, revision) or ""
+    identifier = f"br-model-{revision}"
+    with (
+        zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive,
+        _text_spool() as relations,
+        _text_spool() as element_properties,
+        _text_spool() as relation_properties,
+    ):
+        with _zip_entry(archive, "elements.csv") as elements:
+            element_rows = _csv_rows(elements)
+            element_rows.writerow(ELEMENT_COLUMNS)
+            element_rows.writerow([identifier, "ArchimateModel", csv_text(name), "", ""])
+            run = _CsvExport(
+                plan,
+                mapping,
+                element_rows,
+                _csv_rows(relations),
+                _csv_rows(element_properties),
+                _csv_rows(relation_properties),
+            )
+            for type_plan in plan.types:
+                type_batches = batches(type_plan)
+                with closing(type_batches):
+                    for batch in type_batches:
+                        _write_batch(run, type_plan, batch)
+        with _zip_entry(archive, "relations.csv") as entry:
+            _csv_rows(entry).writerow(RELATION_COLUMNS)
+            _copy_text(relations, entry)
+        with _zip_entry(archive, "properties.csv") as entry:
+            property_rows = _csv_rows(entry)
+            property_rows.writerow(PROPERTY_COLUMNS)
+            property_rows.writerow([identifier, REVISION_PROPERTY, str(revision)])
+            property_rows.writerow([identifier, MARK_PROPERTY, mark])
+            if scenario is not None:
+                property_rows.writerow([identifier, SCENARIO_PROPERTY, csv_text(scenario)])
+            _copy_text(element_properties, entry)
+            _copy_text(relation_properties, entry)
+
+
+def _csv_rows(file: TextIO) -> _Rows:
+    return csv.writer(file, quoting=csv.QUOTE_ALL, lineterminator="\n")
+
+
+def _text_spool() -> TextIO:
+    return tempfile.TemporaryFile("w+", encoding="utf-8", newline="")
+
+
+def _copy_text(spool: TextIO, target: TextIO) -> None:
+    spool.seek(0)
+    shutil.copyfileobj(spool, target, 1 << 20)
+
+
+@contextmanager
+def _zip_entry(archive: zipfile.ZipFile, name: str) -> Iterator[TextIO]:
+    """A file of the zip written as UTF-8 text, compressed as it is written."""
+    info = zipfile.ZipInfo(name, date_time=time.localtime()[:6])
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o600 << 16  # as `ZipFile.writestr` gives a file
+    with archive.open(info, "w") as entry, io.TextIOWrapper(entry, encoding="utf-8", newline="") as text:
+        yield text
+
+
+@dataclass(frozen=True)
+class _Source:
+    """What an export reads: the revision it shows, each type's elements a batch at a time, and the key of
+    the planning scenario it shows (None: main)."""
+
+    revision: int
+    batches: ElementBatches
+    scenario: str | None
+
+
+def _source(
+    db: Session, plan: ExportPlan, actor: Actor, as_of: int | None, landscape: Landscape | None
+) -> _Source:
+    """Today's state, as of a revision (read through history, as `GET /api/massdata/{type}?asOf=` reads
+    it), or `landscape` (a planning scenario's, in hierarchy order as in main)."""
     if as_of is not None:
         revision = as_of
 
@@ -456,15 +619,47 @@ def write_archimate(
                     db, plan.metamodel, actor, type_def, ids, revision, view=type_plan.view
                 )
 
-        return archimate_chunks(db, plan, mapping, revision, past, name)
+        return _Source(revision, past, None)
     read = landscape or StoredLandscape(db)
 
     def in_order(type_plan: TypePlan) -> Generator[list[dict[str, Any]], None, None]:
         order = hierarchy_order(read.placements(type_plan.type_def))
         yield from read.read_batches(type_plan.view, chunks(order, EXPORT_BATCH))
 
-    scenario = None if read.scenario is None else str(read.scenario["key"])
-    return archimate_chunks(db, plan, mapping, read.revision, in_order, name, scenario)
+    return _Source(read.revision, in_order, None if read.scenario is None else str(read.scenario["key"]))
+
+
+def write_archimate(
+    db: Session,
+    plan: ExportPlan,
+    mapping: ArchimateMapping,
+    actor: Actor,
+    *,
+    as_of: int | None = None,
+    name: str = "blockrepo",
+    landscape: Landscape | None = None,
+) -> Iterator[bytes]:
+    """`archimate_chunks` of the session's snapshot (`begin_snapshot`): today's state, as of a revision,
+    or a planning scenario's (`landscape`)."""
+    source = _source(db, plan, actor, as_of, landscape)
+    return archimate_chunks(db, plan, mapping, source.revision, source.batches, name, source.scenario)
+
+
+def write_archi_csv(
+    db: Session,
+    plan: ExportPlan,
+    mapping: ArchimateMapping,
+    actor: Actor,
+    target: IO[bytes],
+    *,
+    as_of: int | None = None,
+    name: str = "blockrepo",
+    landscape: Landscape | None = None,
+) -> None:
+    """`archi_csv_zip` of the session's snapshot (`begin_snapshot`) into `target`: today's state, as of
+    a revision, or a planning scenario's (`landscape`)."""
+    source = _source(db, plan, actor, as_of, landscape)
+    archi_csv_zip(db, plan, mapping, source.revision, source.batches, name, target, source.scenario)
 
 
 def stream_archimate(
@@ -482,3 +677,20 @@ def stream_archimate(
         begin_snapshot(db)
         read = None if landscape is None else landscape(db)
         yield from write_archimate(db, plan, mapping, actor, as_of=as_of, landscape=read)
+
+
+def export_archi_csv(
+    open_session: Callable[[], Session],
+    plan: ExportPlan,
+    mapping: ArchimateMapping,
+    actor: Actor,
+    target: IO[bytes],
+    *,
+    as_of: int | None = None,
+    landscape: Callable[[Session], Landscape] | None = None,
+) -> None:
+    """`write_archi_csv` from one snapshot in a session of its own, as `stream_archimate`."""
+    with open_session() as db:
+        begin_snapshot(db)
+        read = None if landscape is None else landscape(db)
+        write_archi_csv(db, plan, mapping, actor, target, as_of=as_of, landscape=read)

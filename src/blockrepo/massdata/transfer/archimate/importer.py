@@ -157,6 +157,8 @@ class _Mapper:
         self.identifiers: dict[str, list[str]] = {}
         self.names: dict[tuple[int, str], _Target] = {}
         self.targets: dict[str, _Target] = {}
+        # Identifiers of elements of a mapped type the import could not take (a name taken twice)
+        self.dropped: set[str] = set()
         # (relationship, type of the ArchiMate source, type of the ArchiMate target) -> (relation type,
         # whether the ArchiMate source holds the relation's source end)
         self.rules: dict[tuple[str, int, int], tuple[RelationTypeDef, bool]] = {}
@@ -186,10 +188,12 @@ class _Mapper:
             name = check_name(name)
         except ValueProblem as problem:
             self.report.skip(concept, f"its name cannot name a {type_def.name}: {problem.message}")
+            self.dropped.add(concept.identifier)
             return None
         if (type_def.id, name) in self.names:
             other = self.names[(type_def.id, name)]
             self.report.skip(concept, f"{other.identifier} is a {type_def.name} of this name already")
+            self.dropped.add(concept.identifier)
             return None
         record: dict[str, Any] = {"name": name}
         if concept.documentation is not None:
@@ -246,6 +250,7 @@ class _Mapper:
                 )
             elif not concept.name.strip():
                 self.report.skip(concept, "it has no name")
+                self.dropped.add(concept.identifier)
             else:
                 self.add(concept, type_def, concept.name)
 
@@ -278,11 +283,17 @@ class _Mapper:
         return rest
 
     def relationships(self, relationships: list[Concept]) -> None:
+        """Each relationship as an entry of its holder's relation end, then the mapped ends the file left
+        empty listed empty (`empty_ends`)."""
+        seen: set[int] = set()  # relation types some relationship became
+        unsure: set[str] = set()  # elements a relationship to an element not taken (`dropped`) has
         for concept in relationships:
             source, target = self.targets.get(concept.source), self.targets.get(concept.target)
             if source is None or target is None:
                 missing = concept.source if source is None else concept.target
                 self.report.skip(concept, f"{missing} is not an element the import took")
+                if missing in self.dropped:
+                    unsure.add(concept.target if source is None else concept.source)
                 continue
             if (
                 concept.type == self.mapping.hierarchy
@@ -319,7 +330,32 @@ class _Mapper:
                 self.report.skip(concept, f"{end_name} of {holder.name} takes one {other.type_def.name}")
                 continue
             entries.append(entry)
+            seen.add(relation_type.id)
             self.report.relations[relation_type.name] = self.report.relations.get(relation_type.name, 0) + 1
+        self.empty_ends(seen, unsure)
+
+    def empty_ends(self, seen: set[int], unsure: set[str]) -> None:
+        """Lists empty each relation end the mapping maps that the file's relationships left empty on an
+        element it describes, so that a re-import removes a relationship removed in the other tool even
+        where it was the element's last of its kind (a record's empty end empties it:
+        `Document.empty_ends_empty`). Not emptied, as the file cannot be said to describe them: an end
+        whose relation type is not the one the mapping's rule picks for its relationship and types (two
+        relation types may share a rule) unless a relationship of the file became it, an end to a type
+        of which the file has no element (a selection of types), and the ends of an element with a
+        relationship to an element of a mapped type the import could not take (`dropped`)."""
+        chosen = {relation_type.id for relation_type, _ in self.rules.values()} | seen
+        mapped_types = self.report.mapped
+        for target in self.targets.values():
+            if target.identifier in unsure:
+                continue
+            for end in target.type_def.ends.values():
+                if (
+                    end.holder_is_source
+                    and end.relation_type.id in chosen
+                    and end.other_type in mapped_types
+                    and self.mapping.rule_for(end.relation_type) is not None
+                ):
+                    target.record.setdefault(end.name, [])
 
 
 _RELATIONSHIP_IDENTIFIER = re.compile(r"^br-([A-Za-z][A-Za-z0-9_]*)-\d+-\d+$")
@@ -365,7 +401,9 @@ def model_document(
     model.relationships.clear()
     mapper.relationships(rest)
     del rest
-    document = Document(metamodel=None, elements=mapper.records, keep_unlisted=True, ids_trusted=True)
+    document = Document(
+        metamodel=None, elements=mapper.records, keep_unlisted=True, ids_trusted=True, empty_ends_empty=True
+    )
     return document, mapper.report, mapper.identifiers
 
 
