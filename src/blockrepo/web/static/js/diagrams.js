@@ -1,7 +1,7 @@
 // Diagrams: the information-flow graph, the neighbourhood of an element (expanded hop by hop) and the
-// roadmap of runtime periods as a Gantt chart; each exported as SVG or PNG. Each shows today's landscape
-// or a plan's (plan-control.js): the landscape on a date, or two dates compared with what was added,
-// removed or changed marked. What they draw is computed in diagram-data.js, the SVG export in svg.js.
+// roadmap of runtime periods as a Gantt chart; each exported as SVG, PNG or draw.io. Each shows today's
+// landscape or a plan's (plan-control.js): the landscape on a date, or two dates compared with what was
+// added, removed or changed marked. What they draw is computed in diagram-data.js, the exports in svg.js.
 
 import cytoscape from "../vendor/cytoscape/cytoscape.esm.min.js";
 import { ApiError, allElements, get, projectedElements } from "./api.js";
@@ -28,7 +28,7 @@ import { STATUS_COLORS } from "./palette.js";
 import { elementPath, elementRoute, href } from "./paths.js";
 import { markLegend, openScenarios, planControl, planNotice } from "./plan-control.js";
 import { can, hasFunction, typeDef, typeLabel } from "./session.js";
-import { exportButtons, ganttSvg, graphSvg, svgToPng } from "./svg.js";
+import { exportButtons, ganttDrawio, ganttSvg, graphDrawio, graphSvg, svgToPng } from "./svg.js";
 
 const TYPE_COLORS = [
   "#1f4e79",
@@ -306,6 +306,7 @@ export async function renderFlows({ query }) {
         "information-flows",
         () => graphSvg(cy),
         () => graphPng(cy),
+        () => graphDrawio(cy, "Information flows"),
       ),
     ),
     planControl(route, plan, scenarios),
@@ -482,6 +483,7 @@ function neighbourhoodHead(type, id, start, cy) {
           `neighbourhood-${name}`,
           () => graphSvg(cy),
           () => graphPng(cy),
+          () => graphDrawio(cy, `Neighbourhood of ${name}`),
         )
       : null,
   );
@@ -615,6 +617,7 @@ export async function renderRoadmap({ query }) {
         "roadmap",
         () => svg.cloneNode(true),
         () => svgToPng(svg, width, height),
+        () => ganttDrawio(svg, "Roadmap"),
       ),
     ),
     planControl(route, plan, scenarios),

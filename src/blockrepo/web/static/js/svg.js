@@ -1,8 +1,9 @@
 // SVG drawn by hand: the graph export (cytoscape renders to canvas only), the roadmap's Gantt chart, and
-// their export as SVG or PNG files.
+// their export as SVG, PNG or draw.io files.
 
 import { MARKS, barColor, yearScale } from "./diagram-data.js";
 import { h } from "./dom.js";
+import { drawioXml } from "./drawio.js";
 import { isoDay, parseDay, truncate } from "./format.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -50,15 +51,81 @@ export async function svgToPng(svg, width, height) {
   });
 }
 
-export function exportButtons(name, makeSvg, makePng) {
+// `makeDrawio` returns the diagram as draw.io XML (drawio.js).
+export function exportButtons(name, makeSvg, makePng, makeDrawio) {
   const svgFile = () => download(`${name}.svg`, new Blob([serialize(makeSvg())], { type: "image/svg+xml" }));
   const pngFile = async () => download(`${name}.png`, await makePng());
+  const drawioFile = () => download(`${name}.drawio`, new Blob([makeDrawio()], { type: "application/xml" }));
   return h(
     "div",
     { class: "export", role: "group", "aria-label": "Export" },
     h("button", { type: "button", class: "button", id: "export-svg", onclick: svgFile }, "Export SVG"),
     h("button", { type: "button", class: "button", id: "export-png", onclick: pngFile }, "Export PNG"),
+    h(
+      "button",
+      { type: "button", class: "button", id: "export-drawio", onclick: drawioFile },
+      "Export draw.io",
+    ),
   );
+}
+
+// The graph as draw.io XML: each node where the layout put it, in the colour it is drawn in, a comparison's
+// mark as its outline; each edge between its nodes with its label.
+export function graphDrawio(cy, name) {
+  const vertices = cy.nodes().map((node) => {
+    const p = node.position();
+    const mark = MARKS[node.data("mark")];
+    return {
+      key: node.id(),
+      label: node.data("label"),
+      x: p.x - node.width() / 2,
+      y: p.y - node.height() / 2,
+      width: node.width(),
+      height: node.height(),
+      fill: node.style("background-color"),
+      fontColor: node.style("color"),
+      stroke: mark?.color,
+      strokeWidth: 3,
+      dashed: Boolean(mark?.dash),
+      opacity: mark?.opacity,
+    };
+  });
+  const edges = cy.edges().map((edge) => {
+    const mark = MARKS[edge.data("mark")];
+    return {
+      source: edge.source().id(),
+      target: edge.target().id(),
+      label: edge.data("label"),
+      directed: Boolean(edge.data("directed")),
+      stroke: mark?.color,
+      strokeWidth: mark ? 2.5 : null,
+      dashed: Boolean(mark?.dash),
+    };
+  });
+  return drawioXml({ name, vertices, edges });
+}
+
+// The roadmap as draw.io XML: its bars as drawn in `svg` (ganttSvg), each named left of it.
+export function ganttDrawio(svg, name) {
+  const attribute = (node, key) => Number(node.getAttribute(key));
+  const vertices = [...svg.querySelectorAll("rect.bar")].map((bar, index) => {
+    const mark = MARKS[bar.dataset.mark];
+    return {
+      key: `bar-${index}`,
+      label: bar.dataset.name,
+      x: attribute(bar, "x"),
+      y: attribute(bar, "y"),
+      width: attribute(bar, "width"),
+      height: attribute(bar, "height"),
+      fill: bar.getAttribute("fill"),
+      labelLeft: true,
+      labelWidth: GANTT.labelWidth,
+      stroke: mark?.color,
+      dashed: Boolean(mark?.dash),
+      opacity: mark?.opacity,
+    };
+  });
+  return drawioXml({ name, vertices });
 }
 
 function arrowDefs() {
