@@ -52,7 +52,21 @@ function typeColor(type) {
   return TYPE_COLORS[index];
 }
 
-const GRAPH_STYLE = [
+// The graph's own colours: the page's on screen (light or dark, the --canvas variables of app.css), the
+// light ones in the PNG export so that it prints well.
+const LIGHT_INK = { canvas: "#ffffff", label: "#52606d", selected: "#102a43" };
+
+function pageInk() {
+  const css = getComputedStyle(document.documentElement);
+  const read = (name, fallback) => css.getPropertyValue(name).trim() || fallback;
+  return {
+    canvas: read("--canvas", LIGHT_INK.canvas),
+    label: read("--canvas-label", LIGHT_INK.label),
+    selected: read("--canvas-selected", LIGHT_INK.selected),
+  };
+}
+
+const graphStyle = (ink) => [
   {
     selector: "node",
     style: {
@@ -72,7 +86,7 @@ const GRAPH_STYLE = [
     },
   },
   { selector: "node.focus", style: { "border-width": 3, "border-color": "#f2b134" } },
-  { selector: "node:selected", style: { "border-width": 3, "border-color": "#102a43" } },
+  { selector: "node:selected", style: { "border-width": 3, "border-color": ink.selected } },
   {
     selector: "edge",
     style: {
@@ -82,9 +96,9 @@ const GRAPH_STYLE = [
       "curve-style": "bezier",
       label: "data(label)",
       "font-size": 9,
-      color: "#52606d",
+      color: ink.label,
       "text-rotation": "autorotate",
-      "text-background-color": "#fff",
+      "text-background-color": ink.canvas,
       "text-background-opacity": 0.8,
     },
   },
@@ -119,7 +133,7 @@ function graphPanel(id, nodes, edges) {
   // Created headless and mounted once the container is in the page (its size is unknown before).
   const cy = cytoscape({
     elements: [...nodes.map(graphElement), ...edges.map(graphElement)],
-    style: GRAPH_STYLE,
+    style: graphStyle(pageInk()),
     styleEnabled: true,
     minZoom: 0.2,
     maxZoom: 3,
@@ -173,7 +187,13 @@ function runLayout(cy) {
     .run();
 }
 
-const graphPng = (cy) => cy.png({ full: true, scale: 2, bg: "#fff", output: "blob" });
+// Drawn in the light colours for the moment it takes (the blob is made synchronously).
+function graphPng(cy) {
+  cy.style(graphStyle(LIGHT_INK));
+  const png = cy.png({ full: true, scale: 2, bg: LIGHT_INK.canvas, output: "blob" });
+  cy.style(graphStyle(pageInk()));
+  return png;
+}
 
 function needsMassdata() {
   return hasFunction("MASSDATA")

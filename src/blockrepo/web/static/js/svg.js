@@ -227,10 +227,18 @@ function yearLines(svg, scale, x, height) {
   for (let year = scale.minYear; year <= scale.maxYear + 1; year += scale.step) {
     const position = x(Date.UTC(year, 0, 1));
     svg.append(
-      svgElement("line", { x1: position, y1: top - 6, x2: position, y2: height - 24, stroke: "#e4e7eb" }),
+      svgElement("line", {
+        x1: position,
+        y1: top - 6,
+        x2: position,
+        y2: height - 24,
+        stroke: "#e4e7eb",
+        class: "grid",
+      }),
     );
     if (year <= scale.maxYear) {
-      svg.append(svgElement("text", { x: position + 4, y: top - 12, fill: "#52606d" }, String(year)));
+      const label = { x: position + 4, y: top - 12, fill: "#52606d", class: "axis" };
+      svg.append(svgElement("text", label, String(year)));
     }
   }
 }
@@ -240,9 +248,12 @@ function yearLines(svg, scale, x, height) {
 function ganttRow(svg, row, index, { x, width, scale }) {
   const { rowHeight, top } = GANTT;
   const y = top + index * rowHeight;
-  if (index % 2 === 0) svg.append(svgElement("rect", { x: 0, y, width, height: rowHeight, fill: "#f7f9fb" }));
+  if (index % 2 === 0) {
+    svg.append(svgElement("rect", { x: 0, y, width, height: rowHeight, fill: "#f7f9fb", class: "stripe" }));
+  }
   const link = svgElement("a", { href: `#/element/${row.type}/${row.id}` });
-  link.append(svgElement("text", { x: 8, y: y + 16, fill: "#102a43" }, truncate(row.name, 30)));
+  const name = { x: 8, y: y + 16, fill: "#102a43", class: "row-name" };
+  link.append(svgElement("text", name, truncate(row.name, 30)));
   svg.append(link);
   const start = x(row.start ?? scale.from);
   const end = x(row.end ?? scale.to);
@@ -271,8 +282,8 @@ function ganttRow(svg, row, index, { x, width, scale }) {
 }
 
 // A dashed line across the chart at a time, labelled at its foot (right of the line, or left of it with
-// `before`, so that the labels of two close days do not overlap).
-function dayLine(svg, position, bottom, color, label, before = false) {
+// `before`, so that the labels of two close days do not overlap); `kind` the class that colours it on screen.
+function dayLine(svg, position, bottom, { color, kind }, label, before = false) {
   svg.append(
     svgElement("line", {
       x1: position,
@@ -281,10 +292,11 @@ function dayLine(svg, position, bottom, color, label, before = false) {
       y2: bottom - 24,
       stroke: color,
       "stroke-dasharray": "4 3",
+      class: kind,
     }),
   );
   const anchor = before ? { x: position - 4, "text-anchor": "end" } : { x: position + 4 };
-  svg.append(svgElement("text", { ...anchor, y: bottom - 10, fill: color }, label));
+  svg.append(svgElement("text", { ...anchor, y: bottom - 10, fill: color, class: kind }, label));
 }
 
 // `days` (YYYY-MM-DD): a plan's days, each drawn as a line like today's.
@@ -307,12 +319,14 @@ export function ganttSvg(rows, today, days = []) {
     "font-size": 12,
   });
   svg.dataset.barCount = String(rows.length);
-  svg.append(svgElement("rect", { x: 0, y: 0, width, height, fill: "#fff" }));
+  // Light in the attributes (what the exports keep), the page's colours on screen (app.css).
+  svg.append(svgElement("rect", { x: 0, y: 0, width, height, fill: "#fff", class: "canvas" }));
   yearLines(svg, scale, x, height);
   rows.forEach((row, index) => ganttRow(svg, row, index, { x, width, scale }));
-  dayLine(svg, x(today), height, "#c53030", "today");
+  dayLine(svg, x(today), height, { color: "#c53030", kind: "today" }, "today");
   days.forEach((day, index) => {
-    dayLine(svg, x(parseDay(day)), height, "#2b6cb0", day, index === 0 && days.length > 1);
+    const line = { color: "#2b6cb0", kind: "plan-day" };
+    dayLine(svg, x(parseDay(day)), height, line, day, index === 0 && days.length > 1);
   });
   return svg;
 }
