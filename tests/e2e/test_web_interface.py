@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import re
+import struct
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -397,6 +399,23 @@ def contrast(text: str, background: str) -> float:
     return (high + 0.05) / (low + 0.05)
 
 
+def first_pixel(png: bytes) -> tuple[int, ...]:
+    """The colour of a PNG's top left pixel (8-bit RGB or RGBA): no filter changes the first byte of a row's
+    first pixel, so it is read from the inflated data as stored."""
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    chunks: dict[bytes, list[bytes]] = {}
+    at = 8
+    while at < len(png):
+        (length,) = struct.unpack(">I", png[at : at + 4])
+        kind = png[at + 4 : at + 8]
+        chunks.setdefault(kind, []).append(png[at + 8 : at + 8 + length])
+        at += 12 + length
+    bit_depth, colour_type = chunks[b"IHDR"][0][8], chunks[b"IHDR"][0][9]
+    assert bit_depth == 8 and colour_type in (2, 6)
+    pixels = zlib.decompress(b"".join(chunks[b"IDAT"]))
+    return tuple(pixels[1:4])
+
+
 def test_dark_mode_follows_the_system_and_keeps_text_readable(page: Page, api: httpx.Client) -> None:
     parts = {
         "body": "body",
@@ -429,6 +448,10 @@ def test_dark_mode_follows_the_system_and_keeps_text_readable(page: Page, api: h
     shoot(page, "31-information-flows-dark")
     svg = exported_svg(page)
     assert re.search(r'<rect [^>]*fill="#fff"', svg)
+    with page.expect_download() as png:
+        page.click("#export-png")
+    assert first_pixel(Path(png.value.path()).read_bytes()) == (255, 255, 255)
+    assert luminance(page.evaluate(COLOURS_OF, "#flow-graph")[1]) < 0.05
     open_hash(page, "#/diagram/roadmap")
     page.locator("svg#roadmap").wait_for()
     canvas = page.evaluate("() => getComputedStyle(document.querySelector('#roadmap .canvas')).fill")
