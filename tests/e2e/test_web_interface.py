@@ -462,6 +462,32 @@ def test_dark_mode_follows_the_system_and_keeps_text_readable(page: Page, api: h
     exported = exported_svg(page)
     assert re.search(r'<rect [^>]*fill="#fff" class="canvas"', exported), exported[:400]
 
+    # A dialog, then the banner of the scenario it makes, and a toast; the scenario closed again after.
+    open_hash(page, "#/scenarios")
+    page.locator("h1", has_text="Scenarios").wait_for()
+    menu = page.locator("#scenario-menu")
+    menu.locator("summary").click()
+    menu.get_by_role("button", name="New scenario…").click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_label("Name").fill("Dark mode probe")
+    for selector in ("dialog[open]", "dialog[open] input"):
+        text, background = page.evaluate(COLOURS_OF, selector)
+        assert luminance(background) < 0.05 and contrast(text, background) >= 4.5, selector
+    shoot(page, "33-dialog-dark")
+    dialog.get_by_role("button", name="Create").click()
+    expect(page.locator("#scenario-banner-name")).to_have_text("Dark mode probe")
+    try:
+        text, background = page.evaluate(COLOURS_OF, "#scenario-banner p")
+        assert contrast(text, background) >= 4.5
+        page.evaluate("() => document.getElementById('toast').classList.add('shown')")
+        page.evaluate("() => { document.getElementById('toast').textContent = 'Saved'; }")
+        text, background = page.evaluate(COLOURS_OF, "#toast")
+        assert contrast(text, background) >= 4.5 and luminance(background) > 0.5
+        shoot(page, "34-scenario-banner-dark")
+    finally:
+        (key,) = [s["key"] for s in api.get("/api/scenarios").json() if s["name"] == "Dark mode probe"]
+        assert api.post(f"/api/scenarios/{key}/close").status_code == 200
+
 
 def exported_drawio(page: Page, name: str) -> ElementTree.Element:
     """The draw.io file the page's export button downloads, parsed; checked to be the uncompressed frame."""
