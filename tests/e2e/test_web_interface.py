@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import io
 import re
+import struct
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import httpx
 import pytest
@@ -366,6 +369,174 @@ def test_diagrams_render_the_right_number_of_nodes(page: Page, api: httpx.Client
         page.click("#export-png")
     assert Path(png.value.path()).read_bytes().startswith(b"\x89PNG")
     shoot(page, "13-roadmap")
+
+
+# The colour of an element's text and the background it is drawn on (its own, or the first ancestor's that
+# is not transparent), as computed by the browser.
+COLOURS_OF = """selector => {
+    const element = document.querySelector(selector);
+    let node = element;
+    let background = "rgba(0, 0, 0, 0)";
+    while (node && /^rgba\\(.*, 0\\)$|^transparent$/.test(background)) {
+        background = getComputedStyle(node).backgroundColor;
+        node = node.parentElement;
+    }
+    return [getComputedStyle(element).color, background];
+}"""
+
+
+def luminance(css_colour: str) -> float:
+    red, green, blue = (int(part) / 255 for part in re.findall(r"[\d.]+", css_colour)[:3])
+
+    def linear(channel: float) -> float:
+        return channel / 12.92 if channel <= 0.03928 else ((channel + 0.055) / 1.055) ** 2.4
+
+    return 0.2126 * linear(red) + 0.7152 * linear(green) + 0.0722 * linear(blue)
+
+
+def contrast(text: str, background: str) -> float:
+    high, low = sorted((luminance(text), luminance(background)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def first_pixel(png: bytes) -> tuple[int, ...]:
+    """The colour of a PNG's top left pixel (8-bit RGB or RGBA): no filter changes the first byte of a row's
+    first pixel, so it is read from the inflated data as stored."""
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    chunks: dict[bytes, list[bytes]] = {}
+    at = 8
+    while at < len(png):
+        (length,) = struct.unpack(">I", png[at : at + 4])
+        kind = png[at + 4 : at + 8]
+        chunks.setdefault(kind, []).append(png[at + 8 : at + 8 + length])
+        at += 12 + length
+    bit_depth, colour_type = chunks[b"IHDR"][0][8], chunks[b"IHDR"][0][9]
+    assert bit_depth == 8 and colour_type in (2, 6)
+    pixels = zlib.decompress(b"".join(chunks[b"IDAT"]))
+    return tuple(pixels[1:4])
+
+
+def test_dark_mode_follows_the_system_and_keeps_text_readable(page: Page, api: httpx.Client) -> None:
+    parts = {
+        "body": "body",
+        "panel": "main .panel",
+        "input": "#list-search",
+        "search": "#global-search-input",
+        "table heading": "#element-table th",
+        "table cell": "#element-table tbody td",
+    }
+    page.goto("/#/list/InformationSystem")
+    log_in(page)
+    seen: dict[str, dict[str, list[str]]] = {}
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        page.locator("#element-table tbody tr").first.wait_for()
+        seen[scheme] = {name: page.evaluate(COLOURS_OF, selector) for name, selector in parts.items()}
+        for name, (text, background) in seen[scheme].items():
+            assert contrast(text, background) >= 4.5, (scheme, name, text, background)
+        shoot(page, f"30-list-{scheme}")
+    for name in parts:
+        assert seen["dark"][name] != seen["light"][name], name
+        assert luminance(seen["dark"][name][1]) < luminance(seen["light"][name][1]), name
+    assert luminance(seen["dark"]["body"][1]) < 0.05
+
+    # The diagrams in dark: the canvas dark on screen, the exports light so that they print well.
+    open_hash(page, "#/diagram/flows")
+    graph = page.locator("#flow-graph[data-node-count]")
+    graph.wait_for()
+    assert luminance(page.evaluate(COLOURS_OF, "#flow-graph")[1]) < 0.05
+    shoot(page, "31-information-flows-dark")
+    svg = exported_svg(page)
+    assert re.search(r'<rect [^>]*fill="#fff"', svg)
+    with page.expect_download() as png:
+        page.click("#export-png")
+    assert first_pixel(Path(png.value.path()).read_bytes()) == (255, 255, 255)
+    assert luminance(page.evaluate(COLOURS_OF, "#flow-graph")[1]) < 0.05
+    open_hash(page, "#/diagram/roadmap")
+    page.locator("svg#roadmap").wait_for()
+    canvas = page.evaluate("() => getComputedStyle(document.querySelector('#roadmap .canvas')).fill")
+    assert luminance(canvas) < 0.05
+    name, _ = page.evaluate(COLOURS_OF, "#roadmap .row-name")
+    assert contrast(name, canvas) >= 4.5
+    shoot(page, "32-roadmap-dark")
+    exported = exported_svg(page)
+    assert re.search(r'<rect [^>]*fill="#fff" class="canvas"', exported), exported[:400]
+
+    # A dialog, then the banner of the scenario it makes, and a toast; the scenario closed again after.
+    open_hash(page, "#/scenarios")
+    page.locator("h1", has_text="Scenarios").wait_for()
+    menu = page.locator("#scenario-menu")
+    menu.locator("summary").click()
+    menu.get_by_role("button", name="New scenario…").click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_label("Name").fill("Dark mode probe")
+    for selector in ("dialog[open]", "dialog[open] input"):
+        text, background = page.evaluate(COLOURS_OF, selector)
+        assert luminance(background) < 0.05 and contrast(text, background) >= 4.5, selector
+    shoot(page, "33-dialog-dark")
+    dialog.get_by_role("button", name="Create").click()
+    expect(page.locator("#scenario-banner-name")).to_have_text("Dark mode probe")
+    try:
+        text, background = page.evaluate(COLOURS_OF, "#scenario-banner p")
+        assert contrast(text, background) >= 4.5
+        page.evaluate("() => document.getElementById('toast').classList.add('shown')")
+        page.evaluate("() => { document.getElementById('toast').textContent = 'Saved'; }")
+        text, background = page.evaluate(COLOURS_OF, "#toast")
+        assert contrast(text, background) >= 4.5 and luminance(background) > 0.5
+        shoot(page, "34-scenario-banner-dark")
+    finally:
+        (key,) = [s["key"] for s in api.get("/api/scenarios").json() if s["name"] == "Dark mode probe"]
+        assert api.post(f"/api/scenarios/{key}/close").status_code == 200
+
+
+def exported_drawio(page: Page, name: str) -> ElementTree.Element:
+    """The draw.io file the page's export button downloads, parsed; checked to be the uncompressed frame."""
+    with page.expect_download() as download:
+        page.click("#export-drawio")
+    assert download.value.suggested_filename == name
+    root = ElementTree.fromstring(Path(download.value.path()).read_bytes())
+    assert root.tag == "mxfile"
+    cells = root.findall("./diagram/mxGraphModel/root/mxCell")
+    assert [(c.get("id"), c.get("parent")) for c in cells[:2]] == [("0", None), ("1", "0")]
+    ids = [cell.get("id") for cell in cells]
+    assert len(set(ids)) == len(ids)
+    return root
+
+
+def test_the_diagrams_export_draw_io_files_with_what_is_on_screen(page: Page, api: httpx.Client) -> None:
+    systems = all_items(api, "InformationSystem", fields="name,status,runtimePeriod")
+    page.goto("/#/diagram/flows")
+    log_in(page)
+    graph = page.locator("#flow-graph[data-node-count]")
+    graph.wait_for()
+    nodes = int(graph.get_attribute("data-node-count") or 0)
+    edges = int(graph.get_attribute("data-edge-count") or 0)
+    assert nodes == len(systems) and edges > 0
+    root = exported_drawio(page, "information-flows.drawio")
+    cells = root.findall("./diagram/mxGraphModel/root/mxCell")
+    vertices = {cell.get("id"): cell for cell in cells if cell.get("vertex") == "1"}
+    links = [cell for cell in cells if cell.get("edge") == "1"]
+    assert (len(vertices), len(links)) == (nodes, edges)
+    assert all(link.get("source") in vertices and link.get("target") in vertices for link in links)
+    assert sorted(cell.get("value") or "" for cell in vertices.values()) == sorted(
+        system["name"][0] for system in systems
+    )
+    # Each box where the layout put it, in the colour of the system's status as drawn.
+    erp = next(cell for cell in vertices.values() if cell.get("value") == "ERP")
+    status = next(system["status"] for system in systems if system["name"][0] == "ERP")
+    colours = {"CURRENT": "#2f7d4f", "PLANNED": "#2b6cb0", "TARGET": "#805ad5", "INACTIVE": "#8a94a6"}
+    colour = colours[status[0]] if status else "#1f4e79"
+    assert f"fillColor={colour};" in (erp.get("style") or "")
+    geometries = [cell.find("mxGeometry") for cell in vertices.values()]
+    places = {(g.get("x"), g.get("y")) for g in geometries if g is not None}
+    assert len(places) == nodes
+
+    open_hash(page, "#/diagram/roadmap")
+    roadmap = page.locator("svg#roadmap")
+    roadmap.wait_for()
+    bars = int(roadmap.get_attribute("data-bar-count") or 0)
+    cells = exported_drawio(page, "roadmap.drawio").findall("./diagram/mxGraphModel/root/mxCell")
+    assert sum(1 for cell in cells if cell.get("vertex") == "1") == bars > 0
 
 
 def projected(api: httpx.Client, type_name: str, at: str, scenarios: str) -> list[dict[str, Any]]:

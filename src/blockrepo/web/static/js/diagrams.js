@@ -1,7 +1,7 @@
 // Diagrams: the information-flow graph, the neighbourhood of an element (expanded hop by hop) and the
-// roadmap of runtime periods as a Gantt chart; each exported as SVG or PNG. Each shows today's landscape
-// or a plan's (plan-control.js): the landscape on a date, or two dates compared with what was added,
-// removed or changed marked. What they draw is computed in diagram-data.js, the SVG export in svg.js.
+// roadmap of runtime periods as a Gantt chart; each exported as SVG, PNG or draw.io. Each shows today's
+// landscape or a plan's (plan-control.js): the landscape on a date, or two dates compared with what was
+// added, removed or changed marked. What they draw is computed in diagram-data.js, the exports in svg.js.
 
 import cytoscape from "../vendor/cytoscape/cytoscape.esm.min.js";
 import { ApiError, allElements, get, projectedElements } from "./api.js";
@@ -28,7 +28,7 @@ import { STATUS_COLORS } from "./palette.js";
 import { elementPath, elementRoute, href } from "./paths.js";
 import { markLegend, openScenarios, planControl, planNotice } from "./plan-control.js";
 import { can, hasFunction, typeDef, typeLabel } from "./session.js";
-import { exportButtons, ganttSvg, graphSvg, svgToPng } from "./svg.js";
+import { exportButtons, ganttDrawio, ganttSvg, graphDrawio, graphSvg, svgToPng } from "./svg.js";
 
 const TYPE_COLORS = [
   "#1f4e79",
@@ -52,7 +52,21 @@ function typeColor(type) {
   return TYPE_COLORS[index];
 }
 
-const GRAPH_STYLE = [
+// The graph's own colours: the page's on screen (light or dark, the --canvas variables of app.css), the
+// light ones in the PNG export so that it prints well.
+const LIGHT_INK = { canvas: "#ffffff", label: "#52606d", selected: "#102a43" };
+
+function pageInk() {
+  const css = getComputedStyle(document.documentElement);
+  const read = (name, fallback) => css.getPropertyValue(name).trim() || fallback;
+  return {
+    canvas: read("--canvas", LIGHT_INK.canvas),
+    label: read("--canvas-label", LIGHT_INK.label),
+    selected: read("--canvas-selected", LIGHT_INK.selected),
+  };
+}
+
+const graphStyle = (ink) => [
   {
     selector: "node",
     style: {
@@ -72,7 +86,7 @@ const GRAPH_STYLE = [
     },
   },
   { selector: "node.focus", style: { "border-width": 3, "border-color": "#f2b134" } },
-  { selector: "node:selected", style: { "border-width": 3, "border-color": "#102a43" } },
+  { selector: "node:selected", style: { "border-width": 3, "border-color": ink.selected } },
   {
     selector: "edge",
     style: {
@@ -82,9 +96,9 @@ const GRAPH_STYLE = [
       "curve-style": "bezier",
       label: "data(label)",
       "font-size": 9,
-      color: "#52606d",
+      color: ink.label,
       "text-rotation": "autorotate",
-      "text-background-color": "#fff",
+      "text-background-color": ink.canvas,
       "text-background-opacity": 0.8,
     },
   },
@@ -119,7 +133,7 @@ function graphPanel(id, nodes, edges) {
   // Created headless and mounted once the container is in the page (its size is unknown before).
   const cy = cytoscape({
     elements: [...nodes.map(graphElement), ...edges.map(graphElement)],
-    style: GRAPH_STYLE,
+    style: graphStyle(pageInk()),
     styleEnabled: true,
     minZoom: 0.2,
     maxZoom: 3,
@@ -173,7 +187,13 @@ function runLayout(cy) {
     .run();
 }
 
-const graphPng = (cy) => cy.png({ full: true, scale: 2, bg: "#fff", output: "blob" });
+// Drawn in the light colours for the moment it takes (the blob is made synchronously).
+function graphPng(cy) {
+  cy.style(graphStyle(LIGHT_INK));
+  const png = cy.png({ full: true, scale: 2, bg: LIGHT_INK.canvas, output: "blob" });
+  cy.style(graphStyle(pageInk()));
+  return png;
+}
 
 function needsMassdata() {
   return hasFunction("MASSDATA")
@@ -306,6 +326,7 @@ export async function renderFlows({ query }) {
         "information-flows",
         () => graphSvg(cy),
         () => graphPng(cy),
+        () => graphDrawio(cy, "Information flows"),
       ),
     ),
     planControl(route, plan, scenarios),
@@ -482,6 +503,7 @@ function neighbourhoodHead(type, id, start, cy) {
           `neighbourhood-${name}`,
           () => graphSvg(cy),
           () => graphPng(cy),
+          () => graphDrawio(cy, `Neighbourhood of ${name}`),
         )
       : null,
   );
@@ -615,6 +637,7 @@ export async function renderRoadmap({ query }) {
         "roadmap",
         () => svg.cloneNode(true),
         () => svgToPng(svg, width, height),
+        () => ganttDrawio(svg, "Roadmap"),
       ),
     ),
     planControl(route, plan, scenarios),

@@ -90,7 +90,7 @@ export function markLegend(plan) {
       { "data-mark": mark },
       h("span", {
         class: "swatch",
-        style: `background:#fff;border:2px ${dash ? "dashed" : "solid"} ${color};opacity:${opacity}`,
+        style: `background:var(--panel);border:2px ${dash ? "dashed" : "solid"} ${color};opacity:${opacity}`,
       }),
       label,
     );

@@ -1,8 +1,9 @@
 // SVG drawn by hand: the graph export (cytoscape renders to canvas only), the roadmap's Gantt chart, and
-// their export as SVG or PNG files.
+// their export as SVG, PNG or draw.io files.
 
 import { MARKS, barColor, yearScale } from "./diagram-data.js";
 import { h } from "./dom.js";
+import { drawioXml } from "./drawio.js";
 import { isoDay, parseDay, truncate } from "./format.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -50,15 +51,81 @@ export async function svgToPng(svg, width, height) {
   });
 }
 
-export function exportButtons(name, makeSvg, makePng) {
+// `makeDrawio` returns the diagram as draw.io XML (drawio.js).
+export function exportButtons(name, makeSvg, makePng, makeDrawio) {
   const svgFile = () => download(`${name}.svg`, new Blob([serialize(makeSvg())], { type: "image/svg+xml" }));
   const pngFile = async () => download(`${name}.png`, await makePng());
+  const drawioFile = () => download(`${name}.drawio`, new Blob([makeDrawio()], { type: "application/xml" }));
   return h(
     "div",
     { class: "export", role: "group", "aria-label": "Export" },
     h("button", { type: "button", class: "button", id: "export-svg", onclick: svgFile }, "Export SVG"),
     h("button", { type: "button", class: "button", id: "export-png", onclick: pngFile }, "Export PNG"),
+    h(
+      "button",
+      { type: "button", class: "button", id: "export-drawio", onclick: drawioFile },
+      "Export draw.io",
+    ),
   );
+}
+
+// The graph as draw.io XML: each node where the layout put it, in the colour it is drawn in, a comparison's
+// mark as its outline; each edge between its nodes with its label.
+export function graphDrawio(cy, name) {
+  const vertices = cy.nodes().map((node) => {
+    const p = node.position();
+    const mark = MARKS[node.data("mark")];
+    return {
+      key: node.id(),
+      label: node.data("label"),
+      x: p.x - node.width() / 2,
+      y: p.y - node.height() / 2,
+      width: node.width(),
+      height: node.height(),
+      fill: node.style("background-color"),
+      fontColor: node.style("color"),
+      stroke: mark?.color,
+      strokeWidth: 3,
+      dashed: Boolean(mark?.dash),
+      opacity: mark?.opacity,
+    };
+  });
+  const edges = cy.edges().map((edge) => {
+    const mark = MARKS[edge.data("mark")];
+    return {
+      source: edge.source().id(),
+      target: edge.target().id(),
+      label: edge.data("label"),
+      directed: Boolean(edge.data("directed")),
+      stroke: mark?.color,
+      strokeWidth: mark ? 2.5 : null,
+      dashed: Boolean(mark?.dash),
+    };
+  });
+  return drawioXml({ name, vertices, edges });
+}
+
+// The roadmap as draw.io XML: its bars as drawn in `svg` (ganttSvg), each named left of it.
+export function ganttDrawio(svg, name) {
+  const attribute = (node, key) => Number(node.getAttribute(key));
+  const vertices = [...svg.querySelectorAll("rect.bar")].map((bar, index) => {
+    const mark = MARKS[bar.dataset.mark];
+    return {
+      key: `bar-${index}`,
+      label: bar.dataset.name,
+      x: attribute(bar, "x"),
+      y: attribute(bar, "y"),
+      width: attribute(bar, "width"),
+      height: attribute(bar, "height"),
+      fill: bar.getAttribute("fill"),
+      labelLeft: true,
+      labelWidth: GANTT.labelWidth,
+      stroke: mark?.color,
+      dashed: Boolean(mark?.dash),
+      opacity: mark?.opacity,
+    };
+  });
+  return drawioXml({ name, vertices });
 }
 
 function arrowDefs() {
@@ -160,10 +227,18 @@ function yearLines(svg, scale, x, height) {
   for (let year = scale.minYear; year <= scale.maxYear + 1; year += scale.step) {
     const position = x(Date.UTC(year, 0, 1));
     svg.append(
-      svgElement("line", { x1: position, y1: top - 6, x2: position, y2: height - 24, stroke: "#e4e7eb" }),
+      svgElement("line", {
+        x1: position,
+        y1: top - 6,
+        x2: position,
+        y2: height - 24,
+        stroke: "#e4e7eb",
+        class: "grid",
+      }),
     );
     if (year <= scale.maxYear) {
-      svg.append(svgElement("text", { x: position + 4, y: top - 12, fill: "#52606d" }, String(year)));
+      const label = { x: position + 4, y: top - 12, fill: "#52606d", class: "axis" };
+      svg.append(svgElement("text", label, String(year)));
     }
   }
 }
@@ -173,9 +248,12 @@ function yearLines(svg, scale, x, height) {
 function ganttRow(svg, row, index, { x, width, scale }) {
   const { rowHeight, top } = GANTT;
   const y = top + index * rowHeight;
-  if (index % 2 === 0) svg.append(svgElement("rect", { x: 0, y, width, height: rowHeight, fill: "#f7f9fb" }));
+  if (index % 2 === 0) {
+    svg.append(svgElement("rect", { x: 0, y, width, height: rowHeight, fill: "#f7f9fb", class: "stripe" }));
+  }
   const link = svgElement("a", { href: `#/element/${row.type}/${row.id}` });
-  link.append(svgElement("text", { x: 8, y: y + 16, fill: "#102a43" }, truncate(row.name, 30)));
+  const name = { x: 8, y: y + 16, fill: "#102a43", class: "row-name" };
+  link.append(svgElement("text", name, truncate(row.name, 30)));
   svg.append(link);
   const start = x(row.start ?? scale.from);
   const end = x(row.end ?? scale.to);
@@ -204,8 +282,8 @@ function ganttRow(svg, row, index, { x, width, scale }) {
 }
 
 // A dashed line across the chart at a time, labelled at its foot (right of the line, or left of it with
-// `before`, so that the labels of two close days do not overlap).
-function dayLine(svg, position, bottom, color, label, before = false) {
+// `before`, so that the labels of two close days do not overlap); `kind` the class that colours it on screen.
+function dayLine(svg, position, bottom, { color, kind }, label, before = false) {
   svg.append(
     svgElement("line", {
       x1: position,
@@ -214,10 +292,11 @@ function dayLine(svg, position, bottom, color, label, before = false) {
       y2: bottom - 24,
       stroke: color,
       "stroke-dasharray": "4 3",
+      class: kind,
     }),
   );
   const anchor = before ? { x: position - 4, "text-anchor": "end" } : { x: position + 4 };
-  svg.append(svgElement("text", { ...anchor, y: bottom - 10, fill: color }, label));
+  svg.append(svgElement("text", { ...anchor, y: bottom - 10, fill: color, class: kind }, label));
 }
 
 // `days` (YYYY-MM-DD): a plan's days, each drawn as a line like today's.
@@ -240,12 +319,14 @@ export function ganttSvg(rows, today, days = []) {
     "font-size": 12,
   });
   svg.dataset.barCount = String(rows.length);
-  svg.append(svgElement("rect", { x: 0, y: 0, width, height, fill: "#fff" }));
+  // Light in the attributes (what the exports keep), the page's colours on screen (app.css).
+  svg.append(svgElement("rect", { x: 0, y: 0, width, height, fill: "#fff", class: "canvas" }));
   yearLines(svg, scale, x, height);
   rows.forEach((row, index) => ganttRow(svg, row, index, { x, width, scale }));
-  dayLine(svg, x(today), height, "#c53030", "today");
+  dayLine(svg, x(today), height, { color: "#c53030", kind: "today" }, "today");
   days.forEach((day, index) => {
-    dayLine(svg, x(parseDay(day)), height, "#2b6cb0", day, index === 0 && days.length > 1);
+    const line = { color: "#2b6cb0", kind: "plan-day" };
+    dayLine(svg, x(parseDay(day)), height, line, day, index === 0 && days.length > 1);
   });
   return svg;
 }
