@@ -3,8 +3,10 @@ landscape as it will be on a date, as `GET /api/projection` projects it (issue 2
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
+import openpyxl
 import orjson
 from fastapi import FastAPI
 from starlette.testclient import TestClient
@@ -288,3 +290,53 @@ def test_a_reader_without_the_group_neither_sees_nor_filters_its_values(
             assert "[50]" not in response.text
             sortable = response.json()["errors"][0]["message"].partition("sortable:")[2]
             assert "Budget" not in sortable
+
+
+def test_an_export_at_a_date_is_the_landscape_projected_to_it(client: TestClient) -> None:
+    """`projection` on `GET /api/massdata/export`: the records of the landscape on the date, in hierarchy
+    order, the header naming the date and the scenarios applied; the xlsx names it in `_index`."""
+    ending = _created(
+        client, {"name": ["Mainframe"], "runtimePeriod": [{"start": "2020-01-01", "end": "2026-12-31"}]}
+    )
+    parent = _created(client, {"name": ["ERP"], "description": ["today"]})
+    key = _scenario(client, "Migration", "2027-01-01")
+    _patched(client, parent, {"description": ["planned"]}, key)
+    _created(client, {"name": ["ERP finance"], "parent": [{"id": parent}]}, key)
+    later = _scenario(client, "Later plan", "2030-01-01")
+    _created(client, {"name": ["Far future"]}, later)
+    params = {"types": "InformationSystem", "projection": "2028-01-01", "scenarios": f"{key},{later}"}
+    exported = client.get("/api/massdata/export", params=params)
+    assert exported.status_code == 200, exported.text
+    document = orjson.loads(exported.content)
+    assert document["projection"] == {"at": "2028-01-01", "scenarios": [key]}
+    records = document["elements"]["InformationSystem"]
+    by_name = {record["name"]: record for record in records}
+    assert set(by_name) == {"ERP", "ERP finance"}  # the mainframe has ended; the later plan is not yet
+    assert by_name["ERP"]["description"] == "planned"
+    assert by_name["ERP finance"]["parent"] == "ERP"
+    assert [record["name"] for record in records] == ["ERP", "ERP finance"]  # parents first
+    projected = client.get(
+        "/api/projection",
+        params={"at": "2028-01-01", "type": "InformationSystem", "scenarios": f"{key},{later}"},
+    ).json()
+    assert sorted(r["id"] for r in records) == sorted(item["id"][0] for item in projected["items"])
+    assert ending not in {r["id"] for r in records}
+    workbook = client.get("/api/massdata/export", params={**params, "format": "xlsx"})
+    assert workbook.status_code == 200, workbook.text
+    index = openpyxl.load_workbook(io.BytesIO(workbook.content), read_only=True)["_index"]
+    rows = {row[0]: row for row in index.iter_rows(values_only=True)}
+    assert orjson.loads(rows["(projection)"][2]) == {"at": "2028-01-01", "scenarios": [key]}
+    # One moment per export; scenarios only with a projection; a real date.
+    for refused in (
+        {"projection": "2028-01-01", "scenario": key},
+        {"scenarios": key},
+        {"projection": "2028-02-30"},
+    ):
+        answer = client.get("/api/massdata/export", params=refused)
+        assert answer.status_code == 400, answer.text
+    assert (
+        client.get(
+            "/api/massdata/export", params={"projection": "2028-01-01", "scenarios": "nope"}
+        ).status_code
+        == 404
+    )

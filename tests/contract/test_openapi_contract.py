@@ -376,7 +376,7 @@ KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
         NUL_IN_TEXT,
     ),
     ("POST", "/api/massdata/import"): (NUL_IN_TEXT, NUL_IN_QUERY),
-    ("GET", "/api/massdata/export"): (ONE_SCENARIO, NUL_IN_QUERY),
+    ("GET", "/api/massdata/export"): (ONE_SCENARIO, LIST_PROJECTION, NUL_IN_QUERY),
     ("GET", "/api/exchange/archimate"): (FUTURE_REVISION, ONE_SCENARIO, NUL_IN_QUERY),
     ("POST", "/api/exchange/archimate"): (ARCHIMATE_FILE, NUL_IN_QUERY),
     ("POST", "/api/element/{type}"): (ELEMENT_BODY, ONE_SCENARIO),

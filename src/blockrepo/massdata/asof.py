@@ -163,6 +163,7 @@ class ScenarioLandscape:
         self.state = _PastState(db, metamodel, actor, layer.base, layer)
         self.revision = layer.base
         self.scenario = scenario
+        self.projection: dict[str, Any] | None = None
 
     def placements(self, type_def: BlockTypeDef) -> list[tuple[int, int | None, int]]:
         """(id, parent id, position) of each element as the scenario has it: a child's position is its

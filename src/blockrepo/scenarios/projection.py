@@ -29,6 +29,7 @@ from blockrepo.history import asof
 from blockrepo.history.diff import Folding, NetChange, folding
 from blockrepo.history.service import decode_cursor, encode_cursor
 from blockrepo.massdata.listing import require_massdata
+from blockrepo.massdata.transfer.export import Placement, StoredLandscape
 from blockrepo.metamodel.snapshot import BlockTypeDef, Metamodel
 from blockrepo.scenarios import repository
 from blockrepo.scenarios.models import Scenario
@@ -495,3 +496,65 @@ def states_of(
         return ProjectedState(db, actor, metamodel, projection)
 
     return state
+
+
+class ProjectedLandscape:
+    """The landscape on a date as an export reads it (a `massdata.transfer.export.Landscape`): main's
+    newest revision, the chosen scenarios effective by then and the runtime periods, as `ProjectedState`
+    has them, a batch at a time; the header's `projection` names the date and the scenarios applied."""
+
+    scenario: dict[str, Any] | None = None
+
+    def __init__(self, db: Session, actor: Actor, metamodel: Metamodel, projection: Projection) -> None:
+        self.state = ProjectedState(db, actor, metamodel, projection)
+        self.main = StoredLandscape(db)
+        self.revision = self.main.revision
+        self.projection: dict[str, Any] | None = {
+            "at": projection.at.isoformat(),
+            "scenarios": [s.key for s in self.state.effective],
+        }
+
+    def placements(self, type_def: BlockTypeDef) -> list[Placement]:
+        """(id, parent id, position) of each element there on the date: a child's position is its place in
+        its parent's `children`; roots (and children of a parent not there on the date) keep main's
+        order of roots, new ones after them by id. Costs a projection of the type."""
+        parent_of: dict[int, int | None] = {}
+        order_of: dict[int, dict[int, int]] = {}  # parent id -> child id -> place
+        for batch in self.state.scan(type_def):
+            for item in batch:
+                element_id = int(item["id"][0])
+                parents = item.get("parent") or []
+                parent_of[element_id] = int(parents[0]["id"]) if parents else None
+                children = [int(child["id"]) for child in item.get("children") or []]
+                if children:
+                    order_of[element_id] = {child: place for place, child in enumerate(children)}
+        root_places = {
+            element_id: position
+            for element_id, parent_id, position in self.main.placements(type_def)
+            if parent_id is None and element_id in parent_of
+        }
+        last = 2**31 - 1
+        placed: list[Placement] = []
+        for element_id, parent_id in parent_of.items():
+            if parent_id is None or parent_id not in parent_of:
+                placed.append((element_id, None, root_places.get(element_id, last)))
+            else:
+                placed.append((element_id, parent_id, order_of.get(parent_id, {}).get(element_id, last)))
+        return placed
+
+    def read_batches(
+        self, view: elements.ElementView, batches: Iterable[Sequence[int]]
+    ) -> Iterator[list[dict[str, Any]]]:
+        for ids in batches:
+            yield self.state.load(view.type_def, ids, view)
+
+
+def landscape_of(
+    actor: Actor, metamodel: Metamodel, projection: Projection
+) -> Callable[[Session], ProjectedLandscape]:
+    """What an export of the landscape on a date reads in the session it streams from (opened later)."""
+
+    def in_session(db: Session) -> ProjectedLandscape:
+        return ProjectedLandscape(db, actor, metamodel, projection)
+
+    return in_session

@@ -46,7 +46,7 @@ from blockrepo.massdata import asof as past
 from blockrepo.massdata import bulk, listing
 from blockrepo.massdata.query.limits import QueryLimits
 from blockrepo.massdata.transfer.document import Document, parse_json_document
-from blockrepo.massdata.transfer.export import stream_json
+from blockrepo.massdata.transfer.export import LandscapeSource, stream_json
 from blockrepo.massdata.transfer.importer import ImportReport, import_document, parse_mode
 from blockrepo.massdata.transfer.plan import plan_export as export_plan
 from blockrepo.massdata.transfer.xlsx import read_workbook, stream_xlsx
@@ -385,9 +385,13 @@ REPORT_SCHEMA: dict[str, Any] = {
     "`Blockrepo-Scenario`) the file is that planning scenario's landscape as a read in it shows it (its "
     "new elements with their ids, its changes, its deletions gone): `revision` and `revisionMark` are "
     "main's at the scenario's base, and `scenario` names it (`key`, `name`, `base`; in xlsx the `_index` "
-    "row `(scenario)`); a scenario the caller does not see is 404. An export is always of the current "
-    "state: `asOf` is refused (400 `asof_unsupported`, with a scenario `not_with_scenario`); past states "
-    "are read with `GET /api/massdata/{type}?asOf=…`.",
+    "row `(scenario)`); a scenario the caller does not see is 404. With `projection` (a date) and "
+    "`scenarios` (keys of open planning scenarios) the file is the landscape as it will be on that date, "
+    "as `GET /api/projection` projects it: `revision` is main's newest, and `projection` names the date "
+    "and the scenarios applied (`at`, `scenarios`; in xlsx the `_index` row `(projection)`); not with "
+    "`scenario`, and `scenarios` only with `projection` (400). An export is never of the past: `asOf` "
+    "is refused (400 `asof_unsupported`, with a scenario `not_with_scenario`); past states are read with "
+    "`GET /api/massdata/{type}?asOf=…`.",
     response_class=Response,
     responses={
         200: {
@@ -413,6 +417,8 @@ def export_repository(
     as_of: Annotated[str | None, Query(alias="asOf", include_in_schema=False)] = None,
     scenario: ScenarioQuery = None,
     scenario_header: ScenarioHeader = None,
+    projection: ProjectionQuery = None,
+    scenario_keys: ScenariosQuery = None,
 ) -> Response:
     key = scenario_named(scenario, scenario_header)
     if key is not None and as_of is not None:
@@ -434,8 +440,13 @@ def export_repository(
         )
     names = [t.strip() for t in types.split(",") if t.strip()] if types else None
     plan = export_plan(ctx.metamodel, ctx.actor, names, mirrors=format == "xlsx")
-    landscape = None
-    if key is not None:
+    landscape: LandscapeSource | None = None
+    keys = _scenario_keys(scenario_keys)
+    if projection or keys:
+        moment = _moment(ctx, _Asked(None, key, projection, keys))
+        if moment.projection is not None:
+            landscape = projections.landscape_of(ctx.actor, ctx.metamodel, moment.projection)
+    elif key is not None:
         layer, named = scenarios.exported_layer(ctx.db, ctx.actor, key)
         landscape = past.scenario_landscape(ctx.metamodel, ctx.actor, layer, named)
     sessions = ctx.services.read_sessions

@@ -31,14 +31,17 @@ Placement = tuple[int, int | None, int]  # (element id, parent id, position amon
 
 class Landscape(Protocol):
     """What an export reads, in the session it streams from: the revision of main it shows, the scenario
-    it shows (None: main itself), where each element of a type sits in the hierarchy, and the JSON of
-    batches of ids in the shape `ElementReader` gives."""
+    it shows or the projection to a date (None: main itself), where each element of a type sits in the
+    hierarchy, and the JSON of batches of ids in the shape `ElementReader` gives."""
 
     @property
     def revision(self) -> int: ...
 
     @property
     def scenario(self) -> dict[str, Any] | None: ...
+
+    @property
+    def projection(self) -> dict[str, Any] | None: ...
 
     def placements(self, type_def: BlockTypeDef) -> Iterable[Placement]: ...
 
@@ -55,6 +58,7 @@ class StoredLandscape:
     """Main as its tables hold it now: the export's plain (and benchmarked) path."""
 
     scenario: dict[str, Any] | None = None
+    projection: dict[str, Any] | None = None
 
     def __init__(self, db: Session) -> None:
         self.db = db
@@ -156,6 +160,8 @@ def json_chunks(
     }
     if landscape.scenario is not None:
         header["scenario"] = landscape.scenario
+    if landscape.projection is not None:
+        header["projection"] = landscape.projection
     logins: set[str] = set()
     yield (
         orjson.dumps(header)[:-1]

@@ -65,6 +65,8 @@ READ_ONLY_KIND = "readOnlyColumn"
 MARK_ROW = "(revisionMark)"
 # The `_index` row that names the planning scenario an export shows (its key, name and base, as JSON).
 SCENARIO_ROW = "(scenario)"
+# The `_index` row that names the date (and the scenarios) an export of a projection shows, as JSON.
+PROJECTION_ROW = "(projection)"
 USERS_SHEET = "_users"
 USER_COLUMNS = ("login", "firstName", "lastName")
 METAMODEL_SHEETS = {
@@ -303,6 +305,11 @@ def write_workbook(
         scenario = orjson.dumps(landscape.scenario).decode()
         index.append(
             [text_cell(index, SCENARIO_ROW), text_cell(index, "scenario"), text_cell(index, scenario)]
+        )
+    if landscape.projection is not None:
+        projection = orjson.dumps(landscape.projection).decode()
+        index.append(
+            [text_cell(index, PROJECTION_ROW), text_cell(index, "projection"), text_cell(index, projection)]
         )
     for title, kind, name in titles.index:
         index.append([text_cell(index, title), text_cell(index, kind), text_cell(index, name)])
