@@ -130,6 +130,15 @@ def test_run_as_owner_and_as_a_role_member_with_fewer_rights(app: FastAPI, cast:
         assert run_refused.status_code == as_list.status_code == 400
         assert run_refused.json()["code"] == as_list.json()["code"]
         assert str(SECRET) not in run_refused.text
+        # A field the caller may not see is left out for her, as if the report had not named it.
+        named = {**LIST, "name": "With costs", "fields": ["name", "Annual costs"]}
+        with_costs = ok(carl.post("/api/reports", json=named), 201)
+        ok(carl.put(f"/api/reports/{with_costs['id']}/shares", json=shares))
+        assert ok(carl.get(f"/api/reports/{with_costs['id']}/run"))["items"][0]["Annual costs"] == [10]
+        assert all(
+            set(item) == {"id", "name"}
+            for item in ok(anna.get(f"/api/reports/{with_costs['id']}/run"))["items"]
+        )
         # A query report answers as the query route does.
         query = {
             "name": "Query",

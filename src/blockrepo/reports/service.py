@@ -165,30 +165,15 @@ def prepare(
     on_body: bool = False,
 ) -> listing.Listing:
     """The list or query of a report, prepared with `actor`'s rights (MASSDATA, the types and attribute
-    groups `actor` may read). With `on_body`, problems point into the report's body (a save)."""
+    groups `actor` may read). With `on_body` (a save), problems point into the report's body and every
+    field must be one `actor` sees; run by another, the fields the caller may not see are left out, as
+    if the report had not named them (a filter naming them is still refused, as on a list)."""
     members = definition.members
     try:
-        if definition.kind == "list":
-            return listing.prepare_listing(
-                metamodel,
-                actor,
-                members["type"],
-                filter_text=members["filter"],
-                sort=members["sort"],
-                fields=members["fields"],
-                cursor=cursor,
-                limits=limits,
-            )
-        return listing.prepare_query(
-            metamodel,
-            actor,
-            members["query"],
-            sort=members["sort"],
-            fields=members["fields"],
-            cursor=cursor,
-            limits=limits,
-            pointer_of=listing.in_body if on_body else listing.in_url,
-        )
+        if not on_body and members["fields"] is not None:
+            visible = _visible_fields(_prepared(metamodel, actor, definition, limits, None, None, on_body))
+            members = members | {"fields": [name for name in members["fields"] if name in visible]}
+        return _prepared(metamodel, actor, definition, limits, members["fields"], cursor, on_body)
     except UnknownType as unknown:
         if not on_body:
             raise
@@ -197,6 +182,44 @@ def prepare(
         ) from None
     except BadRequest as problem:
         raise _on_body(problem) if on_body else problem from None
+
+
+def _visible_fields(prepared: listing.Listing) -> set[str]:
+    view = prepared.view
+    return {*view.head, *view.tail, *(p.name for p in view.properties), *(e.name for e in view.ends)}
+
+
+def _prepared(
+    metamodel: Metamodel,
+    actor: Actor,
+    definition: Definition,
+    limits: QueryLimits,
+    fields: list[str] | None,
+    cursor: str | None,
+    on_body: bool,
+) -> listing.Listing:
+    members = definition.members
+    if definition.kind == "list":
+        return listing.prepare_listing(
+            metamodel,
+            actor,
+            members["type"],
+            filter_text=members["filter"],
+            sort=members["sort"],
+            fields=fields,
+            cursor=cursor,
+            limits=limits,
+        )
+    return listing.prepare_query(
+        metamodel,
+        actor,
+        members["query"],
+        sort=members["sort"],
+        fields=fields,
+        cursor=cursor,
+        limits=limits,
+        pointer_of=listing.in_body if on_body else listing.in_url,
+    )
 
 
 def _config_problems(config: dict[str, Any]) -> list[ErrorItem]:
