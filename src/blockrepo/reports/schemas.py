@@ -83,24 +83,24 @@ class ReportOut(ApiModel):
     updated_by: str
 
 
-class ShareIn(ApiModel):
+class ReportShareIn(ApiModel):
     role: Name = Field(description="the role's name")
     access: Literal["view", "edit"] = Field(
         "view", description="`view`: its members see and run the report; `edit`: they also change it"
     )
 
 
-class SharesIn(ApiModel):
+class ReportSharesIn(ApiModel):
     model_config = ConfigDict(
         json_schema_extra={
             "examples": [{"shares": [{"role": "Business editor", "access": "edit"}, {"role": "Reader"}]}]
         }
     )
 
-    shares: list[ShareIn] = Field(
+    shares: list[ReportShareIn] = Field(
         max_length=50, description="every role the report is shared with (an empty list: none)"
     )
 
 
-class SharesOut(ApiModel):
-    shares: list[ShareIn]
+class ReportSharesOut(ApiModel):
+    shares: list[ReportShareIn]

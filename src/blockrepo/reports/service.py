@@ -36,9 +36,9 @@ from blockrepo.reports.schemas import (
     ReportCreate,
     ReportOut,
     ReportPatch,
-    ShareIn,
-    SharesIn,
-    SharesOut,
+    ReportShareIn,
+    ReportSharesIn,
+    ReportSharesOut,
 )
 
 MAX_REPORTS_PER_OWNER = 500
@@ -329,18 +329,18 @@ def delete_report(db: Session, actor: Actor, report_id: int) -> None:
     db.flush()
 
 
-def shares_of(db: Session, actor: Actor, report_id: int) -> SharesOut:
+def shares_of(db: Session, actor: Actor, report_id: int) -> ReportSharesOut:
     """The roles the report is shared with, for whoever sees it."""
     report = visible_report(db, actor, report_id)
-    return SharesOut(
+    return ReportSharesOut(
         shares=[
-            ShareIn(role=role, access="edit" if access == "edit" else "view")
+            ReportShareIn(role=role, access="edit" if access == "edit" else "view")
             for role, access in repository.shares(db, report.id)
         ]
     )
 
 
-def share(db: Session, actor: Actor, report_id: int, body: SharesIn) -> SharesOut:
+def share(db: Session, actor: Actor, report_id: int, body: ReportSharesIn) -> ReportSharesOut:
     """Share the report with exactly the roles of `body` (its owner or a supervisor): their members see and
     run it, and with `edit` change it; an empty list shares it with none."""
     report = owned_report(db, actor, report_id, "shares it")

@@ -20,7 +20,14 @@ from blockrepo.errors import BadRequest, ErrorItem
 from blockrepo.massdata import listing
 from blockrepo.massdata.query.limits import QueryLimits
 from blockrepo.reports import service
-from blockrepo.reports.schemas import LIST_EXAMPLE, ReportCreate, ReportOut, ReportPatch, SharesIn, SharesOut
+from blockrepo.reports.schemas import (
+    LIST_EXAMPLE,
+    ReportCreate,
+    ReportOut,
+    ReportPatch,
+    ReportSharesIn,
+    ReportSharesOut,
+)
 
 router = APIRouter(prefix="/api/reports", tags=["reports"])
 
@@ -168,7 +175,7 @@ def delete_report(report_id: ReportId, ctx: RequestContext = Depends(request_con
 @router.get(
     "/{id}/shares",
     operation_id="listReportShares",
-    response_model=SharesOut,
+    response_model=ReportSharesOut,
     responses=_errors(404),
     summary="The roles a report is shared with",
 )
@@ -180,14 +187,14 @@ def list_report_shares(report_id: ReportId, ctx: RequestContext = Depends(read_c
 @router.put(
     "/{id}/shares",
     operation_id="shareReport",
-    response_model=SharesOut,
+    response_model=ReportSharesOut,
     responses=_errors(400, 404, 415),
     dependencies=JSON_BODY,
     summary="Share a report with roles",
 )
 def share_report(
     report_id: ReportId,
-    body: Annotated[SharesIn, Body(openapi_examples=SHARE_EXAMPLES)],
+    body: Annotated[ReportSharesIn, Body(openapi_examples=SHARE_EXAMPLES)],
     ctx: RequestContext = Depends(request_context),
 ) -> Response:
     """Replaces the roles the report is shared with (its owner or a supervisor; 403 otherwise). Members of
