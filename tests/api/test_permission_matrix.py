@@ -251,6 +251,23 @@ def _setup(sup: TestClient, world: World) -> None:
                 continue
             made = world.clients[actor].post("/api/scenarios", json={"name": f"{kind} {actor}"})
             world.ids[f"{kind}:{actor}"] = _ok(made)["key"]
+    # Saved reports: one of the supervisor's shared with nobody (its filter names the hidden attribute),
+    # one shared with Readers to view and Editors to edit, and one per caller to delete, shared alike.
+    victim_report = {
+        "name": "victim",
+        "kind": "list",
+        "type": "BusinessProcess",
+        "filter": '@"Secret notes" != ""',
+    }
+    world.ids["report:victim"] = _ok(sup.post("/api/reports", json=victim_report))["id"]
+    shared_report = {"name": "shared", "kind": "list", "type": "BusinessProcess", "sort": "name"}
+    report_shares = {"shares": [{"role": "Readers", "access": "view"}, {"role": "Editors", "access": "edit"}]}
+    world.ids["report:shared"] = _ok(sup.post("/api/reports", json=shared_report))["id"]
+    _ok(sup.put(f"/api/reports/{world.ids['report:shared']}/shares", json=report_shares))
+    for actor in ACTORS:
+        doomed = _ok(sup.post("/api/reports", json={**shared_report, "name": f"doomed {actor}"}))["id"]
+        _ok(sup.put(f"/api/reports/{doomed}/shares", json=report_shares))
+        world.ids[f"reportdoomed:{actor}"] = doomed
     # Webhooks to a closed loopback port (the world allows loopback targets; no worker runs).
     hook = {"name": "matrix", "url": WEBHOOK_TARGET, "events": ["element.created"]}
     world.ids["webhook:victim"] = _ok(sup.post("/api/webhooks", json=hook))["id"]
@@ -634,6 +651,7 @@ def of(template: str) -> Callable[[World, str], str]:
             "scenario",
             "scenarioclose",
             "scenarioreview",
+            "reportdoomed",
         ):
             keys[f"{kind}_me"] = world.ids[f"{kind}:{actor}"]
         keys["user_doomed_me"] = world.ids[f"user:doomed-{actor}"]
@@ -1590,6 +1608,97 @@ CASES = [
         expect(409, 404, 404, 404),
     ),
     Case("scenarios", "check one's scenario", "GET", of("/api/scenarios/{scenario_me}/checks"), READ_ALL),
+    # --- saved reports ---
+    Case("reports", "list one's reports", "GET", fixed("/api/reports"), READ_ALL),
+    Case(
+        "reports", "list every account's reports", "GET", fixed("/api/reports?everyone=true"), ADMIN_ONLY_READ
+    ),
+    Case(
+        "reports",
+        "save a report",
+        "POST",
+        fixed("/api/reports"),
+        expect(201, 403, 201, 403),
+        body=lambda _world, actor: {"name": f"report of {actor}", "kind": "list", "type": "BusinessProcess"},
+    ),
+    Case(
+        "reports",
+        "read another's report",
+        "GET",
+        of("/api/reports/{report_victim}"),
+        expect(200, 404, 404, 404),
+    ),
+    Case(
+        "reports",
+        "read a shared report",
+        "GET",
+        of("/api/reports/{report_shared}"),
+        expect(200, 200, 200, 404),
+    ),
+    Case(
+        "reports",
+        "change a report shared to view or edit",
+        "PATCH",
+        of("/api/reports/{report_shared}"),
+        expect(200, 403, 200, 404),
+        body=body({"description": "changed"}),
+    ),
+    Case(
+        "reports",
+        "change another's report",
+        "PATCH",
+        of("/api/reports/{report_victim}"),
+        expect(200, 404, 404, 404),
+        body=body({"description": "changed"}),
+        errors_checked=True,
+    ),
+    Case(
+        "reports",
+        "delete a report shared to view or edit",
+        "DELETE",
+        of("/api/reports/{reportdoomed_me}"),
+        expect(204, 403, 403, 404),
+    ),
+    Case(
+        "reports",
+        "read the shares of a shared report",
+        "GET",
+        of("/api/reports/{report_shared}/shares"),
+        expect(200, 200, 200, 404),
+    ),
+    Case(
+        "reports",
+        "share a report shared to view or edit",
+        "PUT",
+        of("/api/reports/{report_shared}/shares"),
+        expect(200, 403, 403, 404),
+        body=body({"shares": [{"role": "Readers", "access": "view"}, {"role": "Editors", "access": "edit"}]}),
+    ),
+    Case(
+        "reports",
+        "run a shared report",
+        "GET",
+        of("/api/reports/{report_shared}/run"),
+        expect(200, 403, 200, 404),
+        check=check_elements,
+    ),
+    Case(
+        "reports",
+        "stream a shared report",
+        "GET",
+        of("/api/reports/{report_shared}/run"),
+        expect(200, 403, 200, 404),
+        check=check_elements,
+        headers={"Accept": "application/x-ndjson"},
+    ),
+    Case(
+        "reports",
+        "run another's report",
+        "GET",
+        of("/api/reports/{report_victim}/run"),
+        expect(200, 404, 404, 404),
+        errors_checked=True,
+    ),
     Case("scenarios", "list the merge rules", "GET", fixed("/api/scenario-rules"), READ_ALL),
     Case(
         "scenarios",
@@ -1876,6 +1985,7 @@ FAMILIES = (
     "/api/scenarios",
     "/api/scenario-rules",
     "/api/projection",
+    "/api/reports",
 )
 HTTP_METHODS = ("get", "put", "post", "delete", "patch")
 

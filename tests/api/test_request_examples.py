@@ -73,6 +73,13 @@ def _webhook(client: TestClient) -> dict[str, object]:
     return {"id": response.json()["id"]}
 
 
+def _report(client: TestClient) -> dict[str, object]:
+    body = {"name": "prepared", "kind": "list", "type": "InformationSystem"}
+    response = client.post("/api/reports", json=body)
+    assert response.status_code == 201, response.text
+    return {"id": response.json()["id"]}
+
+
 def _scenario_in_conflict(client: TestClient) -> dict[str, object]:
     """A scenario whose ERP (InformationSystem 128) has a Criticality that main changed too."""
     response = client.post("/api/scenarios", json={"name": "prepared"})
@@ -125,6 +132,9 @@ PATH_VALUES: dict[str, dict[str, object] | Callable[[TestClient], dict[str, obje
     "/api/scenarios/{key}/review": _scenario_in_conflict,
     "/api/scenarios/{key}/comments": _scenario_in_conflict,
     "/api/scenarios/{key}/shares": _scenario_in_conflict,
+    "/api/reports": {},
+    "/api/reports/{id}": _report,
+    "/api/reports/{id}/shares": _report,
 }
 # Examples that are not answered 2xx, with the answer they get and why. Both are about the credentials or
 # the clock, never the body's shape.

@@ -323,6 +323,43 @@ FIELD_NAMES = KnownRefusal(
     "unknown_field",
     (("unknown_field", "query:fields"), ("unknown_field", "/fields")),
 )
+# A saved report's members: those of its kind alone, the one its kind needs, a diagram configuration that
+# can be stored, a type that exists; its filter or query valid iteraQL within the query limits, its sort
+# keys and fields properties of the type (checked at save, and again as the caller at run time).
+REPORT_BODY = KnownRefusal(
+    "a report gives the members of its kind alone, an existing type and a storable configuration; no text "
+    "may hold NUL",
+    "validation_failed",
+    (
+        ("not_for_kind", "/"),
+        ("mandatory", "/"),
+        ("too_large", "/config"),
+        ("invalid_value", "/config"),
+        ("unknown_type", "/type"),
+        NUL,
+    ),
+)
+REPORT_QUERY = tuple(
+    KnownRefusal(
+        "a report's filter or query is valid iteraQL within the query limits",
+        code,
+        ((code, "/query"), (code, "/filter"), (code, "query:filter")),
+    )
+    for code in (
+        "query_syntax",
+        "query_invalid",
+        "query_too_long",
+        "query_too_many_steps",
+        "query_too_deep",
+        "query_too_many_operators",
+        "query_literal_too_long",
+    )
+)
+REPORT_SHARES = KnownRefusal(
+    "a report is shared with existing roles, each named once; no text may hold NUL",
+    "validation_failed",
+    (("unknown_role", "/shares/"), ("duplicate_role", "/shares/"), NUL),
+)
 
 # The only operations whose schema-valid requests may be answered 400, and only with these problems.
 KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
@@ -388,6 +425,10 @@ KNOWN_REFUSALS: dict[tuple[str, str], tuple[KnownRefusal, ...]] = {
     ("POST", "/api/webhooks"): (WEBHOOK_BODY,),
     ("PATCH", "/api/webhooks/{id}"): (WEBHOOK_BODY,),
     ("GET", "/api/webhooks/{id}/deliveries"): (DELIVERY_STATUS,),
+    ("POST", "/api/reports"): (REPORT_BODY, *REPORT_QUERY, SORT_KEY, FIELD_NAMES),
+    ("PATCH", "/api/reports/{id}"): (REPORT_BODY, *REPORT_QUERY, SORT_KEY, FIELD_NAMES),
+    ("PUT", "/api/reports/{id}/shares"): (REPORT_SHARES,),
+    ("GET", "/api/reports/{id}/run"): (LISTING_CURSOR, NUL_IN_QUERY, *REPORT_QUERY, SORT_KEY, FIELD_NAMES),
 }
 
 

@@ -106,6 +106,8 @@ TAG_DESCRIPTIONS: dict[str, str] = {
     "scenarios": "Planning scenarios: a future landscape beside main (element reads and writes with "
     "`?scenario=<key>` or the `Blockrepo-Scenario` header), compared with main three ways, its conflicts "
     "settled, merged into main as one revision.",
+    "reports": "Saved reports: list filters, iteraQL queries and diagram configurations with an owner, "
+    "shared with roles to view or edit, and run as the caller with the caller's rights.",
     "operations": "The whole repository as one backup file, for supervisors (`blockrepo restore` reads it).",
     "exchange": "ArchiMate models in and out: The Open Group's Model Exchange File Format (3.1 written; 3.x "
     "and 2.1 read) and Archi's CSV files, mapped to building blocks (docs/guide/archimate.md).",

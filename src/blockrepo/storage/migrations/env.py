@@ -10,6 +10,7 @@ from blockrepo.auth import models as _auth_models  # noqa: F401
 from blockrepo.elements import models as _element_models  # noqa: F401
 from blockrepo.massdata import models as _massdata_models  # noqa: F401
 from blockrepo.metamodel import models as _metamodel_models  # noqa: F401
+from blockrepo.reports import models as _report_models  # noqa: F401
 from blockrepo.revisions import models as _revision_models  # noqa: F401
 from blockrepo.scenarios import models as _scenario_models  # noqa: F401
 from blockrepo.storage.base import Base
